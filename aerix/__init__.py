@@ -1,0 +1,3 @@
+"""Aerix: a local-first coding agent for the terminal."""
+
+__version__ = "0.1.0"

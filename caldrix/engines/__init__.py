@@ -1,0 +1,1 @@
+"""Model backends behind the :class:`~caldrix.engines.base.Engine` seam."""

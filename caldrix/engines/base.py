@@ -1,0 +1,195 @@
+"""The engine seam: what a model backend must provide to serve as a member.
+
+An engine owns one loaded model and the KV rows of a single sequence (``--max-batch 1``).
+It offers primitives only — tokenize, evaluate rows, read logits, truncate, snapshot —
+and the shared code in :mod:`caldrix.decoding` runs the generation loop over them, so
+constraints, sampling, stop strings, logprobs and progress behave the same on every engine.
+
+Threading: every method except :meth:`Engine.tokenize` and the read-only properties runs on
+the member's engine thread. ``tokenize`` must be safe to call from any thread (contexts are
+counted on the event loop's worker threads while a generation runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from llguidance import LLTokenizer
+
+ConstraintKind = Literal["json", "one_of", "regex", "lark"]
+ALL_CONSTRAINTS: tuple[ConstraintKind, ...] = ("json", "one_of", "regex", "lark")
+
+#: The window a member gets when neither the flags nor a smaller training window say otherwise.
+DEFAULT_CTX = 8192
+#: Rows evaluated per batch during a prefill; small enough that progress is reported often.
+DEFAULT_BATCH = 256
+
+
+class ServingFlags(BaseModel):
+    """The serving flags of one member, shared by ``caldrix pool --load``, ``caldrix run``
+    and ``member.load``'s ``flags`` map."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ctx: int | None = None
+    """The window in tokens; ``None`` is the model's training window, at most ``DEFAULT_CTX``."""
+    threads: int | None = None
+    """CPU threads for the engine; ``None`` lets the engine choose."""
+    batch: int = DEFAULT_BATCH
+    """Rows evaluated per batch during a prefill."""
+    max_batch: int = 1
+    """Concurrent streams per member. Only 1 (the single-stream loop) is served."""
+    engine: Literal["auto", "llamacpp", "ctransformers"] = "auto"
+    """Which engine opens the file; ``auto`` picks by the file's magic."""
+    chat_template: str | None = None
+    """A Jinja chat template, or a known name (``chatml``), for files that carry none."""
+    model_type: str | None = None
+    """The architecture of a legacy GGML file (``gpt2``, ``llama`` …), for ctransformers."""
+
+
+@dataclass(frozen=True)
+class EngineCapabilities:
+    """What an engine can do, declared rather than discovered by trial."""
+
+    constraints: tuple[ConstraintKind, ...] = ALL_CONSTRAINTS
+    snapshots: bool = False
+    """Whether :meth:`Engine.save_rows` / :meth:`Engine.load_rows` work (the prefix store)."""
+    lane: Literal["cpu", "gpu"] = "cpu"
+
+
+@dataclass(frozen=True)
+class ChatTemplateSource:
+    """The chat template an engine renders with: Jinja source plus its special texts."""
+
+    source: str
+    bos_token: str = ""
+    eos_token: str = ""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """One loaded model with the KV rows of one sequence."""
+
+    capabilities: EngineCapabilities
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    @property
+    def n_vocab(self) -> int: ...
+
+    @property
+    def threads(self) -> int | None: ...
+
+    @property
+    def chat_template(self) -> ChatTemplateSource: ...
+
+    @property
+    def eos_token_ids(self) -> tuple[int, ...]:
+        """Tokens that end a turn (end of generation)."""
+        ...
+
+    @property
+    def live_tokens(self) -> Sequence[int]:
+        """The token ids whose rows are in the KV right now, in order."""
+        ...
+
+    @property
+    def footprint_bytes(self) -> int | None:
+        """Weights + KV for the window + compute buffers, when known."""
+        ...
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` with special tokens parsed and no BOS added. Thread-safe."""
+        ...
+
+    def lltokenizer(self) -> LLTokenizer:
+        """The llguidance tokenizer built from this model's own vocabulary (built once)."""
+        ...
+
+    def truncate(self, n_rows: int) -> None:
+        """Keep only the first ``n_rows`` rows of the KV."""
+        ...
+
+    def evaluate(self, tokens: Sequence[int]) -> None:
+        """Append rows for ``tokens`` after the live rows, batched; afterwards :meth:`logits`
+        holds the next-token logits after the last of them."""
+        ...
+
+    def logits(self) -> npt.NDArray[np.float32]:
+        """Next-token logits after the last evaluated row (a copy, shape ``(n_vocab,)``)."""
+        ...
+
+    def save_rows(self) -> bytes:
+        """A snapshot of the live rows (only with ``capabilities.snapshots``)."""
+        ...
+
+    def load_rows(self, data: bytes, tokens: Sequence[int]) -> None:
+        """Replace the live rows with a snapshot holding ``tokens``. The logits are stale
+        afterwards: evaluate at least one more token before reading them."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class GenerationParams:
+    """One generation's settings, as the ``generate`` op carries them."""
+
+    max_new_tokens: int
+    constraint: dict[str, object] | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+    stop: list[str] = field(default_factory=list)
+    logprobs: int = 0
+
+
+class GenerationSink(Protocol):
+    """Where a running generation reports; implemented by the connection (frames) and by
+    ``caldrix run`` (the terminal)."""
+
+    def progress(self, done: int, total: int) -> None: ...
+
+    def token(self, text: str) -> None: ...
+
+    def cancelled(self) -> bool: ...
+
+
+Finish = Literal["stop", "length", "constraint"]
+
+
+@dataclass
+class GenerationResult:
+    """What a finished generation reports in its ``done`` frame."""
+
+    text: str
+    finish: Finish
+    prompt_tokens: int
+    completion_tokens: int
+    recomputed_from: int
+    output_token_ids: list[int]
+    queue_ms: float = 0.0
+    prefill_ms: float = 0.0
+    decode_ms: float = 0.0
+    logprobs: list[dict[str, object]] | None = None
+
+
+class ResumePolicy(Protocol):
+    """Decides where a generation's prefill starts. The default resumes from the live rows;
+    the prefix store (:mod:`caldrix.prefix_store`) also restores stored snapshots."""
+
+    def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
+        """Leave ``engine.live_tokens == prompt_tokens[:k]`` with ``k < len(prompt_tokens)``
+        and return ``k`` (the ``recomputed_from`` row)."""
+        ...
+
+    def remember(self, engine: Engine, prompt_len: int) -> None:
+        """Called after a generation, with the rows of prompt and output live."""
+        ...

@@ -1,0 +1,130 @@
+"""Every error caldrix reports, each with the protocol code it travels under.
+
+The tree is shallow: :class:`CaldrixError` is the root; each subclass names one protocol error
+code (``code``) and carries the one line a person reads (``str(exc)``). Extra fields that the
+protocol sends beside ``code`` and ``message`` (for example ``supported`` or the figures of a
+``no_fit``) live in ``details``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class CaldrixError(Exception):
+    """Base of every error the pool reports; ``code`` is its protocol error code."""
+
+    code: ClassVar[str] = "internal"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InternalError(CaldrixError):
+    """Something went wrong inside the pool that no other code describes."""
+
+    code = "internal"
+
+
+class BadRequest(CaldrixError):
+    """A request is missing a field or has one of the wrong type."""
+
+    code = "bad_request"
+
+
+class UnknownOp(CaldrixError):
+    """A request names an op the pool does not know."""
+
+    code = "unknown_op"
+
+
+class BadFrame(CaldrixError):
+    """A frame is too long, empty, or its payload cannot be decoded."""
+
+    code = "bad_frame"
+
+
+class ProtocolMismatch(CaldrixError):
+    """The client speaks a protocol version the pool does not."""
+
+    code = "protocol_mismatch"
+
+
+class HandshakeRequired(CaldrixError):
+    """The first frame of a connection was not ``hello``."""
+
+    code = "handshake_required"
+
+
+class MemberNotFound(CaldrixError):
+    """No member of that name is loaded."""
+
+    code = "member_not_found"
+
+
+class MemberExists(CaldrixError):
+    """A member of that name is already loaded."""
+
+    code = "member_exists"
+
+
+class ModelNotFound(CaldrixError):
+    """A model reference names no file, cache entry or download that exists."""
+
+    code = "model_not_found"
+
+
+class PrecheckFailed(CaldrixError):
+    """A model file failed the checks made before loading it (magic, version, architecture, size)."""
+
+    code = "precheck_failed"
+
+
+class NoFit(CaldrixError):
+    """A member's footprint does not fit the pool's memory limit."""
+
+    code = "no_fit"
+
+
+class ContextNotFound(CaldrixError):
+    """No context has that id."""
+
+    code = "context_not_found"
+
+
+class SegmentNotFound(CaldrixError):
+    """An edit names a segment id the context does not hold."""
+
+    code = "segment_not_found"
+
+
+class DuplicateSegment(CaldrixError):
+    """A segment id would appear twice in one context."""
+
+    code = "duplicate_segment"
+
+
+class ContextOverflow(CaldrixError):
+    """The prompt plus ``max_new_tokens`` is longer than the member's window."""
+
+    code = "context_overflow"
+
+
+class ConstraintInvalid(CaldrixError):
+    """A constraint (schema, grammar, regex, strings) could not be compiled."""
+
+    code = "constraint_invalid"
+
+
+class DownloadFailed(CaldrixError):
+    """A model download could not be completed (offline, refused, checksum mismatch)."""
+
+    code = "model_not_found"
+
+
+class PoolUnavailable(CaldrixError):
+    """No pool answers on the socket, or the socket cannot be used."""
+
+    code = "internal"
