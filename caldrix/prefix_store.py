@@ -1,0 +1,246 @@
+"""The resident prefix store of one member: KV snapshots keyed by the token ids they hold.
+
+Every context on a member renders to a prompt that mostly starts like the others (the same
+system and instruction segments), so the store keeps snapshots of computed rows and lets a
+generation start from the longest prefix already computed:
+
+- **Lookup** walks a radix tree over token ids (:mod:`caldrix.prefix_trie`). A snapshot of n
+  rows serves every shorter prefix of itself: restore it, then drop the rows past the match.
+- **No copy** when the engine's live rows already hold the prefix: truncating them is free.
+- **The cost model** (:mod:`caldrix.resume_cost`) resumes only when restoring and filling the
+  rest is expected to cost less than prefilling the whole prompt, with rates measured here.
+- **Storing** happens after every generation: an appended turn keeps its prompt and output
+  rows, a probe (no ``append``) only its prompt rows. A snapshot that another snapshot already
+  contains is not stored again; one that contains older snapshots replaces them.
+- **Budget**: snapshots are dropped least recently used first to stay under ``budget`` bytes;
+  ``0`` keeps none (the live rows still serve). An evicted prefix only costs a prefill.
+
+All methods run on the member's engine thread; :meth:`PrefixStore.stats` may be read from
+any thread (it copies plain integers).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from caldrix.engines.base import Engine
+from caldrix.prefix_trie import TokenTrie
+from caldrix.resume_cost import Candidate, MemberRates, ResumeDecision, decide
+
+logger = logging.getLogger("caldrix.prefix_store")
+
+GIB = 1 << 30
+#: ``--context-budget`` defaults to this share of the memory limit…
+CONTEXT_BUDGET_SHARE = 0.25
+#: …and to at most this many bytes.
+CONTEXT_BUDGET_MAX = 8 * GIB
+
+
+def default_context_budget(memory_limit_bytes: int) -> int:
+    """The prefix-store budget per member when ``--context-budget`` is not given."""
+    return min(int(memory_limit_bytes * CONTEXT_BUDGET_SHARE), CONTEXT_BUDGET_MAX)
+
+
+@dataclass(eq=False)
+class _Entry:
+    tokens: tuple[int, ...]
+    data: bytes
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """What :meth:`PrefixStore.prepare` chose, kept for :meth:`PrefixStore.remember`."""
+
+    start: int
+    prompt_rows: int
+    resumed: bool
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class PrefixStore:
+    """One member's prefix store; implements :class:`caldrix.engines.base.ResumePolicy`."""
+
+    def __init__(self, budget_bytes: int, member: str = "member") -> None:
+        if budget_bytes < 0:
+            raise ValueError(f"the context budget must be 0 or more bytes, not {budget_bytes}")
+        self.budget = budget_bytes
+        self.member = member
+        self.rates = MemberRates()
+        self._trie: TokenTrie[_Entry] = TokenTrie()
+        self._lru: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
+        self._bytes = 0
+        self._hits = 0
+        self._misses = 0
+        self._pending: _Pending | None = None
+
+    # -- ResumePolicy ---------------------------------------------------------------------
+
+    def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
+        """Put the cheapest start for ``prompt_tokens`` in the engine's live rows and return
+        its row count (always leaving at least one token to evaluate for fresh logits)."""
+        prompt_rows = len(prompt_tokens)
+        decision, stored = self._decide(engine, prompt_tokens)
+        chosen = decision.chosen.candidate
+        if chosen.source == "stored" and stored is not None:
+            self._restore(engine, stored, chosen.start)
+        else:
+            engine.truncate(chosen.start)
+        resumed = chosen.start > 0
+        if resumed:
+            self._hits += 1
+        else:
+            self._misses += 1
+        self._pending = _Pending(start=chosen.start, prompt_rows=prompt_rows, resumed=resumed)
+        logger.info("%s: %s", self.member, decision.describe())
+        return chosen.start
+
+    def remember(
+        self,
+        engine: Engine,
+        prompt_len: int,
+        *,
+        appended: bool = True,
+        prefill_ms: float | None = None,
+    ) -> None:
+        """After a generation: learn from its prefill timing and store its rows — prompt and
+        output for an appended turn, the prompt alone for a probe (``appended=False``)."""
+        pending, self._pending = self._pending, None
+        if pending is not None and prefill_ms is not None and pending.prompt_rows == prompt_len:
+            self.record_compute(pending.start, prompt_len, prefill_ms / 1000.0)
+        live = tuple(engine.live_tokens)
+        keep = live if appended else live[:prompt_len]
+        self.store(engine, keep)
+
+    def for_generation(self, *, appended: bool) -> GenerationResume:
+        """The resume policy for one generation, knowing whether its output is appended to
+        the context (``generate`` with ``append``) or it is a probe."""
+        return GenerationResume(self, appended=appended)
+
+    # -- measurements -----------------------------------------------------------------------
+
+    def record_compute(self, start: int, prompt_rows: int, seconds: float) -> None:
+        """A prompt's rows from ``start`` on were computed in ``seconds``: a cold prefill
+        when ``start`` is 0, a fill after a resume otherwise."""
+        rows = prompt_rows - start
+        if start == 0:
+            self.rates.prefill.record(rows, seconds)
+        else:
+            self.rates.fill.record(rows, seconds)
+
+    # -- storing --------------------------------------------------------------------------
+
+    def store(self, engine: Engine, tokens: tuple[int, ...]) -> None:
+        """Keep a snapshot of the engine's first ``len(tokens)`` live rows (which hold
+        ``tokens``), unless a stored snapshot already holds them or the budget cannot."""
+        if not tokens or self.budget == 0 or not engine.capabilities.snapshots:
+            return
+        covered = self._trie.longest_prefix(tokens)
+        if covered.depth == len(tokens) and covered.holders:
+            self._touch(min(covered.holders, key=lambda e: e.nbytes))
+            return
+        if len(engine.live_tokens) > len(tokens):
+            # Snapshots take the whole sequence, so drop a probe's output rows first; a probe's
+            # output is not part of its context and is never resumed from.
+            engine.truncate(len(tokens))
+        started = time.perf_counter()
+        data = engine.save_rows()
+        saved_ms = (time.perf_counter() - started) * 1000
+        if len(data) > self.budget:
+            logger.info("%s: %d-row snapshot (%.1f MB) exceeds the budget of %.1f MB; not kept",
+                        self.member, len(tokens), len(data) / 1e6, self.budget / 1e6)
+            return
+        for contained in self._trie.values_along(tokens):
+            self._drop(contained)  # the new snapshot serves every prefix these served
+        while self._bytes + len(data) > self.budget and self._lru:
+            evicted = next(iter(self._lru.values()))
+            self._drop(evicted)
+            logger.info("%s: evicted a %d-row snapshot (least recently used)", self.member,
+                        len(evicted.tokens))
+        entry = _Entry(tokens=tokens, data=data)
+        self._trie.insert(tokens, entry)
+        self._lru[tokens] = entry
+        self._bytes += entry.nbytes
+        logger.info("%s: stored a %d-row snapshot (%.1f MB in %.0f ms); %d entries, %.1f of %.1f MB",
+                    self.member, len(tokens), entry.nbytes / 1e6, saved_ms, len(self._lru),
+                    self._bytes / 1e6, self.budget / 1e6)
+
+    def clear(self) -> None:
+        """Forget every snapshot (the member is unloading)."""
+        for entry in list(self._lru.values()):
+            self._drop(entry)
+
+    def stored_prefix(self, tokens: Sequence[int]) -> int:
+        """How many leading ``tokens`` some stored snapshot holds (0 when none)."""
+        return self._trie.longest_prefix(tokens).depth
+
+    def stats(self) -> dict[str, int]:
+        """The figures ``pool.status`` reports for this member."""
+        return {
+            "entries": len(self._lru),
+            "bytes": self._bytes,
+            "budget": self.budget,
+            "hits": self._hits,
+            "misses": self._misses,
+        }
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _decide(self, engine: Engine, prompt_tokens: Sequence[int]) -> tuple[ResumeDecision, _Entry | None]:
+        """Price the whole prefill, the live rows and the best stored snapshot (the smallest
+        one holding the longest shared prefix); return the decision and that snapshot."""
+        # At least one prompt token must be evaluated: logits are not part of the KV rows.
+        limit = max(0, len(prompt_tokens) - 1)
+        live_start = min(common_prefix_length(engine.live_tokens, prompt_tokens), limit)
+        candidates = [Candidate("live", live_start)]
+        match = self._trie.longest_prefix(prompt_tokens)
+        stored_start = min(match.depth, limit)
+        cheapest: _Entry | None = None
+        if stored_start > live_start and match.holders:
+            cheapest = min(match.holders, key=lambda e: e.nbytes)
+            candidates.append(Candidate("stored", stored_start, cheapest.nbytes))
+        return decide(len(prompt_tokens), candidates, self.rates.current()), cheapest
+
+    def _restore(self, engine: Engine, entry: _Entry, start: int) -> None:
+        started = time.perf_counter()
+        engine.load_rows(entry.data, entry.tokens)
+        engine.truncate(start)
+        self.rates.restore.record(entry.nbytes, time.perf_counter() - started)
+        self._touch(entry)
+
+    def _touch(self, entry: _Entry) -> None:
+        self._lru.move_to_end(entry.tokens)
+
+    def _drop(self, entry: _Entry) -> None:
+        self._trie.remove(entry.tokens)
+        del self._lru[entry.tokens]
+        self._bytes -= entry.nbytes
+
+
+class GenerationResume:
+    """A :class:`PrefixStore` bound to one generation: whether its output is appended."""
+
+    def __init__(self, store: PrefixStore, *, appended: bool) -> None:
+        self._store = store
+        self._appended = appended
+
+    def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
+        return self._store.prepare(engine, prompt_tokens)
+
+    def remember(self, engine: Engine, prompt_len: int, *, prefill_ms: float | None = None) -> None:
+        self._store.remember(engine, prompt_len, appended=self._appended, prefill_ms=prefill_ms)
