@@ -1,0 +1,186 @@
+"""Read enough of a legacy GGML file's header to name its architecture and size its KV.
+
+Legacy GGML files (before GGUF) carry no architecture name. Each of ggml's example loaders
+reads its own fixed list of int32 hparams after the magic, then the vocabulary, then tensors
+by name — so the architecture can be told apart by trying each layout and checking that the
+vocabulary parses and the first tensor's name uses that architecture's naming. Checking this
+before ctransformers opens the file also matters because its loaders trust the header: the
+wrong ``model_type`` on a file can make them allocate garbage sizes instead of failing.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Unversioned ggml files: gpt2, gptj, gpt_neox, mpt, replit, starcoder (and very old llama).
+GGML_MAGIC = 0x67676D6C
+#: Versioned llama files: "ggmf" (v1) and "ggjt" (v1–v3, mmap-able).
+GGMF_MAGIC = 0x67676D66
+GGJT_MAGIC = 0x67676A74
+#: Falcon files written by ggllm.cpp.
+GGCC_MAGIC = 0x67676363
+#: GGUF files are not legacy: the llama.cpp engine opens them.
+GGUF_MAGIC = 0x46554747
+LEGACY_MAGICS = frozenset({GGML_MAGIC, GGMF_MAGIC, GGJT_MAGIC, GGCC_MAGIC})
+
+#: How much of the file head is read to find the first tensor name (the vocabulary of a 50k
+#: token model is well under a megabyte).
+HEAD_BYTES = 8 * 1024 * 1024
+MAX_VOCAB = 1_000_000
+MAX_TOKEN_BYTES = 4096
+MAX_NAME_BYTES = 512
+F32_BYTES = 4
+F16_BYTES = 2
+
+
+@dataclass(frozen=True)
+class _Layout:
+    model_type: str
+    hparams: str
+    """struct format of the hparams after the magic."""
+    n_vocab_at: int
+    n_ctx_at: int
+    n_embd_at: int
+    n_layer_at: int
+    vocab_counted: bool
+    """Whether an int32 count precedes the vocabulary entries."""
+    vocab_scored: bool
+    """Whether a float32 score follows each vocabulary entry."""
+    tensor_prefixes: tuple[str, ...]
+    kv_element_bytes: int
+
+
+_LAYOUTS: tuple[_Layout, ...] = (
+    _Layout("gpt2", "<6i", 0, 1, 2, 4, True, False, ("model/",), F32_BYTES),
+    _Layout("gptj", "<7i", 0, 1, 2, 4, True, False, ("transformer.", "lm_head."), F16_BYTES),
+    _Layout("gpt_neox", "<8i", 0, 1, 2, 4, False, False, ("gpt_neox.", "embed_out."), F16_BYTES),
+    _Layout("mpt", "<5i2fi", 4, 1, 0, 3, False, False, ("transformer.",), F16_BYTES),
+    _Layout("replit", "<6i", 4, 1, 0, 3, False, True, ("transformer.",), F16_BYTES),
+)
+#: Vocabulary entries that only StarCoder-family tokenizers hold (same layout as gpt2).
+_STARCODER_MARKERS = (b"<fim_prefix>", b"<fim-prefix>")
+
+
+@dataclass(frozen=True)
+class GgmlHeader:
+    """What the header says: the architecture where it can be told, and the KV shape."""
+
+    magic: int
+    model_type: str | None
+    n_ctx: int | None = None
+    n_embd: int | None = None
+    n_layer: int | None = None
+    kv_element_bytes: int = F16_BYTES
+
+
+def read_magic(path: Path) -> int:
+    """The little-endian u32 at the start of the file (0 when the file is shorter)."""
+    with path.open("rb") as f:
+        head = f.read(4)
+    return struct.unpack("<I", head)[0] if len(head) == 4 else 0
+
+
+def read_header(path: Path) -> GgmlHeader:
+    """Parse the header of a legacy GGML file; ``model_type`` is None when it cannot be told."""
+    with path.open("rb") as f:
+        head = f.read(HEAD_BYTES)
+    magic = struct.unpack("<I", head[:4])[0] if len(head) >= 4 else 0
+    if magic in (GGMF_MAGIC, GGJT_MAGIC):
+        return _llama_header(magic, head)
+    if magic == GGCC_MAGIC:
+        return GgmlHeader(magic, "falcon")
+    if magic == GGML_MAGIC:
+        for layout in _LAYOUTS:
+            header = _try_layout(layout, head)
+            if header is not None:
+                return header
+    return GgmlHeader(magic, None)
+
+
+def header_for_type(path: Path, model_type: str) -> GgmlHeader | None:
+    """The header read with ``model_type``'s layout; None when the file does not fit it.
+
+    Architectures without a known layout here (llama, falcon, dollyv2…) are not checked:
+    their header is returned with only the magic."""
+    with path.open("rb") as f:
+        head = f.read(HEAD_BYTES)
+    magic = struct.unpack("<I", head[:4])[0] if len(head) >= 4 else 0
+    wanted = "gpt2" if model_type == "starcoder" else model_type
+    layout = next((lay for lay in _LAYOUTS if lay.model_type == wanted), None)
+    if layout is None:
+        if magic in (GGMF_MAGIC, GGJT_MAGIC):
+            return _llama_header(magic, head)
+        return GgmlHeader(magic, model_type)
+    if magic != GGML_MAGIC:
+        return None
+    header = _try_layout(layout, head)
+    if header is None:
+        return None
+    return GgmlHeader(magic, model_type, header.n_ctx, header.n_embd, header.n_layer, header.kv_element_bytes)
+
+
+def _llama_header(magic: int, head: bytes) -> GgmlHeader:
+    # magic, version, then n_vocab, n_embd, n_mult, n_head, n_layer, n_rot, ftype
+    if len(head) < 8 + 7 * 4:
+        return GgmlHeader(magic, "llama")
+    fields = struct.unpack_from("<7i", head, 8)
+    return GgmlHeader(magic, "llama", None, fields[1], fields[4], F16_BYTES)
+
+
+def _try_layout(layout: _Layout, head: bytes) -> GgmlHeader | None:
+    offset = 4
+    try:
+        fields = struct.unpack_from(layout.hparams, head, offset)
+        offset += struct.calcsize(layout.hparams)
+        n_vocab = int(fields[layout.n_vocab_at])
+        if not 0 < n_vocab <= MAX_VOCAB:
+            return None
+        if layout.vocab_counted:
+            (count,) = struct.unpack_from("<i", head, offset)
+            offset += 4
+            if count != n_vocab:
+                return None
+        offset, starcoder = _skip_vocab(head, offset, n_vocab, layout.vocab_scored)
+        name = _first_tensor_name(head, offset)
+    except (struct.error, ValueError):
+        return None
+    if name is None or not name.startswith(layout.tensor_prefixes):
+        return None
+    model_type = "starcoder" if layout.model_type == "gpt2" and starcoder else layout.model_type
+    return GgmlHeader(
+        GGML_MAGIC,
+        model_type,
+        n_ctx=int(fields[layout.n_ctx_at]),
+        n_embd=int(fields[layout.n_embd_at]),
+        n_layer=int(fields[layout.n_layer_at]),
+        kv_element_bytes=layout.kv_element_bytes,
+    )
+
+
+def _skip_vocab(head: bytes, offset: int, n_vocab: int, scored: bool) -> tuple[int, bool]:
+    """Offset just past the vocabulary, and whether it holds StarCoder's FIM tokens."""
+    starcoder = False
+    for _ in range(n_vocab):
+        (length,) = struct.unpack_from("<I", head, offset)
+        if length > MAX_TOKEN_BYTES or offset + 4 + length > len(head):
+            raise ValueError("not a vocabulary entry")
+        token = head[offset + 4 : offset + 4 + length]
+        starcoder = starcoder or token in _STARCODER_MARKERS
+        offset += 4 + length + (4 if scored else 0)
+    return offset, starcoder
+
+
+def _first_tensor_name(head: bytes, offset: int) -> str | None:
+    n_dims, name_len, _ttype = struct.unpack_from("<3i", head, offset)
+    if not (1 <= n_dims <= 4 and 0 < name_len <= MAX_NAME_BYTES):
+        return None
+    start = offset + 12 + 4 * n_dims
+    raw = head[start : start + name_len]
+    if len(raw) != name_len:
+        return None
+    try:
+        return raw.decode("ascii")
+    except UnicodeDecodeError:
+        return None

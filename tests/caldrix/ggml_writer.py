@@ -1,0 +1,125 @@
+"""Write a tiny legacy GGML gpt2 model file with random weights, for the ctransformers tests.
+
+The layout is the one ggml's ``examples/gpt-2`` loader reads (ctransformers vendors it as
+``models/llms/gpt2.cc``), with no padding anywhere:
+
+1. the magic ``0x67676d6c`` ("ggml") as a little-endian u32;
+2. six i32 hparams: ``n_vocab, n_ctx, n_embd, n_head, n_layer, ftype`` (0 = all f32);
+3. the vocabulary: an i32 count, then per token a u32 length and the token's raw bytes
+   (ggml's converters undo GPT-2's bytes-to-unicode mapping before writing);
+4. the tensors until end of file, each: i32 ``n_dims``, i32 name length, i32 type (0 = f32),
+   ``n_dims`` i32 extents innermost first, the name, then the f32 data.
+
+The vocabulary holds the 256 single bytes (so a constraint can spell anything), a few merged
+tokens (so tokenization is not trivially one token a byte) and ``<|endoftext|>`` last, which
+ctransformers takes as the end-of-sequence token.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+GGML_MAGIC = 0x67676D6C
+FTYPE_ALL_F32 = 0
+TENSOR_TYPE_F32 = 0
+END_OF_TEXT = b"<|endoftext|>"
+MERGED_TOKENS: tuple[bytes, ...] = (
+    b"th",
+    b"he",
+    b"the",
+    b" the",
+    b"in",
+    b"er",
+    b"an",
+    b"  ",
+    b'{"',
+    b'":',
+    b'",',
+    b"ing",
+)
+
+
+@dataclass(frozen=True)
+class TinyGpt2:
+    """The hyperparameters of the tiny model; small enough to load and run in milliseconds."""
+
+    n_ctx: int = 512
+    n_embd: int = 32
+    n_head: int = 4
+    n_layer: int = 2
+    seed: int = 1234
+
+
+def tiny_vocab() -> list[bytes]:
+    """The token texts by id: every single byte, then the merges, then ``<|endoftext|>``."""
+    return [bytes([b]) for b in range(256)] + list(MERGED_TOKENS) + [END_OF_TEXT]
+
+
+def write_tiny_gpt2(path: Path, shape: TinyGpt2 | None = None) -> Path:
+    """Write the model file at ``path`` and return ``path``."""
+    shape = shape or TinyGpt2()
+    vocab = tiny_vocab()
+    rng = np.random.default_rng(shape.seed)
+    with path.open("wb") as out:
+        out.write(struct.pack("<I", GGML_MAGIC))
+        hparams = (len(vocab), shape.n_ctx, shape.n_embd, shape.n_head, shape.n_layer)
+        out.write(struct.pack("<6i", *hparams, FTYPE_ALL_F32))
+        out.write(struct.pack("<i", len(vocab)))
+        for token in vocab:
+            out.write(struct.pack("<I", len(token)))
+            out.write(token)
+        for name, data in _tensors(shape, len(vocab), rng):
+            _write_tensor(out, name, data)
+    return path
+
+
+def _tensors(shape: TinyGpt2, n_vocab: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+    """Every tensor the gpt2 loader expects, as numpy arrays shaped outermost first."""
+    e = shape.n_embd
+
+    def weight(rows: int, cols: int) -> np.ndarray:
+        return rng.normal(0.0, 0.5, size=(rows, cols)).astype(np.float32)
+
+    def bias(n: int) -> np.ndarray:
+        return rng.normal(0.0, 0.1, size=(n,)).astype(np.float32)
+
+    ones = np.ones(e, dtype=np.float32)
+    zeros = np.zeros(e, dtype=np.float32)
+    tensors: list[tuple[str, np.ndarray]] = [
+        ("model/ln_f/g", ones),
+        ("model/ln_f/b", zeros),
+        ("model/wte", weight(n_vocab, e)),
+        ("model/wpe", weight(shape.n_ctx, e) * 0.2),
+    ]
+    for i in range(shape.n_layer):
+        p = f"model/h{i}"
+        tensors += [
+            (f"{p}/ln_1/g", ones),
+            (f"{p}/ln_1/b", zeros),
+            (f"{p}/ln_2/g", ones),
+            (f"{p}/ln_2/b", zeros),
+            (f"{p}/attn/c_attn/w", weight(3 * e, e)),
+            (f"{p}/attn/c_attn/b", bias(3 * e)),
+            (f"{p}/attn/c_proj/w", weight(e, e)),
+            (f"{p}/attn/c_proj/b", bias(e)),
+            (f"{p}/mlp/c_fc/w", weight(4 * e, e)),
+            (f"{p}/mlp/c_fc/b", bias(4 * e)),
+            (f"{p}/mlp/c_proj/w", weight(e, 4 * e)),
+            (f"{p}/mlp/c_proj/b", bias(e)),
+        ]
+    return tensors
+
+
+def _write_tensor(out: BinaryIO, name: str, data: np.ndarray) -> None:
+    write = out.write
+    encoded = name.encode()
+    extents = tuple(reversed(data.shape))  # ggml lists the innermost extent first
+    write(struct.pack("<3i", len(extents), len(encoded), TENSOR_TYPE_F32))
+    write(struct.pack(f"<{len(extents)}i", *extents))
+    write(encoded)
+    write(np.ascontiguousarray(data, dtype="<f4").tobytes())
