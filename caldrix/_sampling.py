@@ -1,0 +1,73 @@
+"""Choosing the next token from logits: constraint masks, greedy or temperature sampling,
+and the top-k log-probabilities the protocol reports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from llguidance import LLMatcher
+
+Logits = npt.NDArray[np.float32]
+
+
+class TokenMask:
+    """One reusable bitmask buffer for a matcher's allowed-token sets."""
+
+    def __init__(self, tokenizer_vocab: int, n_vocab: int) -> None:
+        import llguidance.numpy as llnp
+
+        self._bitmask = llnp.allocate_token_bitmask(1, tokenizer_vocab)
+        self._tokenizer_vocab = tokenizer_vocab
+        self._n_vocab = n_vocab
+
+    def allowed(self, matcher: LLMatcher) -> npt.NDArray[np.bool_]:
+        """Which of the model's ``n_vocab`` tokens the matcher allows next."""
+        import llguidance.numpy as llnp
+
+        llnp.fill_next_token_bitmask(matcher, self._bitmask)
+        bits = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
+        allowed = bits[: self._tokenizer_vocab].astype(bool)
+        if self._n_vocab > self._tokenizer_vocab:  # logit rows wider than the vocabulary
+            allowed = np.concatenate([allowed, np.zeros(self._n_vocab - self._tokenizer_vocab, bool)])
+        return allowed[: self._n_vocab]
+
+
+def apply_mask(logits: Logits, allowed: npt.NDArray[np.bool_]) -> Logits:
+    return np.where(allowed, logits, np.float32(-np.inf)).astype(np.float32, copy=False)
+
+
+class Sampler:
+    """Greedy at temperature 0, else softmax sampling at the temperature, from a seeded
+    numpy Generator (the same seed and prompt give the same output)."""
+
+    def __init__(self, temperature: float, seed: int | None) -> None:
+        self._temperature = temperature
+        self._rng = np.random.default_rng(seed)
+
+    def choose(self, logits: Logits) -> int:
+        if self._temperature <= 0.0:
+            return int(np.argmax(logits))
+        scaled = logits.astype(np.float64) / self._temperature
+        scaled -= scaled.max()
+        weights = np.exp(scaled)
+        cumulative = np.cumsum(weights)
+        draw = self._rng.random() * cumulative[-1]
+        return int(min(np.searchsorted(cumulative, draw, side="right"), len(cumulative) - 1))
+
+
+def log_softmax(logits: Logits) -> npt.NDArray[np.float64]:
+    values = logits.astype(np.float64)
+    peak = values.max()
+    return values - peak - np.log(np.sum(np.exp(values - peak)))
+
+
+def top_logprobs(logprobs: npt.NDArray[np.float64], k: int) -> list[tuple[int, float]]:
+    """The ``k`` most likely tokens, most likely first, skipping impossible ones."""
+    k = min(k, len(logprobs))
+    best = np.argpartition(-logprobs, k - 1)[:k]
+    ordered = best[np.argsort(-logprobs[best])]
+    return [(int(t), float(logprobs[t])) for t in ordered if np.isfinite(logprobs[t])]

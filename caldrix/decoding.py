@@ -1,0 +1,273 @@
+"""The one generation loop, shared by every engine.
+
+:func:`run_generation` takes a prompt (token ids), resumes from rows already in the engine
+where it can, prefills the rest in batches while reporting progress, then decodes token by
+token: constraint masks from llguidance, greedy or seeded temperature sampling, stop strings,
+end-of-turn tokens, ``max_new_tokens``, optional log-probabilities, and text streamed to the
+sink only once it is complete UTF-8 and cannot be the start of a stop string.
+
+Tokens the constraint forces (llguidance's fast-forward tokens) are evaluated together in one
+batch: a batched evaluation costs a fraction of one decode step per token.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from caldrix._sampling import Sampler, TokenMask, apply_mask, log_softmax, top_logprobs
+from caldrix._text_stream import TextStream
+from caldrix.constraints import compile_constraint
+from caldrix.engines.base import (
+    DEFAULT_BATCH,
+    Engine,
+    Finish,
+    GenerationParams,
+    GenerationResult,
+    GenerationSink,
+    ResumePolicy,
+)
+from caldrix.errors import BadRequest, ContextOverflow
+
+if TYPE_CHECKING:
+    from llguidance import LLMatcher, LLTokenizer
+
+#: Progress frames are due at least this often while a prefill lasts (protocol: once a second).
+PROGRESS_INTERVAL_S = 1.0
+#: Smallest prefill batch when batches are shortened to keep progress frames on time.
+MIN_PREFILL_BATCH = 16
+
+
+class GenerationCancelled(Exception):
+    """The sink asked to stop; ``partial`` holds what was generated until then. The engine's
+    live rows stay valid (they are whatever was computed), so the next generation resumes."""
+
+    def __init__(self, partial: GenerationResult) -> None:
+        super().__init__("generation cancelled")
+        self.partial = partial
+
+
+class LiveRowsPolicy:
+    """The default resume policy: keep the longest common prefix of the live rows and the
+    prompt, but always recompute at least the prompt's last token (its logits are needed)."""
+
+    def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
+        keep = min(common_prefix_length(engine.live_tokens, prompt_tokens), len(prompt_tokens) - 1)
+        engine.truncate(keep)
+        return keep
+
+    def remember(self, engine: Engine, prompt_len: int) -> None:
+        """Nothing to do: the rows simply stay live."""
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+@dataclass
+class _Run:
+    """The state of one generation while it runs."""
+
+    engine: Engine
+    params: GenerationParams
+    sink: GenerationSink
+    tokenizer: LLTokenizer
+    stream: TextStream
+    matcher: LLMatcher | None = None
+    mask: TokenMask | None = None
+    output: list[int] = field(default_factory=list)
+    logprobs: list[dict[str, object]] | None = None
+    token_text: dict[int, str] = field(default_factory=dict)
+
+    def emit(self, tokens: Sequence[int]) -> None:
+        for token in tokens:
+            self.output.append(token)
+            piece = self.stream.feed(self.tokenizer.decode_bytes([token]))
+            if piece:
+                self.sink.token(piece)
+            if self.stream.stopped:
+                return
+
+    def text_of(self, token: int) -> str:
+        text = self.token_text.get(token)
+        if text is None:
+            text = self.tokenizer.decode_bytes([token]).decode("utf-8", "replace")
+            self.token_text[token] = text
+        return text
+
+
+def run_generation(
+    engine: Engine,
+    prompt_tokens: Sequence[int],
+    params: GenerationParams,
+    sink: GenerationSink,
+    resume: ResumePolicy | None = None,
+) -> GenerationResult:
+    """Generate after ``prompt_tokens`` on ``engine``; see the module docstring.
+
+    Raises :class:`ContextOverflow` when the prompt plus ``max_new_tokens`` exceeds the window,
+    :class:`caldrix.errors.ConstraintInvalid` for a constraint that does not compile (before
+    any row is computed), and :class:`GenerationCancelled` when the sink cancels."""
+    prompt = [int(t) for t in prompt_tokens]
+    _check_request(engine, prompt, params)
+    run = _start_run(engine, params, sink)
+    policy = resume or LiveRowsPolicy()
+    started = time.perf_counter()
+    recomputed_from = policy.prepare(engine, prompt)
+    _prefill(engine, prompt, recomputed_from, run, started)
+    prefilled = time.perf_counter()
+    finish = _decode(run)
+    tail = run.stream.finish()
+    if tail:
+        sink.token(tail)
+    result = GenerationResult(
+        text=run.stream.text,
+        finish=finish,
+        prompt_tokens=len(prompt),
+        completion_tokens=len(run.output),
+        recomputed_from=recomputed_from,
+        output_token_ids=list(run.output),
+        prefill_ms=(prefilled - started) * 1000.0,
+        decode_ms=(time.perf_counter() - prefilled) * 1000.0,
+        logprobs=run.logprobs,
+    )
+    policy.remember(engine, len(prompt))
+    return result
+
+
+def _check_request(engine: Engine, prompt: list[int], params: GenerationParams) -> None:
+    if not prompt:
+        raise BadRequest("the prompt is empty: a generation needs at least one token to follow")
+    if params.max_new_tokens < 0:
+        raise BadRequest("max_new_tokens must be 0 or more")
+    if len(prompt) + params.max_new_tokens > engine.n_ctx:
+        raise ContextOverflow(
+            f"the prompt ({len(prompt)} tokens) plus max_new_tokens ({params.max_new_tokens}) "
+            f"exceeds the window of {engine.n_ctx} tokens; shorten the context or ask for fewer tokens"
+        )
+
+
+def _start_run(engine: Engine, params: GenerationParams, sink: GenerationSink) -> _Run:
+    tokenizer = engine.lltokenizer()
+    run = _Run(engine=engine, params=params, sink=sink, tokenizer=tokenizer, stream=TextStream(params.stop))
+    if params.constraint is not None:
+        run.matcher = compile_constraint(params.constraint, tokenizer).matcher()
+        run.mask = TokenMask(tokenizer.vocab_size, engine.n_vocab)
+    if params.logprobs > 0:
+        run.logprobs = []
+    return run
+
+
+def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: float) -> None:
+    """Evaluate ``prompt[start:]`` in batches, with progress before the first token and at
+    least every :data:`PROGRESS_INTERVAL_S`; batches shrink when they run longer than that."""
+    batch = max(1, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
+    done = start
+    run.sink.progress(done, len(prompt))
+    while done < len(prompt):
+        _check_cancelled(run, started, done, len(prompt))
+        rows = prompt[done : done + batch]
+        began = time.perf_counter()
+        engine.evaluate(rows)
+        elapsed = time.perf_counter() - began
+        done += len(rows)
+        run.sink.progress(done, len(prompt))
+        if elapsed > PROGRESS_INTERVAL_S / 2 and batch > MIN_PREFILL_BATCH:
+            rate = len(rows) / elapsed
+            batch = max(MIN_PREFILL_BATCH, int(rate * PROGRESS_INTERVAL_S / 2))
+
+
+def _decode(run: _Run) -> Finish:
+    """Generate until a finish; returns it."""
+    engine, params, matcher = run.engine, run.params, run.matcher
+    eos = set(engine.eos_token_ids)
+    sampler = Sampler(params.temperature, params.seed)
+    while len(run.output) < params.max_new_tokens:
+        if run.sink.cancelled():
+            raise GenerationCancelled(_partial(run))
+        if matcher is not None:
+            if matcher.is_error():
+                return "constraint"
+            if matcher.is_stopped():
+                return "stop"
+            forced = matcher.compute_ff_tokens()[: params.max_new_tokens - len(run.output)]
+            if forced:
+                if not matcher.consume_tokens(forced):
+                    return "constraint"
+                _record_forced(run, forced)
+                run.emit(forced)
+                if run.stream.stopped or matcher.is_stopped():
+                    return "stop"
+                engine.evaluate(forced)
+                continue
+        logits = engine.logits()
+        if matcher is not None and run.mask is not None:
+            allowed = run.mask.allowed(matcher)
+            if not allowed.any():
+                return "constraint"
+            logits = apply_mask(logits, allowed)
+        token = sampler.choose(logits)
+        if run.logprobs is not None:
+            _record_logprobs(run, logits, token)
+        if token in eos:
+            return "stop"
+        if matcher is not None and not matcher.consume_token(token):
+            return "constraint"
+        run.emit([token])
+        if run.stream.stopped or (matcher is not None and matcher.is_stopped()):
+            return "stop"
+        if len(run.output) >= params.max_new_tokens:
+            break  # its row is not needed: nothing follows it
+        engine.evaluate([token])
+    return "length"
+
+
+def _record_logprobs(run: _Run, logits: np.ndarray, token: int) -> None:
+    """Log-probabilities under the distribution actually sampled from (after the mask)."""
+    assert run.logprobs is not None
+    values = log_softmax(logits)
+    top = top_logprobs(values, run.params.logprobs)
+    run.logprobs.append(
+        {
+            "token": run.text_of(token),
+            "logprob": float(values[token]),
+            "top": [{"token": run.text_of(t), "logprob": lp} for t, lp in top],
+        }
+    )
+
+
+def _record_forced(run: _Run, forced: Sequence[int]) -> None:
+    """A forced token had no alternative under the constraint: log-probability 0."""
+    if run.logprobs is None:
+        return
+    for token in forced:
+        text = run.text_of(token)
+        run.logprobs.append({"token": text, "logprob": 0.0, "top": [{"token": text, "logprob": 0.0}]})
+
+
+def _check_cancelled(run: _Run, started: float, done: int, total: int) -> None:
+    if run.sink.cancelled():
+        partial = _partial(run)
+        partial.prompt_tokens = total
+        partial.prefill_ms = (time.perf_counter() - started) * 1000.0
+        raise GenerationCancelled(partial)
+
+
+def _partial(run: _Run) -> GenerationResult:
+    return GenerationResult(
+        text=run.stream.text,
+        finish="stop",
+        prompt_tokens=0,
+        completion_tokens=len(run.output),
+        recomputed_from=0,
+        output_token_ids=list(run.output),
+        logprobs=run.logprobs,
+    )

@@ -1,0 +1,326 @@
+"""The GGUF engine: one llama.cpp model and the KV rows of sequence 0, over llama-cpp-python.
+
+Only primitives live here (tokenize, evaluate, logits, truncate, snapshots); the generation
+loop itself is :func:`caldrix.decoding.run_generation`, shared with every engine.
+
+Two things about llama.cpp shape this module:
+
+- Its AMX matmul path (an "extra buffer type") crashes on some Xeon CPUs at the first
+  evaluation. Every model this process loads is therefore loaded with extra buffer types off,
+  the same as llama.cpp's ``--no-repack``; see :func:`_disable_extra_buffer_types`.
+- ``Llama.save_state()`` copies the whole logits buffer and ``Llama.detokenize`` drops tokens
+  longer than 32 bytes, so snapshots use the per-sequence state API and text is decoded with
+  the llguidance tokenizer built from the model's own vocabulary.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import llama_cpp.llama_cpp as _llama_c
+import numpy as np
+
+from caldrix.engines.base import (
+    DEFAULT_CTX,
+    ChatTemplateSource,
+    EngineCapabilities,
+    ServingFlags,
+)
+from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
+from caldrix.templates import template_source_for
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from llama_cpp import Llama
+    from llguidance import LLTokenizer
+
+#: The one sequence a member serves (``--max-batch 1``).
+SEQ_ID = 0
+#: Bytes per KV element: llama.cpp keeps K and V in f16 unless told otherwise.
+KV_ELEMENT_BYTES = 2
+#: ggml's level for errors in its log callback.
+GGML_LOG_LEVEL_ERROR = 3
+
+
+def _disable_extra_buffer_types() -> None:
+    """Make every ``Llama`` built in this process load with ``use_extra_bufts = False``.
+
+    ``Llama.__init__`` takes its model parameters from ``llama_model_default_params()`` and
+    offers no keyword for this field, so the default itself is wrapped (once)."""
+    current = _llama_c.llama_model_default_params
+    if getattr(current, "_caldrix_no_extra_bufts", False):
+        return
+
+    def params_without_extra_bufts() -> Any:
+        params = current()
+        params.use_extra_bufts = False
+        return params
+
+    params_without_extra_bufts._caldrix_no_extra_bufts = True  # type: ignore[attr-defined]
+    _llama_c.llama_model_default_params = params_without_extra_bufts
+
+
+_disable_extra_buffer_types()
+
+
+def open_llamacpp(path: Path, flags: ServingFlags) -> LlamaCppEngine:
+    """Load the GGUF file at ``path`` with ``flags``; errors are one line each."""
+    if not path.is_file():
+        raise ModelNotFound(f"no model file at {path}")
+    n_ctx = flags.ctx or DEFAULT_CTX
+    llm, buffer_bytes = _load_llama(path, n_ctx, flags)
+    n_ctx_train = int(_llama_c.llama_model_n_ctx_train(llm._model.model))
+    if flags.ctx is None and 0 < n_ctx_train < n_ctx:
+        # The default window is the smaller of DEFAULT_CTX and the training window; that is
+        # only known once loaded, so a model trained on a shorter window is opened again
+        # (the file is memory-mapped, so the second load is cheap).
+        llm.close()
+        llm, buffer_bytes = _load_llama(path, n_ctx_train, flags)
+    return LlamaCppEngine(llm, flags, compute_bytes=buffer_bytes)
+
+
+def _load_llama(path: Path, n_ctx: int, flags: ServingFlags) -> tuple[Llama, int | None]:
+    """The loaded model and the compute + output buffer bytes llama.cpp reported, if any."""
+    from llama_cpp import Llama
+
+    with _LoadLog() as log:
+        try:
+            llm = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_batch=flags.batch,
+                n_ubatch=flags.batch,
+                n_threads=flags.threads,
+                n_threads_batch=flags.threads,
+                logits_all=False,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            reason = log.last_error() or str(exc)
+            raise PrecheckFailed(
+                f"llama.cpp could not load {path.name}: {reason}; check that it is a complete GGUF model"
+            ) from exc
+    return llm, log.buffer_bytes()
+
+
+class _LoadLog:
+    """Takes llama.cpp's log while a model loads: nothing reaches stderr, and the compute and
+    output buffer sizes (which the C API does not expose) are read from it for the footprint.
+
+    llama.cpp has one process-wide log callback, so loads are serialised while it is swapped."""
+
+    _lock = threading.Lock()
+    _BUFFER_LINE = re.compile(r"(?:compute|output) buffer size\s*=\s*([0-9.]+) MiB")
+
+    def __init__(self) -> None:
+        self._lines: list[tuple[int, str]] = []
+        self._callback = _llama_c.llama_log_callback(self._on_log)
+
+    def _on_log(self, level: int, text: bytes | None, _user_data: Any) -> None:
+        if text:
+            self._lines.append((level, text.decode("utf-8", "replace")))
+
+    def __enter__(self) -> _LoadLog:
+        self._lock.acquire()
+        _llama_c.llama_log_set(self._callback, ctypes.c_void_p(0))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        from llama_cpp import _logger
+
+        _llama_c.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+        self._lock.release()
+
+    def buffer_bytes(self) -> int | None:
+        sizes = [float(m.group(1)) for _, line in self._lines if (m := self._BUFFER_LINE.search(line))]
+        return int(sum(sizes) * 1024 * 1024) if sizes else None
+
+    def last_error(self) -> str | None:
+        errors = [line.strip() for level, line in self._lines if level == GGML_LOG_LEVEL_ERROR]
+        return errors[-1] if errors else None
+
+
+class LlamaCppEngine:
+    """A loaded GGUF model serving one sequence; see :class:`caldrix.engines.base.Engine`."""
+
+    capabilities = EngineCapabilities(snapshots=True, lane="cpu")
+
+    def __init__(self, llm: Llama, flags: ServingFlags, compute_bytes: int | None = None) -> None:
+        self._llm = llm
+        self._compute_bytes = compute_bytes
+        self._flags = flags
+        self._vocab = llm._model.vocab
+        self._live: list[int] = []
+        self._lltokenizer: LLTokenizer | None = None
+        self._lltokenizer_lock = threading.Lock()
+        self._closed = False
+        self._template = self._resolve_template()
+        self._eos = self._end_of_generation_tokens()
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def n_ctx(self) -> int:
+        return int(self._llm.n_ctx())
+
+    @property
+    def n_vocab(self) -> int:
+        return int(self._llm.n_vocab())
+
+    @property
+    def threads(self) -> int | None:
+        return int(self._llm.context_params.n_threads)
+
+    @property
+    def prefill_batch(self) -> int:
+        """Rows per prefill batch (``flags.batch``); read by :mod:`caldrix.decoding`."""
+        return int(self._llm.n_batch)
+
+    @property
+    def chat_template(self) -> ChatTemplateSource:
+        return self._template
+
+    @property
+    def eos_token_ids(self) -> tuple[int, ...]:
+        return self._eos
+
+    @property
+    def live_tokens(self) -> Sequence[int]:
+        return tuple(self._live)
+
+    @property
+    def footprint_bytes(self) -> int | None:
+        """Weights + the KV of the whole window + the compute and output buffers (as llama.cpp
+        reported them while loading, else estimated)."""
+        model = self._llm._model.model
+        weights = int(_llama_c.llama_model_size(model))
+        compute = self._compute_bytes or self._compute_bytes_estimate()
+        return weights + self._kv_bytes_for_window() + compute
+
+    # -- tokens -------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text``, special tokens parsed, no BOS. Thread-safe: llama.cpp's
+        tokenizer only reads the vocabulary, and each call has its own buffer."""
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        buffer = (_llama_c.llama_token * capacity)()
+        n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, True)
+        if n < 0:  # never expected (a token holds at least one byte), but the API allows it
+            capacity = -n
+            buffer = (_llama_c.llama_token * capacity)()
+            n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, True)
+        if n < 0:
+            raise InternalError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
+        return list(buffer[:n])
+
+    def lltokenizer(self) -> LLTokenizer:
+        with self._lltokenizer_lock:
+            if self._lltokenizer is None:
+                from llguidance.llamacpp import lltokenizer_from_vocab
+
+                self._lltokenizer = lltokenizer_from_vocab(self._vocab, eos_token=list(self._eos))
+            return self._lltokenizer
+
+    # -- rows ---------------------------------------------------------------------------
+
+    def truncate(self, n_rows: int) -> None:
+        n_rows = max(0, min(n_rows, len(self._live)))
+        memory = _llama_c.llama_get_memory(self._llm._ctx.ctx)
+        if not _llama_c.llama_memory_seq_rm(memory, SEQ_ID, n_rows, -1):
+            # Some memory kinds (recurrent models) cannot drop a tail: start over instead.
+            _llama_c.llama_memory_seq_rm(memory, SEQ_ID, -1, -1)
+            n_rows = 0
+        self._llm.n_tokens = n_rows
+        del self._live[n_rows:]
+
+    def evaluate(self, tokens: Sequence[int]) -> None:
+        if not tokens:
+            return
+        if len(self._live) + len(tokens) > self.n_ctx:
+            raise ContextOverflow(
+                f"{len(self._live) + len(tokens)} tokens do not fit the window of {self.n_ctx}"
+            )
+        self._llm.n_tokens = len(self._live)
+        try:
+            self._llm.eval(list(tokens))
+        except RuntimeError as exc:
+            # The KV may hold part of the batch now; forget it rather than guess.
+            self.truncate(len(self._live))
+            raise InternalError(f"llama.cpp failed to evaluate {len(tokens)} tokens: {exc}") from exc
+        self._live.extend(int(t) for t in tokens)
+
+    def logits(self) -> npt.NDArray[np.float32]:
+        row = self._llm._ctx.get_logits_ith(-1)
+        return np.ctypeslib.as_array(row, shape=(self.n_vocab,)).copy()
+
+    def save_rows(self) -> bytes:
+        ctx = self._llm._ctx.ctx
+        size = int(_llama_c.llama_state_seq_get_size(ctx, SEQ_ID))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(_llama_c.llama_state_seq_get_data(ctx, buffer, size, SEQ_ID))
+        return ctypes.string_at(buffer, written)
+
+    def load_rows(self, data: bytes, tokens: Sequence[int]) -> None:
+        self.truncate(0)
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if _llama_c.llama_state_seq_set_data(self._llm._ctx.ctx, buffer, len(data), SEQ_ID) == 0:
+            raise InternalError("llama.cpp refused a stored KV snapshot (made by another model?)")
+        token_list = [int(t) for t in tokens]
+        self._llm.input_ids[: len(token_list)] = token_list
+        self._llm.n_tokens = len(token_list)
+        self._live = token_list
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._llm.close()
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _resolve_template(self) -> ChatTemplateSource:
+        model = self._llm._model
+        bos = _token_text(model, _llama_c.llama_vocab_bos(self._vocab))
+        eos = _token_text(model, _llama_c.llama_vocab_eos(self._vocab))
+        embedded = self._llm.metadata.get("tokenizer.chat_template")
+        source = template_source_for(self._flags.chat_template, embedded)
+        add_bos = bool(_llama_c.llama_vocab_get_add_bos(self._vocab))
+        if add_bos and bos and "bos_token" not in source:
+            # The model expects BOS first but its template never writes it: add it here, so
+            # the rendered text (tokenized with special tokens parsed) starts with it.
+            source = "{{ bos_token }}" + source
+        return ChatTemplateSource(source=source, bos_token=bos, eos_token=eos)
+
+    def _end_of_generation_tokens(self) -> tuple[int, ...]:
+        found = [t for t in range(self.n_vocab) if _llama_c.llama_vocab_is_eog(self._vocab, t)]
+        return tuple(found)
+
+    def _kv_bytes_for_window(self) -> int:
+        model = self._llm._model.model
+        n_layer = int(_llama_c.llama_model_n_layer(model))
+        n_head = max(1, int(_llama_c.llama_model_n_head(model)))
+        n_head_kv = int(_llama_c.llama_model_n_head_kv(model))
+        head_dim = int(_llama_c.llama_model_n_embd(model)) // n_head
+        per_token = n_layer * n_head_kv * head_dim * 2 * KV_ELEMENT_BYTES  # K and V
+        return per_token * self.n_ctx
+
+    def _compute_bytes_estimate(self) -> int:
+        # Used only when the load log named no buffer sizes. The compute graph is reserved for
+        # one full batch; its largest tensors are the batch's vocabulary-wide logits and one
+        # layer's attention scores over the window.
+        model = self._llm._model.model
+        batch = int(self._llm.n_batch)
+        logits = self.n_vocab * 4 * batch
+        attention_scores = batch * self.n_ctx * 4 * max(1, int(_llama_c.llama_model_n_head(model)))
+        return max(logits, attention_scores) + logits // 2
+
+
+def _token_text(model: Any, token: int) -> str:
+    if token < 0:
+        return ""
+    return str(model.token_get_text(token))

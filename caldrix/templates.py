@@ -1,0 +1,229 @@
+"""Chat-template rendering and per-segment token counts.
+
+A context is a list of segments (``{id, role, text, pinned}``). Its prompt is the model's own
+chat template rendered over the segments as messages, plus the generation prompt. The pool
+reports how many tokens each segment adds, and the prefix store keys KV snapshots by token ids,
+so the tokens of a segment must not change when later segments are appended.
+
+Both follow from one rule: the tokens of segment *i* are the tokenization of the text that
+rendering the first *i* segments adds to the rendering of the first *i - 1*. That text depends
+on nothing after segment *i*. A template that adds a default system message when the first
+message is not a system one (SmolLM2's does) adds it in the first render, so it is counted in
+the first segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import jinja2
+
+from caldrix.errors import BadRequest
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    from caldrix.engines.base import ChatTemplateSource, Engine
+
+#: ChatML, the template of files that carry none (and of the known name ``chatml``).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+#: Templates a serving flag may name instead of giving Jinja source.
+KNOWN_TEMPLATES: dict[str, str] = {"chatml": CHATML_TEMPLATE}
+#: Segment renderings remembered per engine (token lists keyed by the segments before them).
+RENDER_CACHE_ENTRIES = 8192
+
+
+class SegmentLike(Protocol):
+    """Anything with a role and a text: a protocol segment model, or see :func:`_role_text`."""
+
+    role: str
+    text: str
+
+
+Segment = Mapping[str, Any] | SegmentLike
+
+
+def template_source_for(flag: str | None, embedded: str | None) -> str:
+    """The Jinja source to render with: the ``chat_template`` flag (a known name or Jinja
+    source), else the file's own template, else ChatML."""
+    if flag:
+        known = KNOWN_TEMPLATES.get(flag.strip().lower())
+        if known is not None:
+            return known
+        if "{" not in flag:
+            names = ", ".join(sorted(KNOWN_TEMPLATES))
+            raise BadRequest(f"unknown chat template name {flag!r}; use one of {names} or Jinja source")
+        return flag
+    return embedded or CHATML_TEMPLATE
+
+
+@dataclass(frozen=True)
+class RenderedContext:
+    """A context rendered for one engine."""
+
+    segment_ids: list[str]
+    segment_tokens: list[list[int]]
+    """The tokens each segment adds, role markers (and any injected default message) included."""
+    generation_prompt: list[int]
+    """The tokens after the last segment that open the assistant's reply."""
+    prompt_tokens: list[int] = field(init=False)
+    """Every segment's tokens, then the generation prompt: what a generation evaluates."""
+
+    def __post_init__(self) -> None:
+        prompt = [t for tokens in self.segment_tokens for t in tokens]
+        prompt.extend(self.generation_prompt)
+        object.__setattr__(self, "prompt_tokens", prompt)
+
+    @property
+    def counts(self) -> list[dict[str, object]]:
+        """Segment counts as the protocol sends them: ``[{"id": ..., "tokens": ...}]``."""
+        return [
+            {"id": sid, "tokens": len(tokens)}
+            for sid, tokens in zip(self.segment_ids, self.segment_tokens, strict=True)
+        ]
+
+    @property
+    def tokens(self) -> int:
+        """The rendered length: every segment plus the generation prompt."""
+        return len(self.prompt_tokens)
+
+
+def render_context(engine: Engine, segments: Sequence[Segment]) -> RenderedContext:
+    """Render ``segments`` through ``engine``'s chat template; see the module docstring."""
+    return _renderer_for(engine).render(segments)
+
+
+class SegmentRenderer:
+    """Renders contexts for one engine, remembering each segment's tokens by the exact
+    segments before it, so appending to a long context renders only the new part."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        template = engine.chat_template
+        self._plain = _formatter(template, add_generation_prompt=False)
+        self._opening = _formatter(template, add_generation_prompt=True)
+        self._cache: OrderedDict[bytes, list[int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def render(self, segments: Sequence[Segment]) -> RenderedContext:
+        messages = [_message(segment) for segment in segments]
+        keys = _prefix_keys(messages)
+        segment_tokens: list[list[int] | None] = [self._cached(key) for key in keys]
+        first_missing = next((i for i, t in enumerate(segment_tokens) if t is None), len(messages))
+        previous = self._render(messages[:first_missing]) if first_missing < len(messages) else ""
+        for i in range(first_missing, len(messages)):
+            current = self._render(messages[: i + 1])
+            if segment_tokens[i] is None:
+                tokens = self._engine.tokenize(_added_text(previous, current))
+                segment_tokens[i] = tokens
+                self._store(keys[i], tokens)
+            previous = current
+        generation_key = b"gen:" + (keys[-1] if keys else b"")
+        opening = self._cached(generation_key)
+        if opening is None:
+            full = self._render(messages)
+            opening = self._engine.tokenize(_added_text(full, self._render(messages, opening=True)))
+            self._store(generation_key, opening)
+        return RenderedContext(
+            segment_ids=[_segment_id(segment) for segment in segments],
+            segment_tokens=[list(t) for t in segment_tokens if t is not None],
+            generation_prompt=list(opening),
+        )
+
+    def _render(self, messages: list[dict[str, str]], *, opening: bool = False) -> str:
+        formatter = self._opening if opening else self._plain
+        try:
+            return str(formatter(messages=cast(Any, messages)).prompt)
+        except (jinja2.TemplateError, ValueError, TypeError) as exc:
+            raise BadRequest(f"the model's chat template refused these segments: {exc}") from exc
+
+    def _cached(self, key: bytes) -> list[int] | None:
+        with self._lock:
+            tokens = self._cache.get(key)
+            if tokens is not None:
+                self._cache.move_to_end(key)
+            return tokens
+
+    def _store(self, key: bytes, tokens: list[int]) -> None:
+        with self._lock:
+            self._cache[key] = tokens
+            while len(self._cache) > RENDER_CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+
+
+_renderers: weakref.WeakKeyDictionary[Any, SegmentRenderer] = weakref.WeakKeyDictionary()
+_renderers_lock = threading.Lock()
+
+
+def _renderer_for(engine: Engine) -> SegmentRenderer:
+    with _renderers_lock:
+        renderer = _renderers.get(engine)
+        if renderer is None:
+            renderer = SegmentRenderer(engine)
+            _renderers[engine] = renderer
+        return renderer
+
+
+def _formatter(template: ChatTemplateSource, *, add_generation_prompt: bool) -> Jinja2ChatFormatter:
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    try:
+        return Jinja2ChatFormatter(
+            template=template.source,
+            eos_token=template.eos_token,
+            bos_token=template.bos_token,
+            add_generation_prompt=add_generation_prompt,
+        )
+    except jinja2.TemplateError as exc:
+        raise BadRequest(f"the chat template does not parse: {exc}") from exc
+
+
+def _added_text(before: str, after: str) -> str:
+    """The text ``after`` adds to ``before``. Chat templates render a prefix of the messages
+    as a prefix of the text; when one does not, the common part is kept and the rest counts
+    as added, so earlier segments keep their tokens."""
+    if after.startswith(before):
+        return after[len(before) :]
+    common = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        common += 1
+    return after[common:]
+
+
+def _prefix_keys(messages: list[dict[str, str]]) -> list[bytes]:
+    """Key *i* names the exact roles and texts of messages 0..i (a digest chain)."""
+    keys: list[bytes] = []
+    digest = b""
+    for message in messages:
+        h = hashlib.blake2b(digest, digest_size=20)
+        h.update(message["role"].encode())
+        h.update(b"\0")
+        h.update(message["content"].encode("utf-8", "surrogatepass"))
+        digest = h.digest()
+        keys.append(digest)
+    return keys
+
+
+def _message(segment: Segment) -> dict[str, str]:
+    if isinstance(segment, Mapping):
+        return {"role": str(segment["role"]), "content": str(segment["text"])}
+    return {"role": str(segment.role), "content": str(segment.text)}
+
+
+def _segment_id(segment: Segment) -> str:
+    if isinstance(segment, Mapping):
+        return str(segment.get("id", ""))
+    return str(getattr(segment, "id", ""))
