@@ -1,0 +1,84 @@
+"""caldrix-protocol 2: the frame codec, the message models and an anyio client.
+
+This is the one caldrix package a client (aerix) imports. It loads no engine: importing it
+never imports llama_cpp. The errors a client catches come from :mod:`caldrix.errors` and are
+re-exported here.
+"""
+
+from caldrix.errors import (
+    BadFrame,
+    BadRequest,
+    CaldrixError,
+    ConstraintInvalid,
+    ContextNotFound,
+    ContextOverflow,
+    DuplicateSegment,
+    HandshakeRequired,
+    InternalError,
+    MemberExists,
+    MemberNotFound,
+    ModelNotFound,
+    NoFit,
+    PoolUnavailable,
+    PrecheckFailed,
+    ProtocolMismatch,
+    SegmentNotFound,
+    UnknownOp,
+)
+from caldrix.protocol.client import (
+    CONTROL_TIMEOUT_SECS,
+    GENERATION_FRAME_TIMEOUT_SECS,
+    MEMBER_LOAD_TIMEOUT_SECS,
+    Generation,
+    PoolClient,
+    connect,
+    error_from_reply,
+)
+from caldrix.protocol.framing import (
+    MAX_FRAME_BYTES,
+    NEED_MORE,
+    PROTOCOL_VERSION,
+    FrameDecoder,
+    FrameMode,
+    decode_payload,
+    encode_frame,
+)
+from caldrix.protocol.messages import DoneFrame, ProgressFrame, TokenFrame
+
+__all__ = [
+    "CONTROL_TIMEOUT_SECS",
+    "GENERATION_FRAME_TIMEOUT_SECS",
+    "MAX_FRAME_BYTES",
+    "MEMBER_LOAD_TIMEOUT_SECS",
+    "NEED_MORE",
+    "PROTOCOL_VERSION",
+    "BadFrame",
+    "BadRequest",
+    "CaldrixError",
+    "ConstraintInvalid",
+    "ContextNotFound",
+    "ContextOverflow",
+    "DoneFrame",
+    "DuplicateSegment",
+    "FrameDecoder",
+    "FrameMode",
+    "Generation",
+    "HandshakeRequired",
+    "InternalError",
+    "MemberExists",
+    "MemberNotFound",
+    "ModelNotFound",
+    "NoFit",
+    "PoolClient",
+    "PoolUnavailable",
+    "PrecheckFailed",
+    "ProgressFrame",
+    "ProtocolMismatch",
+    "SegmentNotFound",
+    "TokenFrame",
+    "UnknownOp",
+    "connect",
+    "decode_payload",
+    "encode_frame",
+    "error_from_reply",
+]
