@@ -10,6 +10,7 @@ wrong ``model_type`` on a file can make them allocate garbage sizes instead of f
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,13 @@ MAX_TOKEN_BYTES = 4096
 MAX_NAME_BYTES = 512
 F32_BYTES = 4
 F16_BYTES = 2
+QNT_VERSION_FACTOR = 1000
+#: The quantization format version whose block sizes are listed below.
+CURRENT_QNT_VERSION = 2
+#: ggml tensor types whose record size is known: type -> (bytes per block, values per block).
+#: f32 and f16 never changed; the quantized blocks are those of format version 2.
+_PLAIN_TYPES = {0: (4, 1), 1: (2, 1)}
+_QUANTIZED_TYPES = {2: (18, 32), 3: (20, 32), 6: (22, 32), 7: (24, 32), 8: (34, 32)}
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,10 @@ class GgmlHeader:
     n_embd: int | None = None
     n_layer: int | None = None
     kv_element_bytes: int = F16_BYTES
+    tensors_at: int | None = None
+    """Offset of the first tensor record, for the unversioned layouts."""
+    qnt_version: int = 0
+    """ggml's quantization format version (``ftype // 1000``); 2 is the last one."""
 
 
 def read_magic(path: Path) -> int:
@@ -118,7 +130,7 @@ def header_for_type(path: Path, model_type: str) -> GgmlHeader | None:
     header = _try_layout(layout, head)
     if header is None:
         return None
-    return GgmlHeader(magic, model_type, header.n_ctx, header.n_embd, header.n_layer, header.kv_element_bytes)
+    return dataclasses.replace(header, model_type=model_type)
 
 
 def _llama_header(magic: int, head: bytes) -> GgmlHeader:
@@ -156,6 +168,8 @@ def _try_layout(layout: _Layout, head: bytes) -> GgmlHeader | None:
         n_embd=int(fields[layout.n_embd_at]),
         n_layer=int(fields[layout.n_layer_at]),
         kv_element_bytes=layout.kv_element_bytes,
+        tensors_at=offset,
+        qnt_version=int(fields[-1]) // QNT_VERSION_FACTOR,
     )
 
 
@@ -184,3 +198,33 @@ def _first_tensor_name(head: bytes, offset: int) -> str | None:
         return raw.decode("ascii")
     except UnicodeDecodeError:
         return None
+
+
+def missing_tensor_bytes(path: Path, header: GgmlHeader) -> int:
+    """How many bytes the tensor records need beyond the end of the file (0 when complete).
+
+    ggml's unversioned loaders read tensors until end of file and never notice a file that
+    ends early, so a truncated download would load with weights missing. The records are
+    walked here; at a tensor type whose size is not known the walk stops and reports 0."""
+    if header.tensors_at is None:
+        return 0
+    known = dict(_PLAIN_TYPES)
+    if header.qnt_version == CURRENT_QNT_VERSION:
+        known.update(_QUANTIZED_TYPES)
+    size = path.stat().st_size
+    offset = header.tensors_at
+    with path.open("rb") as f:
+        while offset < size:
+            f.seek(offset)
+            record = f.read(12 + 4 * 4)
+            if len(record) < 12:
+                return 12 - len(record)
+            n_dims, name_len, ttype = struct.unpack_from("<3i", record)
+            if ttype not in known or not 1 <= n_dims <= 4 or len(record) < 12 + 4 * n_dims:
+                return 0
+            n_values = 1
+            for extent in struct.unpack_from(f"<{n_dims}i", record, 12):
+                n_values *= extent
+            block_bytes, block_values = known[ttype]
+            offset += 12 + 4 * n_dims + name_len + n_values // block_values * block_bytes
+    return max(0, offset - size)

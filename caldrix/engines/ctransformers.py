@@ -15,6 +15,7 @@ with an explicit ``n_past``, ``ctransformers_llm_logits_data`` …) rather than 
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from caldrix.engines._ggml_header import (
     LEGACY_MAGICS,
     GgmlHeader,
     header_for_type,
+    missing_tensor_bytes,
     read_header,
     read_magic,
 )
@@ -66,6 +68,12 @@ def open_ctransformers(path: Path, flags: ServingFlags) -> CtransformersEngine:
     if not path.is_file():
         raise ModelNotFound(f"no model file at {path}")
     header, model_type = _checked_header(path, flags.model_type)
+    missing = missing_tensor_bytes(path, header)
+    if missing:
+        raise PrecheckFailed(
+            f"{path.name} ends {missing} bytes before its last tensor; the file is incomplete "
+            "(download it again)"
+        )
     lib = _load_library()
     handle = _create(lib, path, model_type, _context_length(model_type, header, flags))
     return CtransformersEngine(lib, handle, path, model_type, header, flags)
@@ -110,8 +118,10 @@ def _context_length(model_type: str, header: GgmlHeader, flags: ServingFlags) ->
     return min(header.n_ctx, DEFAULT_CTX) if header.n_ctx else DEFAULT_CTX
 
 
+@functools.cache
 def _load_library() -> Any:
-    """ctransformers' prebuilt library for this CPU, with its C signatures declared."""
+    """ctransformers' prebuilt library for this CPU, with its C signatures declared. Loaded
+    once: choosing the build probes the CPU through py-cpuinfo, which takes about a second."""
     from ctransformers.llm import load_library
 
     try:

