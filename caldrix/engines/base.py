@@ -190,6 +190,7 @@ class ResumePolicy(Protocol):
         and return ``k`` (the ``recomputed_from`` row)."""
         ...
 
-    def remember(self, engine: Engine, prompt_len: int) -> None:
-        """Called after a generation, with the rows of prompt and output live."""
+    def remember(self, engine: Engine, prompt_len: int, *, prefill_ms: float | None = None) -> None:
+        """Called after a generation, with the rows of prompt and output live. ``prefill_ms``
+        is the time spent computing rows ``k..prompt_len`` (not restoring), for cost models."""
         ...
