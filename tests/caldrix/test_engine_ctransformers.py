@@ -4,17 +4,21 @@ with every constraint kind."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import re
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 
-from caldrix.engines.base import ALL_CONSTRAINTS, Engine, ServingFlags
+from caldrix.decoding import common_prefix_length, run_generation
+from caldrix.engines.base import ALL_CONSTRAINTS, Engine, GenerationParams, ServingFlags
 from caldrix.engines.ctransformers import CtransformersEngine, open_ctransformers
 from caldrix.errors import CaldrixError, ContextOverflow, InternalError, PrecheckFailed
-from caldrix.templates import CHATML_TEMPLATE
+from caldrix.templates import CHATML_TEMPLATE, render_context
 from tests.caldrix.ggml_writer import END_OF_TEXT, TinyGpt2, tiny_vocab, write_tiny_gpt2
 
 #: ggml's old thread pool spins and sleeps: on a busy two-core machine one thread runs this
@@ -223,3 +227,101 @@ def test_it_runs_beside_llama_cpp_in_one_process(engine: CtransformersEngine) ->
         assert greedy(engine, tiny_prompt, 8) == tiny_first
     finally:
         gguf.close()
+
+
+# -- the shared generation loop -------------------------------------------------------------
+
+
+class RecordingSink:
+    """A real :class:`GenerationSink` that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.progress_reports: list[tuple[int, int]] = []
+
+    def progress(self, done: int, total: int) -> None:
+        self.progress_reports.append((done, total))
+
+    def token(self, text: str) -> None:
+        self.pieces.append(text)
+
+    def cancelled(self) -> bool:
+        return False
+
+
+JSON_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 8},
+        "count": {"type": "integer", "minimum": 0, "maximum": 99},
+        "done": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"enum": ["red", "blue"]}, "maxItems": 3},
+    },
+    "required": ["name", "count", "done", "tags"],
+    "additionalProperties": False,
+    # Compact output keeps every generation bounded: a random model never has to stop itself.
+    "x-guidance": {"whitespace_flexible": False},
+}
+CHOICES = ["answer", "edit", "investigate", "plan"]
+REGEX = r"[a-z]{2,6}-[0-9]{1,3}"
+LARK = 'start: "move " DIR " " STEPS\nDIR: "north" | "south" | "east" | "west"\nSTEPS: /[1-9][0-9]?/'
+#: The Lark grammar's language, written independently as a Python regex.
+LARK_LANGUAGE = r"move (north|south|east|west) [1-9][0-9]?"
+
+
+def check_json(text: str) -> None:
+    jsonschema.validate(json.loads(text), JSON_SCHEMA)
+
+
+CONSTRAINT_CASES: list[tuple[dict[str, object], Callable[[str], object]]] = [
+    ({"json": JSON_SCHEMA}, check_json),
+    ({"one_of": CHOICES}, lambda text: CHOICES.index(text)),
+    ({"regex": REGEX}, lambda text: re.fullmatch(REGEX, text) or pytest.fail(f"{text!r} !~ {REGEX}")),
+    (
+        {"lark": LARK},
+        lambda text: re.fullmatch(LARK_LANGUAGE, text) or pytest.fail(f"{text!r} not in language"),
+    ),
+]
+#: Generous for every constraint above: each grammar ends within far fewer tokens.
+MAX_NEW_TOKENS = 160
+
+
+def chat_prompt(engine: CtransformersEngine, request: str) -> list[int]:
+    segments = [
+        {"id": "s1", "role": "system", "text": "You answer in the requested form."},
+        {"id": "u1", "role": "user", "text": request},
+    ]
+    return render_context(engine, segments).prompt_tokens
+
+
+@pytest.mark.parametrize(
+    ("constraint", "check"), CONSTRAINT_CASES, ids=[next(iter(c[0])) for c in CONSTRAINT_CASES]
+)
+def test_every_constraint_kind_holds(
+    engine: CtransformersEngine, constraint: dict[str, object], check: Callable[[str], object]
+) -> None:
+    for seed, temperature in [(None, 0.0), (7, 1.0), (8, 1.5)]:
+        params = GenerationParams(MAX_NEW_TOKENS, constraint=constraint, temperature=temperature, seed=seed)
+        sink = RecordingSink()
+        result = run_generation(engine, chat_prompt(engine, "Reply."), params, sink)
+        assert result.finish == "stop", result
+        assert "".join(sink.pieces) == result.text
+        check(result.text)
+
+
+def test_generation_is_greedy_deterministic_and_resumes_from_live_rows(engine: CtransformersEngine) -> None:
+    first_prompt = chat_prompt(engine, "Tell me a story about the sea.")
+    second_prompt = chat_prompt(engine, "Tell me a story about the mountains.")
+    params = GenerationParams(24)
+    engine.truncate(0)
+    cold = run_generation(engine, second_prompt, params, RecordingSink())
+    assert cold.recomputed_from == 0
+    run_generation(engine, first_prompt, params, RecordingSink())
+    sink = RecordingSink()
+    warm = run_generation(engine, second_prompt, params, sink)
+    shared = common_prefix_length(first_prompt, second_prompt)
+    assert shared > 0
+    assert warm.recomputed_from == shared
+    assert sink.progress_reports[0] == (warm.recomputed_from, len(second_prompt))
+    assert warm.output_token_ids == cold.output_token_ids
+    assert warm.text == cold.text
