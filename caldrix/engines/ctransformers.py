@@ -321,16 +321,11 @@ class CtransformersEngine:
 
     def _tokenize_plain(self, text: str) -> list[int]:
         """The model's own tokenizer, with no control-token parsing. ctransformers takes a C
-        string, so NUL characters are tokenized here as the vocabulary's NUL token, if any."""
+        string, and its vocabulary reads back through C strings too, so no token can hold a
+        NUL: NUL characters are left out."""
+        text = text.replace("\0", "")
         if not text:
             return []
-        if "\0" in text:
-            nul = self._vocab.index(b"\0") if b"\0" in self._vocab else None
-            parts = [self._tokenize_plain(part) for part in text.split("\0")]
-            joined = parts[0]
-            for part in parts[1:]:
-                joined += ([nul] if nul is not None else []) + part
-            return joined
         data = text.encode("utf-8")
         capacity = len(data) + 2  # each token covers at least one byte; +1 for a BOS
         output = (ctypes.c_int * capacity)()
