@@ -1,0 +1,360 @@
+"""The session store on disk: an eventsourcing recorder writing one JSON line per event.
+
+``SessionLogRecorder`` implements eventsourcing's ``AggregateRecorder`` over a folder (one
+project key's sessions): the events of originator ``<id>`` are the lines of ``<id>.jsonl``.
+``PlainJSONMapper`` turns the Session aggregate's events into those lines and back (plain JSON,
+the short topic as ``type``, the version as ``seq``, upcast on read).
+
+Writing: the first write to a session takes an exclusive ``flock`` on ``<id>.jsonl.lock`` and
+keeps it until ``release``/``close``; a second writer (another process, or another recorder in
+this one) gets ``SessionBusy`` at once. Each batch is checked whole (``IntegrityError`` for a
+``seq`` not above the last one), then written with one ``write`` on an ``O_APPEND`` descriptor.
+
+Crashes: a last line without its newline is a write that never finished. Readers skip it; the
+first process that can take the lock moves it to ``<id>.jsonl.torn`` and reports it in
+``notices``. A complete line that is not an event is ``SessionLogCorrupt``: never guessed at.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import json
+import os
+import re
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eventsourcing.persistence import AggregateRecorder, IntegrityError, Mapper, StoredEvent, Transcoder
+from pydantic import ValidationError
+
+from aerix.domain import events as ev
+from aerix.domain.session import Recorded, wrap
+from aerix.errors import SessionBusy, SessionLogCorrupt, SessionSchemaTooNew
+
+LOG_SUFFIX = ".jsonl"
+LOCK_SUFFIX = ".jsonl.lock"
+TORN_SUFFIX = ".jsonl.torn"
+
+_HEADER = re.compile(rb'\{"type":"([^"\\]+)","seq":(\d+)[,}]')
+_CURRENT_V = f',"v":{ev.SCHEMA_VERSION},'.encode()
+_TAIL_CHUNK = 65536
+
+
+class _NoTranscoder(Transcoder):
+    """The plain mapper encodes with pydantic; eventsourcing's Mapper still wants a transcoder."""
+
+    def encode(self, obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+    def decode(self, data: bytes) -> Any:
+        return json.loads(data)
+
+
+class PlainJSONMapper(Mapper[str]):
+    """Session events ⇄ stored events whose state is the event's own JSON line."""
+
+    def __init__(self) -> None:
+        super().__init__(transcoder=_NoTranscoder())
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        record: ev.EventBase = domain_event.record
+        state = record.model_dump_json(exclude_none=True).encode()
+        return StoredEvent(str(domain_event.originator_id), record.seq, record.type, state)
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Recorded:
+        return wrap(str(stored_event.originator_id), decode_record(stored_event.state))
+
+
+def decode_record(line: bytes) -> ev.EventBase:
+    """One line → its validated, upcast record. Raises ValueError (ValidationError is one)."""
+    if _CURRENT_V in line[:96]:
+        # The common case: written by this schema version; pydantic parses the bytes itself.
+        return ev.EVENT_ADAPTER.validate_json(line)
+    decoded = json.loads(line)
+    if not isinstance(decoded, dict):
+        raise ValueError("a line must be a JSON object")
+    return ev.parse_event(decoded)
+
+
+@dataclass
+class _Writer:
+    lock_fd: int
+    log_fd: int
+    last_seq: int
+    has_lines: bool
+
+
+@dataclass(frozen=True)
+class _Line:
+    number: int
+    seq: int
+    topic: str
+    raw: bytes
+
+
+class SessionLogRecorder(AggregateRecorder):
+    """``AggregateRecorder`` storing originator ``<id>`` as the lines of ``<folder>/<id>.jsonl``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.notices: list[str] = []
+        self._writers: dict[str, _Writer] = {}
+
+    # ---- paths -------------------------------------------------------------------------------
+
+    def log_path(self, session_id: str) -> Path:
+        return self.folder / f"{session_id}{LOG_SUFFIX}"
+
+    def _sibling(self, session_id: str, suffix: str) -> Path:
+        return self.folder / f"{session_id}{suffix}"
+
+    # ---- writing -----------------------------------------------------------------------------
+
+    def acquire(self, session_id: str) -> int:
+        """Become this session's only writer; returns its last ``seq`` (0 for a new log)."""
+        writer = self._writers.get(session_id)
+        if writer is None:
+            writer = self._open_writer(session_id)
+            self._writers[session_id] = writer
+        return writer.last_seq
+
+    def _open_writer(self, session_id: str) -> _Writer:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        lock_fd = _try_lock(self._sibling(session_id, LOCK_SUFFIX))
+        if lock_fd is None:
+            raise SessionBusy(session_id, _lock_holder(self._sibling(session_id, LOCK_SUFFIX)))
+        try:
+            _write_holder(lock_fd)
+            path = self.log_path(session_id)
+            self._set_aside_torn_tail(session_id)
+            last = _last_line(path)
+            last_seq = _parse_header(last, path, 0).seq if last else 0
+            log_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        return _Writer(lock_fd, log_fd, last_seq, last is not None)
+
+    def release(self, session_id: str) -> None:
+        """Stop writing this session: flush it to disk and drop the lock."""
+        writer = self._writers.pop(session_id, None)
+        if writer is not None:
+            os.fsync(writer.log_fd)
+            os.close(writer.log_fd)
+            os.close(writer.lock_fd)
+
+    def close(self) -> None:
+        for session_id in list(self._writers):
+            self.release(session_id)
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        batches: dict[str, list[StoredEvent]] = {}
+        for stored in stored_events:
+            batches.setdefault(str(stored.originator_id), []).append(stored)
+        # Become the writer of each session first, then check every batch before writing any,
+        # so a refused insert writes nothing.
+        for session_id in batches:
+            self.acquire(session_id)
+        for session_id, batch in batches.items():
+            writer = self._writers[session_id]
+            last, seen = writer.last_seq, writer.has_lines
+            for stored in batch:
+                if seen and stored.originator_version <= last:
+                    raise IntegrityError(
+                        f"session {session_id}: seq {stored.originator_version} is not after {last}"
+                    )
+                last, seen = stored.originator_version, True
+        for session_id, batch in batches.items():
+            self._append(session_id, batch)
+        return None
+
+    def _append(self, session_id: str, batch: list[StoredEvent]) -> None:
+        writer = self._writers[session_id]
+        lines = [_encode_line(stored) for stored in batch]
+        data = b"".join(lines)
+        written = os.write(writer.log_fd, data)
+        while written < len(data):  # a short write on a full disk or a signal: finish it
+            written += os.write(writer.log_fd, data[written:])
+        writer.last_seq = batch[-1].originator_version
+        writer.has_lines = True
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def select_events(
+        self,
+        originator_id: Any,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        session_id = str(originator_id)
+        selected = [
+            StoredEvent(originator_id, line.seq, line.topic, _state_of(line))
+            for line in self.read_lines(session_id)
+            if (gt is None or line.seq > gt) and (lte is None or line.seq <= lte)
+        ]
+        if desc:
+            selected.reverse()
+        return selected[:limit] if limit is not None else selected
+
+    def read_lines(self, session_id: str) -> list[_Line]:
+        """The complete lines of a log, each with its number, seq and topic."""
+        path = self.log_path(session_id)
+        if session_id not in self._writers:
+            self._set_aside_torn_tail(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        raw_lines = data.split(b"\n")
+        raw_lines.pop()  # after the last newline: empty, or a write still in progress
+        return [_parse_header(raw, path, number) for number, raw in enumerate(raw_lines, 1)]
+
+    def read_records(self, session_id: str) -> list[ev.EventBase]:
+        """Every event of a session, validated and upcast, in order."""
+        path = self.log_path(session_id)
+        records = []
+        for line in self.read_lines(session_id):
+            records.append(_decode_checked(line, path))
+        return records
+
+    # ---- crash repair ------------------------------------------------------------------------
+
+    def _set_aside_torn_tail(self, session_id: str) -> None:
+        path = self.log_path(session_id)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0 or _ends_with_newline(path, size):
+            return
+        lock_path = self._sibling(session_id, LOCK_SUFFIX)
+        held = self._writers.get(session_id)
+        lock_fd = None if held else _try_lock(lock_path)
+        if not held and lock_fd is None:
+            return  # a live writer: the tail is a write in progress, not a torn one
+        try:
+            self._move_tail(session_id, path)
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)
+
+    def _move_tail(self, session_id: str, path: Path) -> None:
+        with path.open("r+b") as log:
+            data = log.read()
+            cut = data.rfind(b"\n") + 1
+            if cut == len(data):
+                return
+            tail = data[cut:]
+            torn = self._sibling(session_id, TORN_SUFFIX)
+            with torn.open("ab") as out:
+                out.write(tail + b"\n")
+            log.truncate(cut)
+        line_number = data.count(b"\n", 0, cut) + 1
+        self.notices.append(
+            f"{path}:{line_number}: an unfinished last line ({len(tail)} bytes, a crash mid-write) "
+            f"was set aside in {torn.name}"
+        )
+
+
+def _encode_line(stored: StoredEvent) -> bytes:
+    state = stored.state
+    expected = b'{"type":"%s","seq":%d,' % (stored.topic.encode(), stored.originator_version)
+    if state.startswith(expected) and b"\n" not in state:
+        return state + b"\n"
+    envelope = {
+        "type": stored.topic,
+        "seq": stored.originator_version,
+        "state_b64": base64.b64encode(state).decode(),
+    }
+    return json.dumps(envelope, separators=(",", ":")).encode() + b"\n"
+
+
+def _state_of(line: _Line) -> bytes:
+    if b'"state_b64":' in line.raw:
+        decoded = json.loads(line.raw)
+        if isinstance(decoded, dict) and "state_b64" in decoded:
+            return base64.b64decode(decoded["state_b64"])
+    return line.raw
+
+
+def _parse_header(raw: bytes, path: Path, number: int) -> _Line:
+    match = _HEADER.match(raw)
+    if match:
+        return _Line(number, int(match.group(2)), match.group(1).decode(), raw)
+    try:
+        decoded = json.loads(raw)
+    except ValueError as exc:
+        raise SessionLogCorrupt(str(path), number, f"not JSON: {exc}") from exc
+    if not isinstance(decoded, dict) or not isinstance(decoded.get("seq"), int) or "type" not in decoded:
+        raise SessionLogCorrupt(str(path), number, "no type and seq")
+    return _Line(number, decoded["seq"], str(decoded["type"]), raw)
+
+
+def _decode_checked(line: _Line, path: Path) -> ev.EventBase:
+    try:
+        return decode_record(line.raw)
+    except ev.UnknownSchemaVersion as exc:
+        version = exc.version if isinstance(exc.version, int) else -1
+        raise SessionSchemaTooNew(str(path), line.number, version, ev.SCHEMA_VERSION) from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise SessionLogCorrupt(str(path), line.number, f"{where}: {first['msg']}") from exc
+    except ValueError as exc:
+        raise SessionLogCorrupt(str(path), line.number, str(exc)) from exc
+
+
+def _try_lock(lock_path: Path) -> int | None:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _write_holder(lock_fd: int) -> None:
+    os.ftruncate(lock_fd, 0)
+    os.pwrite(lock_fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+
+
+def _lock_holder(lock_path: Path) -> str:
+    try:
+        return lock_path.read_text().strip() or "unknown process"
+    except OSError:
+        return "unknown process"
+
+
+def _ends_with_newline(path: Path, size: int) -> bool:
+    with path.open("rb") as log:
+        log.seek(size - 1)
+        return log.read(1) == b"\n"
+
+
+def _last_line(path: Path) -> bytes | None:
+    """The last complete line of a file, read from the end."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    with path.open("rb") as log:
+        end = size
+        chunk = b""
+        while end > 0:
+            start = max(0, end - _TAIL_CHUNK)
+            log.seek(start)
+            chunk = log.read(end - start) + chunk
+            end = start
+            body = chunk[: chunk.rfind(b"\n")] if b"\n" in chunk else b""
+            cut = body.rfind(b"\n")
+            if cut >= 0 or (end == 0 and body):
+                return body[cut + 1 :] if body else None
+        return None

@@ -1,0 +1,41 @@
+"""Spool files: the whole original of a tool result that was cut to fit its cap.
+
+They live beside the session, in ``<id>.spool/``, one file per result, written once. The loop
+calls ``write_spool`` and puts the returned path in the pointer line
+(``[truncated: N more bytes; read with read(path="...", offset=1)]``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+SPOOL_SUFFIX = ".spool"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def spool_dir(session_log: Path) -> Path:
+    """``<id>.spool/`` beside ``<id>.jsonl``."""
+    return session_log.with_name(session_log.name.removesuffix(".jsonl") + SPOOL_SUFFIX)
+
+
+def write_spool(session_log: Path, agent: str, call: str, text: str) -> Path:
+    """Write ``text`` once as ``<agent>-<call>.txt`` in the session's spool; returns its path.
+
+    Written to a temporary name and renamed, so a reader never sees half a file. A second write
+    for the same agent and call keeps the first file and adds a numbered one.
+    """
+    folder = spool_dir(session_log)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = _UNSAFE.sub("_", f"{agent}-{call}")
+    target = folder / f"{stem}.txt"
+    number = 1
+    while target.exists():
+        number += 1
+        target = folder / f"{stem}.{number}.txt"
+    temporary = folder / f".{target.name}.{os.getpid()}.tmp"
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, target)
+    return target

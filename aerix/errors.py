@@ -1,0 +1,94 @@
+"""Every error a person using aerix may read, in one shallow tree.
+
+Each class carries the one line the user sees (what is wrong, what to do). The CLI prints
+``str(error)`` and exits with the error's ``exit_code``; nothing below ever reaches the user as
+a traceback. Foreign exceptions (gitpython, OSError, pydantic, eventsourcing) are translated
+into these at the adapter that met them and re-raised ``from`` the original.
+
+    AerixError
+    ├── UsageError                    bad command-line input
+    └── SessionError                  the session store
+        ├── SessionNotFound
+        ├── SessionAmbiguous
+        ├── SessionBusy                 another process writes this session
+        ├── SessionLogCorrupt           a line in the middle of a log is not an event
+        ├── SessionSchemaTooNew         written by a newer aerix
+        ├── SessionNotResumable         imported sessions cannot be resumed
+        └── ClaudeImportError           nothing importable at the given path
+"""
+
+from __future__ import annotations
+
+
+class AerixError(Exception):
+    """Base of every aerix error; ``str()`` is the one line shown to the user."""
+
+    exit_code = 1
+
+
+class UsageError(AerixError):
+    """The command line asked for something that cannot be done as written."""
+
+    exit_code = 2
+
+
+class SessionError(AerixError):
+    """Something about the session store."""
+
+
+class SessionNotFound(SessionError):
+    """No session has this id (or id prefix)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}; `aerix sessions list` shows the sessions")
+        self.session_id = session_id
+
+
+class SessionAmbiguous(SessionError):
+    """An id prefix matches more than one session."""
+
+    def __init__(self, prefix: str, matches: list[str]) -> None:
+        shown = ", ".join(sorted(matches)[:4])
+        super().__init__(f"{prefix!r} matches {len(matches)} sessions ({shown}); give more of the id")
+
+
+class SessionBusy(SessionError):
+    """Another process holds the session's write lock."""
+
+    def __init__(self, session_id: str, holder: str) -> None:
+        super().__init__(
+            f"session {session_id} is being written by another aerix process ({holder}); "
+            "wait for it to finish or start a new session"
+        )
+        self.session_id = session_id
+
+
+class SessionLogCorrupt(SessionError):
+    """A complete line of a session log is not a valid event."""
+
+    def __init__(self, path: str, line: int, problem: str) -> None:
+        super().__init__(f"{path}:{line}: not a valid session event ({problem}); the log needs a hand repair")
+        self.path = path
+        self.line = line
+
+
+class SessionSchemaTooNew(SessionError):
+    """A log line carries a schema version this aerix does not know."""
+
+    def __init__(self, path: str, line: int, version: int, known: int) -> None:
+        super().__init__(
+            f"{path}:{line}: event schema v{version} is newer than this aerix reads (v{known}); upgrade aerix"
+        )
+
+
+class SessionNotResumable(SessionError):
+    """The session was imported (from Claude Code) and has no aerix runtime state to resume."""
+
+    def __init__(self, session_id: str, tag: str) -> None:
+        super().__init__(
+            f"session {session_id} was imported ({tag}) and cannot be resumed; start a new session instead"
+        )
+
+
+class ClaudeImportError(SessionError):
+    """``aerix import claude`` found nothing it can read at a path."""

@@ -1,0 +1,77 @@
+"""One session's entry of ``index.json``, folded from its log.
+
+The index file is nothing but these entries; rebuilding it means folding every log again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aerix.domain import events as ev
+from aerix.projections.base import Projection
+
+TITLE_MAX_CHARS = 80
+"""A session's title is the first line of its first prompt, cut to this many characters."""
+
+
+def title_of(prompt: str) -> str:
+    first = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
+    return first if len(first) <= TITLE_MAX_CHARS else first[: TITLE_MAX_CHARS - 1] + "…"
+
+
+@dataclass
+class IndexEntry(Projection):
+    """What ``aerix sessions list`` shows of one session."""
+
+    id: str = ""
+    project: str = ""
+    created: str | None = None
+    updated: str | None = None
+    title: str = ""
+    model: str = ""
+    profile: str | None = None
+    tags: list[str] = field(default_factory=list)
+    state: str = "empty"
+    requests: int = 0
+    events: int = 0
+    agents: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    imported: bool = False
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def apply(self, event: ev.EventBase) -> None:
+        self.events += 1
+        self.updated = event.time.isoformat()
+        if isinstance(event, ev.SessionStart):
+            if self.requests == 0:
+                self.id, self.project, self.model = event.session, event.project, event.model
+                self.created, self.profile = event.time.isoformat(), event.profile
+                self.title = title_of(event.prompt)
+                self.imported = event.imported_from is not None
+            self.tags = sorted(set(self.tags) | set(event.tags))
+            self.requests += 1
+            self.state = "imported" if self.imported else "open"
+        elif isinstance(event, ev.AgentSpawn):
+            self.agents += 1
+        elif isinstance(event, ev.Message) and event.role == "assistant" and event.parse_error is None:
+            self.turns += 1
+            self.tool_calls += len(event.calls)
+        elif isinstance(event, ev.Segment) and not self.title and event.kind == "prompt":
+            self.title = title_of(event.text)
+        elif isinstance(event, ev.SessionEnd):
+            self.state = event.outcome
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as stored in index.json; ``seq`` is the position, so it can be continued."""
+        return {**asdict(self), "seq": self.position}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IndexEntry:
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        entry = cls(**known)
+        entry.position = int(data.get("seq", 0))
+        return entry

@@ -1,0 +1,159 @@
+"""The figures of the live screen's status, context, diff and stats lines, at any point.
+
+Values only: the terminal adapter renders them. Each figure has the one source the spec gives:
+
+- context line: the root's last generation as the pool reported it (prompt plus completion
+  tokens); after a root compaction, the client's count of the compacted context, marked
+  approximate, until the pool reports again; absent at the start of every request.
+- diff line: the diff stats of the last finished request; the verifier state (pending while
+  one runs, then the last verdict) of the current request.
+- stats line: set when a request finishes without an error: completion tokens of the
+  generations that streamed, over the time at least one was streaming (overlaps count once),
+  the request's duration and when it ended. The rate is None (shown ``–``) when too little
+  streamed to give one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+from aerix.domain import events as ev
+from aerix.projections.base import Projection
+
+ROOT_AGENT = "a1"
+
+STATS_MIN_STREAMING_SECS = 0.05
+"""Less streaming time than this gives no rate (the stats line shows ``–``)."""
+
+
+@dataclass(frozen=True)
+class ContextFigure:
+    tokens: int
+    window: int | None
+    approximate: bool
+
+
+@dataclass(frozen=True)
+class DiffFigure:
+    added: int
+    removed: int
+    files: int
+
+
+@dataclass(frozen=True)
+class StatsFigure:
+    completion_tokens: int
+    streaming_secs: float
+    rate: float | None
+    duration_secs: float
+    finished_at: datetime
+
+
+@dataclass
+class StatusFigures(Projection):
+    """Status line values for the current (or last) request."""
+
+    request_started: datetime | None = None
+    root_turn: int = 0
+    root_max_turns: int | None = None
+    tool_calls: int = 0
+    running: bool = False
+    context: ContextFigure | None = None
+    diff: DiffFigure | None = None
+    verifier: Literal["pending", "passed", "failed"] | None = None
+    stats: StatsFigure | None = None
+    _window: int | None = None
+    _streams: list[tuple[datetime, datetime]] = field(default_factory=list)
+    _completion: int = 0
+    _open_verifiers: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def apply(self, event: ev.EventBase) -> None:
+        if isinstance(event, ev.SessionStart):
+            self._start(event)
+        elif isinstance(event, ev.Message):
+            self._message(event)
+        elif isinstance(event, ev.Compaction):
+            if event.agent == ROOT_AGENT:
+                self.context = ContextFigure(event.tokens_after, self._window, approximate=True)
+        elif isinstance(event, ev.AgentSpawn):
+            if event.agent == ROOT_AGENT:
+                self.root_max_turns = event.max_turns
+            if event.kind == "verifier":
+                self._open_verifiers.add(event.agent)
+                self.verifier = "pending"
+        elif isinstance(event, ev.AgentEnd):
+            self._agent_end(event)
+        elif isinstance(event, ev.SessionEnd):
+            self._end(event)
+
+    def _start(self, event: ev.SessionStart) -> None:
+        self.request_started = event.time
+        self._window = event.window
+        self.running = True
+        self.root_turn = self.tool_calls = self._completion = 0
+        self.context = None
+        self.verifier = None
+        self._streams = []
+        self._open_verifiers = set()
+
+    def _message(self, event: ev.Message) -> None:
+        if event.role != "assistant":
+            return
+        if event.parse_error is None:
+            self.tool_calls += len(event.calls)
+            if event.agent == ROOT_AGENT:
+                self.root_turn = max(self.root_turn, event.turn)
+        usage = event.usage
+        if usage is None:
+            return
+        if event.agent == ROOT_AGENT:
+            total = usage.prompt_tokens + usage.completion_tokens
+            self.context = ContextFigure(total, self._window, approximate=False)
+        if usage.decode_ms and usage.completion_tokens:
+            self._completion += usage.completion_tokens
+            self._streams.append((event.time - timedelta(milliseconds=usage.decode_ms), event.time))
+
+    def _agent_end(self, event: ev.AgentEnd) -> None:
+        if event.agent in self._open_verifiers:
+            self._open_verifiers.discard(event.agent)
+            if event.verdict is not None or event.outcome != "done":
+                self.verifier = "passed" if event.verdict == "pass" else "failed"
+            if self._open_verifiers:
+                self.verifier = "pending"
+
+    def _end(self, event: ev.SessionEnd) -> None:
+        self.running = False
+        if event.diff is not None:
+            self.diff = DiffFigure(event.diff.added, event.diff.removed, event.diff.files)
+        if event.outcome != "done" or event.exit_code != 0:
+            return
+        streaming = streaming_seconds(self._streams)
+        started = self.request_started or event.time
+        if event.duration_ms is not None:
+            duration = event.duration_ms / 1000
+        else:
+            duration = (event.time - started).total_seconds()
+        rate = self._completion / streaming if streaming >= STATS_MIN_STREAMING_SECS else None
+        self.stats = StatsFigure(self._completion, streaming, rate, duration, event.time)
+
+
+def streaming_seconds(intervals: list[tuple[datetime, datetime]]) -> float:
+    """Length of the union of the intervals: overlapping generations count once."""
+    total = 0.0
+    current_start: datetime | None = None
+    current_end: datetime | None = None
+    for start, end in sorted(intervals):
+        if current_end is None or start > current_end:
+            if current_start is not None and current_end is not None:
+                total += (current_end - current_start).total_seconds()
+            current_start, current_end = start, end
+        elif end > current_end:
+            current_end = end
+    if current_start is not None and current_end is not None:
+        total += (current_end - current_start).total_seconds()
+    return total
