@@ -1,0 +1,112 @@
+"""Agent definitions: ``*.md`` files whose front matter names an agent and whose body is
+appended to its implementer's context.
+
+Where they are found, lowest precedence first (a later definition of the same name wins):
+``~/.claude/agents``, ``$XDG_CONFIG_HOME/aerix/agents``, ``<project>/.claude/agents``,
+``<project>/.aerix/agents``. Front matter: ``name`` (else the file's stem), ``description``,
+``tools`` (a comma list or a YAML list, aerix or Claude Code names; omitted = every tool),
+``model`` (a pool member; ``inherit`` or omitted = the caller's), ``maxTurns``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
+from aerix.adapters.paths import claude_projects_dir, config_home
+from aerix.domain.claude_tools import aerix_tool_name
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    name: str
+    description: str
+    tools: tuple[str, ...] | None  # None: every tool
+    model: str | None  # None: the calling agent's member
+    max_turns: int | None  # None: delegation.max_turns
+    body: str
+    path: Path
+
+
+class AgentCatalog:
+    """The agent definitions one run knows, by name."""
+
+    def __init__(self, definitions: Iterable[AgentDefinition], notes: Iterable[str] = ()) -> None:
+        self._definitions = {d.name: d for d in sorted(definitions, key=lambda d: d.name)}
+        self.notes = tuple(notes)
+
+    def __len__(self) -> int:
+        return len(self._definitions)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._definitions)
+
+    def get(self, name: str) -> AgentDefinition | None:
+        return self._definitions.get(name)
+
+
+def agent_folders(project_root: Path) -> tuple[Path, ...]:
+    return (
+        claude_projects_dir().parent / "agents",
+        config_home() / "agents",
+        project_root / ".claude" / "agents",
+        project_root / ".aerix" / "agents",
+    )
+
+
+def load_agent_definitions(project_root: Path) -> AgentCatalog:
+    """Every definition; a file that cannot be used is skipped with a note."""
+    definitions: dict[str, AgentDefinition] = {}
+    notes: list[str] = []
+    for folder in agent_folders(project_root):
+        if not folder.is_dir():
+            continue
+        for file in sorted(folder.rglob("*.md")):
+            try:
+                definition, problems = _read_definition(file)
+            except (OSError, UnicodeDecodeError, FrontMatterError, ValueError) as exc:
+                notes.append(f"agent {file}: skipped ({exc})")
+                continue
+            notes += [f"agent {file}: {problem}" for problem in problems]
+            definitions[definition.name] = definition
+    return AgentCatalog(definitions.values(), notes)
+
+
+def _read_definition(file: Path) -> tuple[AgentDefinition, list[str]]:
+    fields, body = split_front_matter(file.read_text(encoding="utf-8"))
+    tools, problems = _tools(fields.get("tools"))
+    max_turns = fields.get("maxTurns")
+    if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
+        raise ValueError(f"maxTurns must be a positive whole number, not {max_turns!r}")
+    model = fields.get("model")
+    definition = AgentDefinition(
+        name=str(fields.get("name") or file.stem),
+        description=str(fields.get("description") or ""),
+        tools=tools,
+        model=None if model in (None, "inherit") else str(model),
+        max_turns=max_turns,
+        body=body,
+        path=file,
+    )
+    return definition, problems
+
+
+def _tools(raw: Any) -> tuple[tuple[str, ...] | None, list[str]]:
+    if raw is None:
+        return None, []
+    names = raw if isinstance(raw, list) else str(raw).split(",")
+    tools: list[str] = []
+    problems: list[str] = []
+    for name in (str(item).strip() for item in names):
+        if not name:
+            continue
+        tool = aerix_tool_name(name)
+        if tool is None:
+            problems.append(f"tool {name!r} is unknown to aerix and was left out")
+        elif tool not in tools:
+            tools.append(tool)
+    return tuple(tools), problems

@@ -1,0 +1,203 @@
+"""Read the settings files and merge them into one ``Settings``.
+
+Files, later ones win (each is optional):
+
+1. user      ``$XDG_CONFIG_HOME/aerix/settings.json``
+2. project   ``<project>/.aerix/settings.json``
+3. local     ``<project>/.aerix/settings.local.json``
+
+Claude Code's own files are read for their ``hooks`` (and ``disableAllHooks``) only:
+``~/.claude/settings.json`` (honouring ``CLAUDE_CONFIG_DIR``), ``<project>/.claude/settings.json``
+and ``<project>/.claude/settings.local.json``. Hooks merge rather than override, as in Claude
+Code: every file's handlers run, and a handler defined identically in several files runs once.
+
+A key may be written nested (``{"pool": {"main": "x"}}``) or dotted (``{"pool.main": "x"}``).
+A bad file is one ``SettingsError`` line naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from aerix.adapters.paths import claude_projects_dir, config_home
+from aerix.domain.settings import Settings
+
+_CLAUDE_KEYS = ("hooks", "disableAllHooks")
+
+
+class SettingsError(Exception):
+    """A settings file that cannot be used; the message is the one line a person reads."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SettingsFile:
+    """One settings file aerix looks for."""
+
+    path: Path
+    scope: str  # user, project, local
+    claude: bool  # Claude Code's file: only hooks are read from it
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """The merged settings and the files they came from (for the startup block)."""
+
+    settings: Settings
+    files: tuple[Path, ...]
+
+
+def claude_home() -> Path:
+    """Claude Code's user folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    return claude_projects_dir().parent
+
+
+def settings_files(project_root: Path) -> tuple[SettingsFile, ...]:
+    """Every settings file, lowest precedence first."""
+    return (
+        SettingsFile(claude_home() / "settings.json", "user", claude=True),
+        SettingsFile(config_home() / "settings.json", "user", claude=False),
+        SettingsFile(project_root / ".claude" / "settings.json", "project", claude=True),
+        SettingsFile(project_root / ".aerix" / "settings.json", "project", claude=False),
+        SettingsFile(project_root / ".claude" / "settings.local.json", "local", claude=True),
+        SettingsFile(project_root / ".aerix" / "settings.local.json", "local", claude=False),
+    )
+
+
+def load_settings(project_root: Path) -> LoadedSettings:
+    """Read and merge every settings file that exists; raises ``SettingsError`` on a bad one."""
+    merged: dict[str, Any] = {}
+    read: list[Path] = []
+    for source in settings_files(project_root):
+        data = _read_json_object(source.path)
+        if data is None:
+            continue
+        if source.claude:
+            data = {key: data[key] for key in _CLAUDE_KEYS if key in data}
+        candidate = merge_settings(merged, expand_dotted_keys(data))
+        _validate(candidate, source.path)  # blames the file that made the merge invalid
+        merged = candidate
+        read.append(source.path)
+    return LoadedSettings(_validate(merged, None), tuple(read))
+
+
+def parse_settings(data: Mapping[str, Any], origin: str = "settings") -> Settings:
+    """Validate one settings mapping (as a file would hold it); errors name ``origin``."""
+    return _validate(expand_dotted_keys(data), Path(origin))
+
+
+def _read_json_object(path: Path) -> dict[str, Any] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"settings: {path}: cannot be read ({exc})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"settings: {path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
+    if not isinstance(data, dict):
+        raise SettingsError(f'settings: {path}: must hold a JSON object such as {{"pool": {{...}}}}')
+    return data
+
+
+def expand_dotted_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"pool.main": x}`` -> ``{"pool": {"main": x}}``, at every level except inside ``hooks``."""
+    expanded: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and key != "hooks":
+            value = expand_dotted_keys(value)
+        parts = key.split(".") if key != "$schema" else [key]
+        target = expanded
+        for part in parts[:-1]:
+            existing = target.get(part)
+            target = target.setdefault(part, {}) if not isinstance(existing, dict) else existing
+        last = parts[-1]
+        if isinstance(value, dict) and isinstance(target.get(last), dict):
+            target[last] = merge_settings(target[last], value)
+        else:
+            target[last] = value
+    return expanded
+
+
+def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``override`` over ``base``: objects merge key by key, anything else is replaced, except
+    ``hooks``, whose matcher groups from both sides are kept (identical handlers once)."""
+    merged = dict(base)
+    for key, value in override.items():
+        if key == "hooks" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge_hooks(merged[key], value)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_settings(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _merge_hooks(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {event: list(groups) for event, groups in base.items()}
+    for event, groups in override.items():
+        if not isinstance(groups, list):
+            merged[event] = groups  # let validation report the bad shape against this file
+            continue
+        known = merged.setdefault(event, [])
+        if not isinstance(known, list):
+            merged[event] = known = []
+        for group in groups:
+            deduped = _without_known_handlers(group, known)
+            if deduped is not None:
+                known.append(deduped)
+    return merged
+
+
+def _without_known_handlers(group: Any, known_groups: list[Any]) -> Any:
+    """The group without the handlers an earlier group with the same matcher already has;
+    None when nothing new is left."""
+    if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+        return group
+    seen = [
+        handler
+        for earlier in known_groups
+        if isinstance(earlier, dict) and earlier.get("matcher", "") == group.get("matcher", "")
+        for handler in earlier.get("hooks", [])
+    ]
+    fresh = [handler for handler in group["hooks"] if handler not in seen]
+    if not fresh:
+        return None
+    return {**group, "hooks": fresh}
+
+
+def _validate(data: Mapping[str, Any], path: Path | None) -> Settings:
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        where = f"{path}" if path is not None else "the merged settings"
+        raise SettingsError(f"settings: {where}: {_first_problem(exc)}") from None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    key = ".".join(str(part) for part in _loc_without_internals(error["loc"]))
+    if error["type"] == "extra_forbidden":
+        return f"unknown key '{key}'; see docs/configuration.md for the keys"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not key:
+        return message
+    return f"'{key}': {message} (got {json.dumps(error.get('input'), default=str)[:80]})"
+
+
+def _loc_without_internals(loc: tuple[int | str, ...]) -> Iterator[int | str]:
+    # pydantic adds the model-validator name ("function-after[...]") to some locations.
+    return (part for part in loc if not (isinstance(part, str) and "[" in part))

@@ -1,0 +1,165 @@
+"""Skills: ``<name>/SKILL.md`` folders the model (or a ``/name args`` prompt line) loads.
+
+Where they are found, lowest precedence first (a later skill of the same name wins):
+``~/.claude/skills`` (``$CLAUDE_CONFIG_DIR/skills``), ``$XDG_CONFIG_HOME/aerix/skills``,
+``<project>/.claude/skills``, ``<project>/.aerix/skills``. A skill's name is its folder's name
+(as in Claude Code); its front matter gives the ``description`` (else the body's first line).
+
+Loading a skill replaces ``$ARGUMENTS`` with the arguments, ``$ARGUMENTS[N]`` and ``$N`` with the
+N-th argument (from 0), ``${CLAUDE_SKILL_DIR}`` with the skill's folder; when the body has no
+``$ARGUMENTS`` and arguments were given, ``ARGUMENTS: <args>`` is appended.
+
+Agent definitions live in ``aerix.adapters.agent_definitions`` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from aerix.adapters.agent_definitions import AgentCatalog, AgentDefinition, load_agent_definitions
+from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
+from aerix.adapters.paths import claude_projects_dir, config_home
+
+__all__ = [
+    "AgentCatalog",
+    "AgentDefinition",
+    "Skill",
+    "SkillCatalog",
+    "load_agent_definitions",
+    "load_skills",
+    "skill_folders",
+]
+
+_INVOCATION = re.compile(r"^/([A-Za-z0-9][\w.:-]*)(?:\s+(.*))?$")
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    body: str
+    folder: Path
+
+    def expand(self, args: str = "") -> str:
+        """The skill's text with its arguments substituted."""
+        words = _split_args(args)
+
+        def nth(match: re.Match[str]) -> str:
+            index = int(match.group(1))
+            return words[index] if index < len(words) else ""
+
+        text = self.body.replace("${CLAUDE_SKILL_DIR}", str(self.folder))
+        mentions_arguments = "$ARGUMENTS" in text
+        text = re.sub(r"\$ARGUMENTS\[(\d+)\]", nth, text)
+        text = text.replace("$ARGUMENTS", args)
+        text = re.sub(r"\$(\d+)(?!\d)", nth, text)
+        if args and not mentions_arguments:
+            text = f"{text}\n\nARGUMENTS: {args}"
+        return text
+
+
+def _split_args(args: str) -> list[str]:
+    try:
+        return shlex.split(args)
+    except ValueError:  # an unbalanced quote: fall back to plain words
+        return args.split()
+
+
+def skill_folders(project_root: Path) -> tuple[Path, ...]:
+    """The folders holding skills, lowest precedence first."""
+    return (
+        claude_projects_dir().parent / "skills",
+        config_home() / "skills",
+        project_root / ".claude" / "skills",
+        project_root / ".aerix" / "skills",
+    )
+
+
+def load_skills(project_root: Path) -> SkillCatalog:
+    """Every skill; unreadable ones become notes (warnings for the startup block)."""
+    skills: dict[str, Skill] = {}
+    notes: list[str] = []
+    for folder in skill_folders(project_root):
+        if not folder.is_dir():
+            continue
+        for skill_file in sorted(folder.glob("*/SKILL.md")):
+            try:
+                skill = _read_skill(skill_file)
+            except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
+                notes.append(f"skill {skill_file}: skipped ({exc})")
+                continue
+            skills[skill.name] = skill
+    return SkillCatalog(skills.values(), notes)
+
+
+def _read_skill(skill_file: Path) -> Skill:
+    fields, body = split_front_matter(skill_file.read_text(encoding="utf-8"))
+    description = fields.get("description")
+    if not isinstance(description, str) or not description.strip():
+        description = next((line.strip("# ").strip() for line in body.splitlines() if line.strip()), "")
+    return Skill(
+        name=skill_file.parent.name, description=description.strip(), body=body, folder=skill_file.parent
+    )
+
+
+class SkillCatalog:
+    """The skills one run knows, by name."""
+
+    def __init__(self, skills: Iterable[Skill], notes: Iterable[str] = ()) -> None:
+        self._skills = {skill.name: skill for skill in sorted(skills, key=lambda skill: skill.name)}
+        self.notes = tuple(notes)
+
+    def __len__(self) -> int:
+        return len(self._skills)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._skills)
+
+    def get(self, name: str) -> Skill | None:
+        return self._skills.get(name.removeprefix("/"))
+
+    def render_listing(self, max_chars: int) -> str:
+        """The skills section of the system segment, within ``max_chars`` characters (all of it,
+        the header included). Skills that do not fit are counted on a last line."""
+        if not self._skills or max_chars <= 0:
+            return ""
+        lines = ["# Skills", "Load one with the skill tool when it fits the task:"]
+        entries = [f"- {skill.name}: {skill.description}" for skill in self._skills.values()]
+        for shown, entry in enumerate(entries):
+            left = len(entries) - shown - 1
+            tail = f"\n… and {left} more (skill with list=true shows all)" if left else ""
+            if len("\n".join([*lines, entry])) + len(tail) > max_chars:
+                more = f"… and {len(entries) - shown} more (skill with list=true shows all)"
+                if shown == 0 or len("\n".join([*lines, more])) > max_chars:
+                    return ""  # not even one skill fits: leave the section out
+                return "\n".join([*lines, more])
+            lines.append(entry)
+        return "\n".join(lines)
+
+    def run_tool(self, name: str | None, args: str = "", list_all: bool = False) -> str:
+        """The skill tool: a skill's expanded text, or the full list."""
+        if list_all or not name:
+            if not self._skills:
+                return "no skills are installed"
+            return "\n".join(f"{skill.name}: {skill.description}" for skill in self._skills.values())
+        skill = self.get(name)
+        if skill is None:
+            known = ", ".join(self._skills) or "none"
+            return f"error: no skill named {name} (skills: {known})"
+        return skill.expand(args or "")
+
+    def expand_prompt(self, prompt: str) -> str:
+        """A prompt whose first line is ``/name args`` for a known skill becomes that skill's
+        text followed by the prompt's other lines; any other prompt is returned unchanged."""
+        first, _, rest = prompt.partition("\n")
+        match = _INVOCATION.match(first.strip())
+        skill = self.get(match.group(1)) if match else None
+        if match is None or skill is None:
+            return prompt
+        text = skill.expand((match.group(2) or "").strip())
+        return f"{text}\n\n{rest}" if rest.strip() else text

@@ -1,0 +1,101 @@
+"""read, write and edit: the file tools."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from aerix.adapters.tools.common import ToolFailure, display_path, resolve_path
+from aerix.domain import bounds
+
+
+def read_tool(cwd: Path, path: str, offset: int = 1, limit: int = bounds.READ_LIMIT_LINES) -> str:
+    """Lines ``offset``… of a file (counting from 1), numbered, each cut to READ_LINE_MAX_CHARS;
+    a directory gives its entries (folders end with ``/``)."""
+    target = resolve_path(cwd, path)
+    if offset < 1 or limit < 1:
+        raise ToolFailure("offset and limit count from 1")
+    if target.is_dir():
+        return _list_directory(cwd, target)
+    if not target.exists():
+        raise ToolFailure(f"no such file: {path}")
+    try:
+        text = target.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ToolFailure(f"cannot read {path}: {exc.strerror or exc}") from exc
+    lines = text.splitlines()
+    if not lines:
+        return f"({display_path(cwd, target)} is empty)"
+    if offset > len(lines):
+        raise ToolFailure(f"{path} has {len(lines)} lines; offset {offset} is past the end")
+    shown = lines[offset - 1 : offset - 1 + limit]
+    width = len(str(offset - 1 + len(shown)))
+    body = [f"{number:>{width}}\t{_cut(line)}" for number, line in enumerate(shown, start=offset)]
+    last = offset - 1 + len(shown)
+    if last < len(lines):
+        body.append(f"[lines {offset}-{last} of {len(lines)}; read on with offset={last + 1}]")
+    return "\n".join(body)
+
+
+def _cut(line: str) -> str:
+    if len(line) <= bounds.READ_LINE_MAX_CHARS:
+        return line
+    return (
+        line[: bounds.READ_LINE_MAX_CHARS] + f" [… {len(line) - bounds.READ_LINE_MAX_CHARS} more characters]"
+    )
+
+
+def _list_directory(cwd: Path, folder: Path) -> str:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as exc:
+        raise ToolFailure(f"cannot list {folder}: {exc.strerror or exc}") from exc
+    names = [entry.name + ("/" if entry.is_dir() else "") for entry in entries]
+    header = f"{display_path(cwd, folder)}/ ({len(names)} entries)"
+    return "\n".join([header, *names]) if names else f"{header}: empty"
+
+
+def write_tool(cwd: Path, path: str, content: str) -> str:
+    """Create or replace a file; parent folders are created."""
+    target = resolve_path(cwd, path)
+    if target.is_dir():
+        raise ToolFailure(f"{path} is a folder")
+    existed = target.exists()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
+    verb = "replaced" if existed else "created"
+    size = len(content.encode("utf-8"))
+    return f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
+
+
+def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool = False) -> str:
+    """Replace the exact string ``old`` with ``new``; refused when ``old`` is missing, or found
+    more than once without ``replace_all``."""
+    target = resolve_path(cwd, path)
+    if not target.is_file():
+        raise ToolFailure(f"no such file: {path}")
+    if old == "":
+        raise ToolFailure("old is empty; to write a whole file use write")
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ToolFailure(f"cannot read {path} as UTF-8 text: {exc}") from exc
+    count = text.count(old)
+    if count == 0:
+        raise ToolFailure(f"old text not found in {path}; read the file and copy the text exactly")
+    if count > 1 and not replace_all:
+        raise ToolFailure(
+            f"old text found {count} times in {path}; include more surrounding text to make it "
+            "unique, or set replace_all"
+        )
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    try:
+        target.write_text(updated, encoding="utf-8")
+    except OSError as exc:
+        raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
+    replaced = count if replace_all else 1
+    plural = "s" if replaced > 1 else ""
+    return f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"

@@ -1,0 +1,82 @@
+"""``LocalTools``: runs every tool that needs no loop state, and turns any failure into an
+``error: …`` result. ``plan``, ``context`` and ``agent`` belong to the loop and are not here."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from aerix.adapters.skills import SkillCatalog
+from aerix.adapters.tools.bash import JobTable, bash_tool
+from aerix.adapters.tools.common import ToolFailure, error_result
+from aerix.adapters.tools.fs import edit_tool, read_tool, write_tool
+from aerix.adapters.tools.repo_map import RepoMapCache
+from aerix.adapters.tools.search import glob_tool, grep_tool
+from aerix.domain import bounds
+from aerix.domain.tools import REFUSED_TOOLS
+
+#: The tools ``LocalTools.run`` answers.
+LOCAL_TOOLS: Final = frozenset(
+    {"read", "write", "edit", "bash", "glob", "grep", "repo_map", "skill", "web_fetch", "web_search"}
+)
+
+
+class LocalTools:
+    """One agent's file, shell and search tools, bound to its working directory and job table."""
+
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        jobs: JobTable | None = None,
+        repo_maps: RepoMapCache | None = None,
+        skills: SkillCatalog | None = None,
+    ) -> None:
+        self.cwd = cwd
+        self.jobs = jobs if jobs is not None else JobTable(cwd)
+        self.repo_maps = repo_maps if repo_maps is not None else RepoMapCache()
+        self.skills = skills if skills is not None else SkillCatalog(())
+
+    def run(self, tool: str, tool_input: Mapping[str, Any], cancel: threading.Event | None = None) -> str:
+        """The result text of one call; never raises for a tool failure."""
+        try:
+            return self._dispatch(tool, dict(tool_input), cancel)
+        except ToolFailure as exc:
+            return error_result(str(exc))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            return error_result(f"{tool} failed: {exc}")
+
+    def _dispatch(self, tool: str, args: dict[str, Any], cancel: threading.Event | None) -> str:
+        if tool in REFUSED_TOOLS:
+            raise ToolFailure(f"{tool} is not available: aerix's tools do not use the network")
+        if tool == "read":
+            return read_tool(
+                self.cwd, args["path"], args.get("offset", 1), args.get("limit", bounds.READ_LIMIT_LINES)
+            )
+        if tool == "write":
+            return write_tool(self.cwd, args["path"], args["content"])
+        if tool == "edit":
+            return edit_tool(
+                self.cwd, args["path"], args["old"], args["new"], bool(args.get("replace_all", False))
+            )
+        if tool == "bash":
+            if args.get("background"):
+                return self.jobs.start(args["command"], args.get("timeout_secs"))
+            return bash_tool(self.cwd, args["command"], args.get("timeout_secs"), cancel)
+        if tool == "glob":
+            return glob_tool(self.cwd, args["pattern"], args.get("path"))
+        if tool == "grep":
+            return grep_tool(
+                self.cwd,
+                args["pattern"],
+                args.get("path"),
+                args.get("glob"),
+                args.get("max_matches", bounds.GREP_MAX_MATCHES),
+            )
+        if tool == "repo_map":
+            return self.repo_maps.get(self.cwd)
+        if tool == "skill":
+            return self.skills.run_tool(args.get("name"), args.get("args", ""), bool(args.get("list", False)))
+        raise ToolFailure(f"{tool} is not a local tool")

@@ -1,0 +1,91 @@
+"""Every bound and fixed number the spec names, in one place.
+
+The names follow the spec ("How Aerix works", especially its table "Every loop's bound").
+Bounds that the user can change are settings fields instead (``aerix.domain.settings``:
+``delegation.max_turns``, ``pool.start_timeout_secs``, ``context.soft_ratio`` …); their
+defaults live there, next to the field, so there is still one place for each number.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- The turn -------------------------------------------------------------------------------
+#: Re-asks for a turn that did not parse or was cut by the token limit.
+TURN_RETRIES: Final = 2
+#: Calls kept per turn; the rest are dropped with a note.
+MAX_CALLS_PER_TURN: Final = 8
+#: A turn's thought is cut to this many characters (also the schema's maxLength).
+THOUGHT_MAX_CHARS: Final = 600
+
+# --- Context management ---------------------------------------------------------------------
+#: Hard-limit hits before an agent is killed with "context floor: no room …".
+HARD_LIMIT_HITS: Final = 2
+#: A turn cut to the room left needs at least this many tokens of room.
+MIN_CUT_TURN_TOKENS: Final = 64
+#: Appends tried for one result: fitted, fitted after compaction, pointer alone.
+RESULT_APPEND_TRIES: Final = 3
+#: Segments this small (in tokens) are not worth compacting.
+COMPACTION_SKIP_TOKENS: Final = 24
+#: A turn asks for min(context.max_new_tokens, W / TURN_ASK_WINDOW_DIVISOR) tokens.
+TURN_ASK_WINDOW_DIVISOR: Final = 4
+#: The one place aerix converts bytes to tokens: fitting a tool result into the room left.
+BYTES_PER_TOKEN: Final = 3
+
+# --- Hooks ----------------------------------------------------------------------------------
+#: A Stop/SubagentStop hook may extend one agent run at most this many times.
+STOP_HOOK_CONTINUES: Final = 5
+#: A hook handler's timeout when its settings give none.
+HOOK_TIMEOUT_SECS: Final = 600
+#: The shorter default for the events a person waits on.
+HOOK_SHORT_TIMEOUT_SECS: Final = 30
+HOOK_SHORT_TIMEOUT_EVENTS: Final = frozenset({"UserPromptSubmit", "SessionEnd"})
+
+# --- Routing --------------------------------------------------------------------------------
+#: The routing generation's max_new_tokens.
+ROUTING_MAX_TOKENS: Final = 8
+
+# --- Tools ----------------------------------------------------------------------------------
+#: bash: default and largest timeout_secs.
+BASH_TIMEOUT_SECS: Final = 120
+BASH_MAX_TIMEOUT_SECS: Final = 600
+#: bash: after TERM to the process group, KILL follows this many seconds later.
+BASH_KILL_GRACE_SECS: Final = 2.0
+#: bash: how often a running command checks its cancel event.
+BASH_CANCEL_POLL_SECS: Final = 0.1
+#: bash: bytes kept per stream (stdout, stderr). Not in the spec: a guard so a runaway command
+#: cannot fill memory before its timeout; the tool cap cuts results far below this anyway.
+BASH_CAPTURE_MAX_BYTES: Final = 8 * 1024 * 1024
+#: Waiting for background jobs at a final: the latest job's timeout plus this, polled every …
+JOB_WAIT_EXTRA_SECS: Final = 10.0
+JOB_WAIT_POLL_SECS: Final = 1.0
+
+#: read: lines returned when no limit is given, and the cut for each line.
+READ_LIMIT_LINES: Final = 200
+READ_LINE_MAX_CHARS: Final = 2000
+#: grep: files larger than this are skipped; each matching line is cut; default max_matches.
+GREP_MAX_FILE_BYTES: Final = 8 * 1024 * 1024
+GREP_LINE_MAX_CHARS: Final = 400
+GREP_MAX_MATCHES: Final = 200
+#: Outside a git repository, glob/grep/repo_map walk the tree and skip these folders.
+WALK_SKIP_DIRS: Final = frozenset({".git", "target", "node_modules"})
+
+# --- The pool -------------------------------------------------------------------------------
+#: Pool handshake and control requests.
+POOL_CONTROL_TIMEOUT_SECS: Final = 30.0
+#: Longest silence between two frames of a generation (Progress frames count).
+FRAME_GAP_SECS: Final = 600.0
+#: Autostart tries the socket this often, for up to pool.start_timeout_secs.
+AUTOSTART_POLL_SECS: Final = 0.5
+
+# --- git ------------------------------------------------------------------------------------
+#: Every git call (the diff, the file set, a profile operation).
+GIT_TIMEOUT_SECS: Final = 30.0
+#: The remote lookup that names a project's key.
+REMOTE_LOOKUP_TIMEOUT_SECS: Final = 10.0
+#: Compare-and-swap retries of a profile write, then a named race refusal.
+CAS_RETRIES: Final = 3
+
+# --- Exit codes -----------------------------------------------------------------------------
+#: A run that exhausted a bound (turns, retries …) exits with this status.
+EXIT_BUDGET: Final = 2

@@ -1,0 +1,108 @@
+"""Claude Code's tool names and input fields, mapped to aerix's and back.
+
+Hook scripts written for Claude Code match tool names such as ``Bash`` or ``Edit|Write`` and read
+``tool_input.file_path`` or ``tool_input.old_string``; agent definitions list ``tools: Read, Grep``.
+This module is the one translation table. aerix's own names keep working everywhere: a name or
+field that is already aerix's passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from aerix.domain.tools import TOOLS_BY_NAME
+
+#: aerix tool name -> Claude Code tool name. Tools without a Claude counterpart keep their name.
+CLAUDE_TOOL_NAMES: Final[Mapping[str, str]] = {
+    "read": "Read",
+    "write": "Write",
+    "edit": "Edit",
+    "bash": "Bash",
+    "glob": "Glob",
+    "grep": "Grep",
+    "agent": "Agent",
+    "skill": "Skill",
+    "web_fetch": "WebFetch",
+    "web_search": "WebSearch",
+}
+#: Claude Code tool name (and old aliases) -> aerix tool name.
+AERIX_TOOL_NAMES: Final[Mapping[str, str]] = {
+    **{claude: aerix for aerix, claude in CLAUDE_TOOL_NAMES.items()},
+    "Task": "agent",  # Claude Code's name for Agent before v2.1.63, still used by matchers
+}
+
+#: Per tool: aerix field -> Claude Code field, for the fields whose names differ.
+_FIELD_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
+    "read": {"path": "file_path"},
+    "write": {"path": "file_path"},
+    "edit": {"path": "file_path", "old": "old_string", "new": "new_string"},
+    "bash": {"background": "run_in_background"},
+    "grep": {"max_matches": "head_limit"},
+    "agent": {"brief": "prompt", "definition": "subagent_type", "member": "model"},
+    "skill": {"name": "skill"},
+}
+_PATH_FIELDS: Final = frozenset({"path"})
+
+
+def claude_tool_name(tool: str) -> str:
+    """Claude Code's name for an aerix tool (``bash`` -> ``Bash``); the aerix name when none."""
+    return CLAUDE_TOOL_NAMES.get(tool, tool)
+
+
+def aerix_tool_name(name: str) -> str | None:
+    """The aerix tool a name means, whether it is aerix's (``bash``) or Claude's (``Bash``, ``Task``)."""
+    if name in CLAUDE_TOOL_NAMES or name in ("repo_map", "plan", "context"):
+        return name
+    return AERIX_TOOL_NAMES.get(name)
+
+
+def tool_name_aliases(tool: str) -> tuple[str, ...]:
+    """Every name a hook matcher may use for this tool, aerix's first."""
+    names = [tool]
+    names += [claude for claude, aerix in AERIX_TOOL_NAMES.items() if aerix == tool and claude != tool]
+    return tuple(names)
+
+
+def to_claude_input(tool: str, tool_input: Mapping[str, Any], cwd: str | os.PathLike[str]) -> dict[str, Any]:
+    """The input as a Claude Code hook expects it: Claude's field names, absolute file paths,
+    bash's timeout in milliseconds."""
+    renames = _FIELD_NAMES.get(tool, {})
+    converted: dict[str, Any] = {}
+    for field, value in tool_input.items():
+        if field in _PATH_FIELDS and isinstance(value, str):
+            value = os.path.normpath(os.path.join(os.fspath(cwd), value))
+        if tool == "bash" and field == "timeout_secs" and isinstance(value, int | float):
+            converted["timeout"] = int(value * 1000)
+            continue
+        converted[renames.get(field, field)] = value
+    return converted
+
+
+def from_claude_input(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any]:
+    """An input in either vocabulary, turned into aerix's field names.
+
+    Used for a hook's ``updatedInput`` and for a model that writes Claude Code's calls. Claude-only
+    fields aerix has no use for (``description``, ``output_mode``…) are dropped; ``-i`` on grep
+    becomes an inline ``(?i)`` flag.
+    """
+    claude_to_aerix = {claude: aerix for aerix, claude in _FIELD_NAMES.get(tool, {}).items()}
+    known = set(_known_fields(tool))
+    converted: dict[str, Any] = {}
+    for field, value in tool_input.items():
+        if tool == "bash" and field == "timeout" and isinstance(value, int | float):
+            converted["timeout_secs"] = max(1, math.ceil(value / 1000))
+        elif field in claude_to_aerix:
+            converted[claude_to_aerix[field]] = value
+        elif field in known:
+            converted[field] = value
+    if tool == "grep" and tool_input.get("-i") is True and isinstance(converted.get("pattern"), str):
+        converted["pattern"] = "(?i)" + converted["pattern"]
+    return converted
+
+
+def _known_fields(tool: str) -> tuple[str, ...]:
+    spec = TOOLS_BY_NAME.get(tool)
+    return tuple(spec.properties) if spec else ()

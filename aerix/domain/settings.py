@@ -1,0 +1,167 @@
+"""The settings models: every key a settings file may hold, with its default.
+
+Keys are grouped as the spec names them: ``pool.*``, ``delegation.*``, ``context.*``, ``tune.*``
+and ``hooks`` (Claude Code's shape). Unknown keys are errors, so a typo is reported with the file
+and the key rather than silently ignored. Reading and merging the files is
+``aerix.adapters.settings_files``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOL_NAMES
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MemberFlags(_Section):
+    """Serving flags for a pool member, as ``caldrix pool`` takes them (all optional)."""
+
+    ctx: int | None = Field(default=None, gt=0, description="context window in tokens")
+    threads: int | None = Field(default=None, gt=0, description="CPU threads for the engine")
+    batch: int | None = Field(default=None, gt=0, description="rows per prefill batch")
+    engine: Literal["auto", "llamacpp", "ctransformers"] | None = None
+    chat_template: str | None = None
+    model_type: str | None = None
+    memory_limit: int | None = Field(default=None, gt=0, description="bytes the pool may use")
+
+    def as_cli_args(self) -> list[str]:
+        """``--ctx 8192 --threads 2 …`` for the autostart command line."""
+        args: list[str] = []
+        for name, value in self.model_dump(exclude_none=True).items():
+            args += [f"--{name.replace('_', '-')}", str(value)]
+        return args
+
+    def as_load_flags(self) -> dict[str, Any]:
+        """The ``flags`` map of a ``member.load`` request."""
+        return self.model_dump(exclude_none=True)
+
+
+class PoolSettings(_Section):
+    """``pool.*``: which caldrix to start and which models to bind."""
+
+    caldrix: str = Field(default="caldrix", description="the caldrix command (a name on PATH or a path)")
+    socket: str | None = Field(default=None, description="the pool's socket; None = caldrix's default")
+    main: str = Field(default="smollm2-135m", description="model reference of the main member")
+    main_flags: MemberFlags = MemberFlags()
+    decision: str | None = Field(default=None, description="model of the decision member; None = main routes")
+    decision_flags: MemberFlags = MemberFlags()
+    start_timeout_secs: float = Field(default=900, gt=0, description="autostart and member-load wait")
+    max_connections: int = Field(default=4, gt=0, description="concurrent generations")
+
+
+class DelegationSettings(_Section):
+    """``delegation.*``: agents, pieces and their bounds."""
+
+    max_turns: int = Field(default=40, gt=0, description="turn budget of an agent")
+    retries: int = Field(default=2, ge=0, description="verifier retries of a piece")
+    depth: int = Field(default=3, ge=0, description="an agent at this depth cannot spawn")
+    parallel: int = Field(default=4, gt=0, description="pieces of one turn running at once")
+    planner_tools: tuple[str, ...] = Field(
+        default=DEFAULT_PLANNER_TOOLS, description="tools of a root agent routed edit or plan"
+    )
+
+    @field_validator("planner_tools")
+    @classmethod
+    def _known_tools(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [tool for tool in tools if tool not in TOOL_NAMES]
+        if unknown:
+            raise ValueError(f"unknown tool {', '.join(unknown)}; tools are {', '.join(TOOL_NAMES)}")
+        return tools
+
+
+class ToolCaps(_Section):
+    """``context.tool_caps``: the longest result (in bytes) each tool may append whole."""
+
+    read: int = Field(default=16_000, gt=0)
+    write: int = Field(default=2_000, gt=0)
+    edit: int = Field(default=2_000, gt=0)
+    bash: int = Field(default=16_000, gt=0)
+    glob: int = Field(default=8_000, gt=0)
+    grep: int = Field(default=12_000, gt=0)
+    repo_map: int = Field(default=12_000, gt=0)
+    plan: int = Field(default=8_000, gt=0)
+    context: int = Field(default=8_000, gt=0)
+    agent: int = Field(default=4_000, gt=0)
+    skill: int = Field(default=16_000, gt=0)
+    web_fetch: int = Field(default=2_000, gt=0)
+    web_search: int = Field(default=2_000, gt=0)
+    #: Background job reports ([job jN exited N] with the output) share bash's kind of output.
+    job: int = Field(default=16_000, gt=0)
+
+    def cap_for(self, tool: str) -> int:
+        """The cap of a tool by name; an unknown name gets bash's (the most general output)."""
+        value = getattr(self, tool, None)
+        return value if isinstance(value, int) else self.bash
+
+
+class ContextSettings(_Section):
+    """``context.*``: the budget the runtime keeps for every context."""
+
+    soft_ratio: float = Field(default=0.70, gt=0, le=1, description="compact above this share of the window")
+    target_ratio: float = Field(default=0.50, gt=0, le=1, description="compact down to this share")
+    max_new_tokens: int = Field(default=2048, gt=0, description="a turn asks min(this, window/4)")
+    tool_caps: ToolCaps = ToolCaps()
+    skills_chars: int = Field(default=4000, ge=0, description="room for the skill list in the system segment")
+
+    @model_validator(mode="after")
+    def _target_below_soft(self) -> ContextSettings:
+        if self.target_ratio > self.soft_ratio:
+            raise ValueError("target_ratio must not exceed soft_ratio")
+        return self
+
+
+class TuneSettings(_Section):
+    """``tune.*``: ``aerix tune``."""
+
+    member: str | None = Field(default=None, description="model of the reflection member; None = main")
+    sessions: int = Field(default=20, gt=0, description="newest sessions read by aerix tune")
+
+
+class HookHandler(BaseModel):
+    """One handler of a matcher group, Claude Code's shape. Unknown fields are kept and ignored,
+    because Claude Code keeps adding them (``async``, ``statusMessage``, ``if`` …)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+    type: str = "command"
+    command: str | None = None
+    timeout: float | None = Field(default=None, gt=0, description="seconds; None = the event's default")
+
+    @model_validator(mode="after")
+    def _command_needs_text(self) -> HookHandler:
+        if self.type == "command" and not self.command:
+            raise ValueError("a command hook needs a 'command'")
+        return self
+
+
+class HookMatcherGroup(BaseModel):
+    """A matcher and its handlers: ``{"matcher": "Bash|Edit", "hooks": [...]}``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    matcher: str = ""
+    hooks: tuple[HookHandler, ...] = ()
+
+
+#: ``hooks``: event name -> matcher groups, exactly Claude Code's settings shape.
+HooksSettings = dict[str, tuple[HookMatcherGroup, ...]]
+
+
+class Settings(BaseModel):
+    """Every setting. ``Settings()`` is the defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    schema_url: str | None = Field(default=None, alias="$schema")
+    pool: PoolSettings = PoolSettings()
+    delegation: DelegationSettings = DelegationSettings()
+    context: ContextSettings = ContextSettings()
+    tune: TuneSettings = TuneSettings()
+    hooks: HooksSettings = Field(default_factory=dict)
+    disable_all_hooks: bool = Field(default=False, alias="disableAllHooks")
