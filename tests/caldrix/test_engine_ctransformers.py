@@ -116,6 +116,8 @@ def test_tokenize_parses_control_tokens_and_round_trips(engine: CtransformersEng
     assert engine.lltokenizer().decode_str(ids) == text
     # merged tokens are used where the vocabulary has them
     assert len(ids) < len(text.encode())
+    # no token can hold a NUL across ctransformers' C strings: it is left out
+    assert engine.tokenize("a\0b") == engine.tokenize("ab")
 
 
 def test_tokenize_is_thread_safe(engine: CtransformersEngine) -> None:
