@@ -67,6 +67,8 @@ _LAYOUTS: tuple[_Layout, ...] = (
     _Layout("mpt", "<5i2fi", 4, 1, 0, 3, False, False, ("transformer.",), F16_BYTES),
     _Layout("replit", "<6i", 4, 1, 0, 3, False, True, ("transformer.",), F16_BYTES),
 )
+#: Architectures whose files have another architecture's layout.
+_SAME_LAYOUT_AS = {"starcoder": "gpt2", "dollyv2": "gpt_neox"}
 #: Vocabulary entries that only StarCoder-family tokenizers hold (same layout as gpt2).
 _STARCODER_MARKERS = (b"<fim_prefix>", b"<fim-prefix>")
 
@@ -119,7 +121,7 @@ def header_for_type(path: Path, model_type: str) -> GgmlHeader | None:
     with path.open("rb") as f:
         head = f.read(HEAD_BYTES)
     magic = struct.unpack("<I", head[:4])[0] if len(head) >= 4 else 0
-    wanted = "gpt2" if model_type == "starcoder" else model_type
+    wanted = _SAME_LAYOUT_AS.get(model_type, model_type)
     layout = next((lay for lay in _LAYOUTS if lay.model_type == wanted), None)
     if layout is None:
         if magic in (GGMF_MAGIC, GGJT_MAGIC):

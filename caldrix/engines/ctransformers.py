@@ -53,6 +53,9 @@ MODEL_TYPES = ("gpt2", "gptj", "gpt_neox", "dollyv2", "mpt", "replit", "starcode
 #: must not be given another ``context_length`` (the table would not match), so a smaller
 #: window is enforced here instead.
 FIXED_WINDOW_TYPES = frozenset({"gpt2", "starcoder"})
+#: The window for files whose header does not record one (llama ``ggjt``, falcon ``ggcc``):
+#: LLaMA 1 and most models of that era were trained on 2,048 tokens. ``--ctx`` sets another.
+UNRECORDED_WINDOW = 2048
 #: Vocabulary entries that act as control tokens: ``<|endoftext|>``, ``<|im_end|>`` …
 SPECIAL_TOKEN_PATTERN = re.compile(rb"<\|[A-Za-z0-9_]+\|>")
 #: ChatML's end of turn: a stop token too, when the vocabulary holds it as one token.
@@ -98,8 +101,10 @@ def _checked_header(path: Path, model_type: str | None) -> tuple[GgmlHeader, str
                 f"pass --model-type (one of {', '.join(MODEL_TYPES)})"
             )
         return header, header.model_type
-    if model_type not in MODEL_TYPES:
+    canonical = _canonical_model_type(model_type)
+    if canonical is None:
         raise PrecheckFailed(f"unknown model type {model_type!r}; use one of {', '.join(MODEL_TYPES)}")
+    model_type = canonical
     checked = header_for_type(path, model_type)
     if checked is None:
         raise PrecheckFailed(
@@ -115,7 +120,20 @@ def _context_length(model_type: str, header: GgmlHeader, flags: ServingFlags) ->
         return -1
     if flags.ctx is not None:
         return flags.ctx
-    return min(header.n_ctx, DEFAULT_CTX) if header.n_ctx else DEFAULT_CTX
+    return min(header.n_ctx, DEFAULT_CTX) if header.n_ctx else UNRECORDED_WINDOW
+
+
+def _canonical_model_type(name: str) -> str | None:
+    """The :data:`MODEL_TYPES` entry ``name`` spells, ignoring case and punctuation the way
+    ctransformers does (``gpt-neox`` is ``gpt_neox``); ``gpt_bigcode`` is ``starcoder``."""
+
+    def squeeze(text: str) -> str:
+        return "".join(c for c in text.lower() if c.isalnum())
+
+    wanted = squeeze(name)
+    if wanted == "gptbigcode":
+        return "starcoder"
+    return next((known for known in MODEL_TYPES if squeeze(known) == wanted), None)
 
 
 @functools.cache

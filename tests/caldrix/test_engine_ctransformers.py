@@ -86,6 +86,16 @@ def test_a_model_type_that_does_not_fit_the_file_is_refused(tiny_path: Path, mod
         open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, model_type=model_type))
 
 
+def test_model_types_are_read_the_way_ctransformers_reads_them(tiny_path: Path) -> None:
+    spelled = open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, model_type="GPT-2"))
+    try:
+        assert spelled.model_type == "gpt2"
+    finally:
+        spelled.close()
+    with pytest.raises(PrecheckFailed, match="layout of a gpt_neox"):
+        open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, model_type="gpt-neox"))
+
+
 def test_an_unknown_model_type_is_refused(tiny_path: Path) -> None:
     with pytest.raises(PrecheckFailed, match="unknown model type 'bert'"):
         open_ctransformers(tiny_path, ServingFlags(threads=ONE_THREAD, model_type="bert"))
