@@ -145,14 +145,23 @@ def check_fit(
     resident = sum(f for f in resident_footprints if f is not None)
     budgets = budget_per_member * (len(resident_footprints) + 1)
     needed = resident + new_footprint + budgets
-    if needed > limit:
-        raise NoFit(
+    if needed <= limit:
+        return
+    if resident or budgets:
+        figures = (
             f"the model needs {_mib(new_footprint)} MiB; with {_mib(resident)} MiB resident and "
             f"{_mib(budgets)} MiB of context budgets that is {_mib(needed)} MiB, over the "
-            f"{_mib(limit)} MiB limit (use a smaller --ctx, unload a member, or raise --memory-limit)",
-            footprint_bytes=new_footprint, resident_bytes=resident, budget_bytes=budgets,
-            needed_bytes=needed, limit_bytes=limit,
+            f"{_mib(limit)} MiB limit (use a smaller --ctx, unload a member, or raise --memory-limit)"
         )
+    else:
+        figures = (
+            f"the model needs {_mib(new_footprint)} MiB, over the {_mib(limit)} MiB memory limit "
+            "(use a smaller --ctx or raise --memory-limit)"
+        )
+    raise NoFit(
+        figures, footprint_bytes=new_footprint, resident_bytes=resident, budget_bytes=budgets,
+        needed_bytes=needed, limit_bytes=limit,
+    )
 
 
 def _mib(n_bytes: int) -> int:

@@ -119,3 +119,11 @@ def test_a_cgroup_v1_limit_caps_the_default(tmp_path: Path) -> None:
 
 def test_the_default_limit_on_this_machine_is_positive() -> None:
     assert default_memory_limit() > 0
+
+
+def test_a_model_alone_over_the_limit_is_refused_in_few_words() -> None:
+    with pytest.raises(NoFit) as caught:
+        check_fit(361 * MIB, [], limit=1 * MIB)
+    assert caught.value.message == (
+        "the model needs 361 MiB, over the 1 MiB memory limit (use a smaller --ctx or raise --memory-limit)"
+    )

@@ -1,0 +1,214 @@
+"""``caldrix run MODEL [-p PROMPT]``: one model in the terminal.
+
+The model is opened the way the pool opens a member — the same reference resolution (with a
+download progress bar), precheck, memory fit and serving flags — then either answers one
+prompt and exits, or runs a chat. The chat keeps the conversation as segments and renders it
+through the model's own template each turn; the engine's live rows hold the conversation so
+far, so a turn computes only the new message (the generation loop resumes from the longest
+common prefix of the live rows and the new prompt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import TextIO
+
+from rich.console import Console
+
+from caldrix.decoding import GenerationCancelled, run_generation
+from caldrix.engines.base import Engine, GenerationParams, GenerationResult, ServingFlags
+from caldrix.engines.loader import open_engine
+from caldrix.errors import ContextOverflow
+from caldrix.fit import check_fit, default_memory_limit, estimate_footprint, window_for
+from caldrix.models import ResolvedModel, resolve_model
+from caldrix.templates import render_context
+
+#: Typed at the chat prompt to leave (Ctrl-D does the same).
+EXIT_COMMANDS: tuple[str, ...] = ("/exit", "/quit")
+#: Typed at the chat prompt to forget the conversation (the system message stays).
+CLEAR_COMMAND = "/clear"
+#: Exit status after Ctrl-C, as shells report a SIGINT.
+EXIT_INTERRUPTED = 130
+
+
+def run_command(args: argparse.Namespace, flags: ServingFlags) -> int:
+    resolved = resolve_model(args.model, progress=True)
+    check_run_fit(resolved, flags, args.memory_limit)
+    engine = _open(resolved, flags)
+    try:
+        params = GenerationParams(
+            max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed
+        )
+        chat = Chat(engine, params, system=args.system)
+        if args.prompt is not None:
+            return _answer_once(chat, args.prompt)
+        return _interactive(chat, resolved)
+    finally:
+        engine.close()
+
+
+def check_run_fit(resolved: ResolvedModel, flags: ServingFlags, memory_limit: int | None) -> None:
+    """The fit ``caldrix run`` applies: the model alone, with no prefix-store budget."""
+    n_ctx = window_for(resolved.info, flags.ctx)
+    footprint = estimate_footprint(resolved.info, n_ctx, flags.batch)
+    limit = memory_limit if memory_limit is not None else default_memory_limit()
+    check_fit(footprint, [], limit, budget_per_member=0)
+
+
+def _open(resolved: ResolvedModel, flags: ServingFlags) -> Engine:
+    if sys.stderr.isatty():
+        with Console(stderr=True).status(f"loading {resolved.name}"):
+            return open_engine(resolved.path, flags)
+    return open_engine(resolved.path, flags)
+
+
+@dataclass
+class Chat:
+    """A conversation with one engine, kept as segments."""
+
+    engine: Engine
+    params: GenerationParams
+    system: str | None = None
+    segments: list[dict[str, object]] = field(default_factory=list)
+    turns: int = 0
+
+    def __post_init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.segments = []
+        if self.system:
+            self.segments.append(_segment("system", "system", self.system))
+
+    def ask(self, text: str, sink: TerminalSink) -> GenerationResult:
+        """Answer ``text``; the answer (or what was streamed before a cancel) joins the
+        conversation. When the conversation no longer fits the window, its oldest
+        exchanges are dropped (the system message stays)."""
+        self.turns += 1
+        self.segments.append(_segment(f"u{self.turns}", "user", text))
+        while True:
+            prompt = render_context(self.engine, self.segments).prompt_tokens
+            try:
+                result = run_generation(self.engine, prompt, self.params, sink)
+                break
+            except ContextOverflow:
+                if not self._drop_oldest_exchange():
+                    self.segments.pop()
+                    raise
+            except GenerationCancelled as cancelled:
+                result = cancelled.partial
+                break
+        self.segments.append(_segment(f"a{self.turns}", "assistant", result.text))
+        return result
+
+    def _drop_oldest_exchange(self) -> bool:
+        first = 1 if self.system else 0
+        if len(self.segments) - first <= 1:
+            return False
+        del self.segments[first : first + 2]
+        return True
+
+
+def _segment(segment_id: str, role: str, text: str) -> dict[str, object]:
+    return {"id": segment_id, "role": role, "text": text, "pinned": False}
+
+
+class TerminalSink:
+    """Streams tokens to ``out``; Ctrl-C (while :meth:`interruptible`) cancels the generation."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._cancel = False
+        self.wrote_any = False
+
+    def progress(self, done: int, total: int) -> None:
+        if sys.stderr.isatty() and done < total:
+            print(f"\r\x1b[2mreading the prompt: {done}/{total} tokens\x1b[0m", end="", file=sys.stderr)
+        elif sys.stderr.isatty():
+            print("\r\x1b[2K", end="", file=sys.stderr, flush=True)
+
+    def token(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        self.wrote_any = True
+
+    def cancelled(self) -> bool:
+        return self._cancel
+
+    @contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """Within this block the first Ctrl-C cancels the generation instead of killing us."""
+        self._cancel = False
+
+        def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
+            self._cancel = True
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _answer_once(chat: Chat, prompt: str) -> int:
+    sink = TerminalSink(sys.stdout)
+    with sink.interruptible():
+        chat.ask(prompt, sink)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    return EXIT_INTERRUPTED if sink.cancelled() else 0
+
+
+def _interactive(chat: Chat, resolved: ResolvedModel) -> int:
+    console = Console(highlight=False, soft_wrap=True)
+    tty = sys.stdin.isatty()
+    if tty:
+        _enable_line_editing()
+        architecture = resolved.info.architecture or "legacy GGML"
+        console.print(
+            f"[bold]{resolved.name}[/] ({architecture}, window {chat.engine.n_ctx} tokens) — "
+            f"{EXIT_COMMANDS[0]} or Ctrl-D to leave, {CLEAR_COMMAND} to start over"
+        )
+    while True:
+        try:
+            line = console.input("[bold cyan]>[/] " if tty else "")
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            console.print()
+            continue
+        text = line.strip()
+        if text in EXIT_COMMANDS:
+            break
+        if text == CLEAR_COMMAND:
+            chat.clear()
+            continue
+        if text:
+            _chat_turn(chat, text, console)
+    return 0
+
+
+def _chat_turn(chat: Chat, text: str, console: Console) -> None:
+    sink = TerminalSink(sys.stdout)
+    try:
+        with sink.interruptible():
+            chat.ask(text, sink)
+    except ContextOverflow as exc:
+        console.print(f"[red]{exc.message}[/]")
+        return
+    sys.stdout.write("\n")
+    if sink.cancelled():
+        console.print("[dim](interrupted)[/]")
+    sys.stdout.flush()
+
+
+def _enable_line_editing() -> None:
+    """Arrow keys and history at the prompt, where the platform has readline."""
+    with suppress(ImportError):
+        import readline  # noqa: F401
