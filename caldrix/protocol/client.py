@@ -34,7 +34,7 @@ from caldrix.protocol.framing import (
     FrameDecoder,
     FrameMode,
     Message,
-    _NeedMore,
+    NeedMore,
     decode_payload,
     encode_frame,
     sniff_mode,
@@ -101,6 +101,19 @@ class PoolClient:
             with anyio.CancelScope(shield=True):
                 await self._stream.aclose()
 
+    async def wait_closed(self, timeout: float = CONTROL_TIMEOUT_SECS) -> bool:
+        """Wait until the pool closes this connection (as it does after ``pool.stop``);
+        returns whether it did within ``timeout``. The connection is closed either way."""
+        closed = False
+        with anyio.move_on_after(timeout):
+            try:
+                while await self._stream.receive(_RECEIVE_BYTES):
+                    pass
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                closed = True
+        await self.aclose()
+        return closed
+
     async def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
         """Send one request and return its ``ok`` reply's fields (without ``op`` and ``rid``);
         an ``error`` reply raises. ``timeout`` defaults to the control bound (member loads: the
@@ -141,7 +154,7 @@ class PoolClient:
     async def _receive_frame(self) -> Message:
         while True:
             payload = self._decoder.next_payload()
-            if not isinstance(payload, _NeedMore):
+            if not isinstance(payload, NeedMore):
                 # Read in whichever mode the pool used, so a mode mismatch shows as its error.
                 self._last_mode = sniff_mode(payload)
                 return decode_payload(payload, self._last_mode)

@@ -34,12 +34,12 @@ Message = dict[str, Any]
 _HEADER = struct.Struct(">I")
 
 
-class _NeedMore:
+class NeedMore:
     """The decoder holds no complete frame yet: feed it more bytes."""
 
-    _instance: _NeedMore | None = None
+    _instance: NeedMore | None = None
 
-    def __new__(cls) -> _NeedMore:
+    def __new__(cls) -> NeedMore:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -51,7 +51,7 @@ class _NeedMore:
         return False
 
 
-NEED_MORE: Final = _NeedMore()
+NEED_MORE: Final = NeedMore()
 
 
 def encode_payload(message: Message, mode: FrameMode) -> bytes:
@@ -140,10 +140,10 @@ class FrameDecoder:
         self._check_usable()
         self._buffer += data
 
-    def next_message(self) -> Message | _NeedMore:
+    def next_message(self) -> Message | NeedMore:
         self._check_usable()
         payload = self._next_payload()
-        if isinstance(payload, _NeedMore):
+        if isinstance(payload, NeedMore):
             return NEED_MORE
         try:
             return decode_payload(payload, self.mode)
@@ -151,12 +151,12 @@ class FrameDecoder:
             self._failed = exc
             raise
 
-    def next_payload(self) -> bytes | _NeedMore:
+    def next_payload(self) -> bytes | NeedMore:
         """The next complete payload, undecoded (for a reader that sniffs its mode)."""
         self._check_usable()
         return self._next_payload()
 
-    def _next_payload(self) -> bytes | _NeedMore:
+    def _next_payload(self) -> bytes | NeedMore:
         if len(self._buffer) < HEADER_BYTES:
             return NEED_MORE
         (length,) = _HEADER.unpack_from(self._buffer)

@@ -1,0 +1,268 @@
+"""One client connection: the handshake, then requests one at a time, with streamed replies.
+
+Two tasks share a connection. The reader decodes frames as they arrive and queues requests;
+the request loop answers them in order. Because the reader keeps reading while a ``generate``
+runs, a client that hangs up is noticed at once and its generation is cancelled (a queued one
+never starts, a running one stops at its next row or token). A frame that cannot be decoded
+gets a ``bad_frame`` error and closes this connection only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import threading
+from typing import Any, Final
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.abc import SocketStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from caldrix import __version__
+from caldrix.errors import (
+    BadFrame,
+    CaldrixError,
+    HandshakeRequired,
+    InternalError,
+    ProtocolMismatch,
+)
+from caldrix.pool import Pool
+from caldrix.protocol.framing import (
+    PROTOCOL_VERSION,
+    FrameDecoder,
+    FrameMode,
+    Message,
+    NeedMore,
+    encode_frame,
+)
+from caldrix.protocol.messages import Generate, parse_request, request_rid, validate_hello
+
+logger = logging.getLogger("caldrix.pool")
+
+#: A connection that has not said hello within this long is closed (the spec's handshake bound).
+HANDSHAKE_TIMEOUT_SECS: Final = 30.0
+#: Requests read ahead of the one being answered; beyond this the reader waits.
+REQUEST_BACKLOG: Final = 16
+_RECEIVE_BYTES: Final = 65536
+
+
+class _Closed(Exception):
+    """The peer hung up or the stream broke."""
+
+
+class Connection:
+    """Serves one accepted stream until the client leaves, a bad frame, or the pool stops."""
+
+    def __init__(self, stream: SocketStream, pool: Pool, mode: FrameMode, number: int) -> None:
+        self._stream = stream
+        self._pool = pool
+        self._mode: FrameMode = mode
+        self._decoder = FrameDecoder(mode)
+        self._send_lock = anyio.Lock()
+        self._scope = anyio.CancelScope()
+        self._busy = False
+        self._closing = False
+        self.name = f"connection {number}"
+
+    def close_when_idle(self) -> None:
+        """Close now if no request is being answered, else right after the current one."""
+        self._closing = True
+        if not self._busy:
+            self._scope.cancel()
+
+    def close_now(self) -> None:
+        self._scope.cancel()
+
+    async def serve(self) -> None:
+        with self._scope, contextlib.suppress(_Closed):
+            if await self._handshake():
+                await self._serve_requests()
+        with anyio.CancelScope(shield=True):
+            await self._stream.aclose()
+        logger.debug("%s closed", self.name)
+
+    async def _handshake(self) -> bool:
+        with anyio.move_on_after(HANDSHAKE_TIMEOUT_SECS):
+            try:
+                frame = await self._read_frame()
+            except BadFrame as exc:
+                await self._send_error(exc, None)
+                return False
+            return await self._answer_hello(frame)
+        logger.info("%s: no hello within %g s; closing", self.name, HANDSHAKE_TIMEOUT_SECS)
+        return False
+
+    async def _answer_hello(self, frame: Message) -> bool:
+        if frame.get("op") != "hello":
+            await self._send_error(HandshakeRequired(
+                f"the first frame must be hello (protocol {PROTOCOL_VERSION}), "
+                f"not {str(frame.get('op'))[:40]!r}"
+            ), None)
+            return False
+        protocol = frame.get("protocol")
+        if protocol != PROTOCOL_VERSION or isinstance(protocol, bool):
+            await self._send_error(ProtocolMismatch(
+                f"this pool speaks caldrix-protocol {PROTOCOL_VERSION}, not {str(protocol)[:20]}; "
+                "update the client or the pool", supported=[PROTOCOL_VERSION],
+            ), None)
+            return False
+        try:
+            hello = validate_hello(frame)
+        except CaldrixError as exc:
+            await self._send_error(exc, None)
+            return False
+        logger.info("%s: hello from %s", self.name, hello.client or "an unnamed client")
+        await self._send({"op": "hello", "protocol": PROTOCOL_VERSION, "server": f"caldrix {__version__}",
+                          "pid": _pid(), "frames": self._mode})
+        return True
+
+    async def _serve_requests(self) -> None:
+        sender, receiver = anyio.create_memory_object_stream[Message](REQUEST_BACKLOG)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._read_requests, sender, tasks.cancel_scope)
+            # An exception would leave the task group wrapped in a group: end quietly instead.
+            with contextlib.suppress(_Closed):
+                await self._answer_in_order(receiver)
+            tasks.cancel_scope.cancel()
+
+    async def _answer_in_order(self, receiver: MemoryObjectReceiveStream[Message]) -> None:
+        async with receiver:
+            async for frame in receiver:
+                self._busy = True
+                try:
+                    await self._answer(frame)
+                finally:
+                    self._busy = False
+                if self._closing:
+                    return
+
+    async def _read_requests(self, sender: MemoryObjectSendStream[Message], scope: anyio.CancelScope) -> None:
+        """Queue frames for the request loop. When the client hangs up or sends a bad frame,
+        cancel everything on this connection, including a running generation."""
+        async with sender:
+            try:
+                while True:
+                    await sender.send(await self._read_frame())
+            except BadFrame as exc:
+                logger.info("%s: bad frame (%s); closing it", self.name, exc.message)
+                with contextlib.suppress(_Closed):
+                    await self._send_error(exc, None)
+            except _Closed:
+                pass
+        scope.cancel()
+
+    async def _answer(self, frame: Message) -> None:
+        rid = request_rid(frame)
+        try:
+            request = parse_request(frame)
+            if isinstance(request, Generate):
+                await self._generate(request)
+                return
+            # Control requests finish even if the client leaves meanwhile: a load half done
+            # or an edit half applied would be worse than a reply nobody reads.
+            with anyio.CancelScope(shield=True):
+                result = await self._pool.handle(request)
+                await self._send({"op": "ok", "rid": request.rid, **result})
+            if request.op == "pool.stop":
+                logger.info("%s asked the pool to stop", self.name)
+                self._pool.request_stop()
+        except CaldrixError as exc:
+            await self._send_error(exc, rid)
+        except Exception as exc:
+            logger.exception("%s: %s failed", self.name, frame.get("op"))
+            await self._send_error(InternalError(f"the pool failed on this request: {exc}"), rid)
+
+    async def _generate(self, request: Generate) -> None:
+        sender, receiver = anyio.create_memory_object_stream[Message](math.inf)
+        sink = FrameSink(request.rid, sender)
+        outcome: dict[str, Any] | CaldrixError
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._forward, receiver, sink)
+            try:
+                outcome = await self._pool.generate(request, sink)
+            except CaldrixError as exc:
+                outcome = exc
+            finally:
+                sink.close()
+        if isinstance(outcome, CaldrixError):
+            await self._send_error(outcome, request.rid)
+        else:
+            await self._send({"op": "done", "rid": request.rid, **outcome})
+
+    async def _forward(self, receiver: MemoryObjectReceiveStream[Message], sink: FrameSink) -> None:
+        async with receiver:
+            try:
+                async for frame in receiver:
+                    await self._send(frame)
+            except _Closed:
+                sink.cancel()  # the client is gone; the reader ends the connection
+
+    async def _read_frame(self) -> Message:
+        while True:
+            message = self._decoder.next_message()
+            if not isinstance(message, NeedMore):
+                return message
+            try:
+                data = await self._stream.receive(_RECEIVE_BYTES)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise _Closed from exc
+            self._decoder.feed(data)
+
+    async def _send(self, message: Message) -> None:
+        data = encode_frame(message, self._mode)
+        async with self._send_lock:
+            try:
+                await self._stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise _Closed from exc
+
+    async def _send_error(self, exc: CaldrixError, rid: int | None) -> None:
+        frame: Message = {"op": "error"}
+        if rid is not None:
+            frame["rid"] = rid
+        frame.update({"code": exc.code, "message": exc.message})
+        frame.update({key: value for key, value in exc.details.items() if key not in frame})
+        await self._send(frame)
+
+
+class FrameSink:
+    """Where a generation running on its member's thread reports: each call hands a frame to
+    the event loop, which forwards it to the client in order."""
+
+    def __init__(self, rid: int, sender: MemoryObjectSendStream[Message]) -> None:
+        self._rid = rid
+        self._sender = sender
+        self._token = anyio.lowlevel.current_token()
+        self._stop = threading.Event()
+
+    def progress(self, done: int, total: int) -> None:
+        self._push({"op": "progress", "rid": self._rid, "done": done, "total": total})
+
+    def token(self, text: str) -> None:
+        self._push({"op": "token", "rid": self._rid, "text": text})
+
+    def cancelled(self) -> bool:
+        return self._stop.is_set()
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        """No more frames (called on the event loop when the generation ends)."""
+        self._sender.close()
+
+    def _push(self, frame: Message) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            anyio.from_thread.run_sync(self._sender.send_nowait, frame, token=self._token)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError):
+            self._stop.set()  # nobody will read further frames: stop generating them
+
+
+def _pid() -> int:
+    return os.getpid()

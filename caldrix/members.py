@@ -1,0 +1,357 @@
+"""Members: loaded models, each with its own engine thread and FIFO queue.
+
+A member owns one engine, and every call into that engine (opening it, generating, closing it)
+runs on the member's own thread, one at a time in the order submitted: the single-stream loop
+(``--max-batch 1``). The event loop only waits for results. Several members may be resident
+when their footprints, plus one context budget each, fit the memory limit
+(:func:`caldrix.fit.check_fit`); a member whose footprint is unknown only ever loads alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+
+from caldrix.engines.base import (
+    Engine,
+    GenerationParams,
+    GenerationResult,
+    GenerationSink,
+    ResumePolicy,
+    ServingFlags,
+)
+from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound
+from caldrix.prefix_store import PrefixStore, default_context_budget
+
+logger = logging.getLogger("caldrix.pool")
+
+T = TypeVar("T")
+MemberState = Literal["loading", "ready", "failed"]
+
+#: The member the first ``--load`` becomes, which runs every agent.
+MAIN_MEMBER = "main"
+#: The member ``--decision`` becomes, which routes requests.
+DECISION_MEMBER = "decision"
+
+
+@dataclass(eq=False)
+class _Job(Generic[T]):
+    fn: Callable[[], T]
+    token: anyio.lowlevel.EventLoopToken
+    finished: anyio.Event
+    abandoned: threading.Event = field(default_factory=threading.Event)
+    result: T | None = None
+    error: BaseException | None = None
+
+
+class EngineThread:
+    """A thread that runs one member's engine calls in submission order (FIFO)."""
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._pending = 0
+        self._pending_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, name=f"caldrix-member-{name}", daemon=True)
+        self._thread.start()
+
+    @property
+    def pending(self) -> int:
+        """Jobs submitted and not finished (the one running included)."""
+        return self._pending
+
+    async def call(self, fn: Callable[[], T], *, on_cancel: Callable[[], None] | None = None) -> T:
+        """Run ``fn`` on this thread after the jobs before it, and return its result. When the
+        caller is cancelled, a job that has not started is skipped, and ``on_cancel`` asks a
+        running one to stop (its thread finishes it before the next)."""
+        job = _Job(fn=fn, token=anyio.lowlevel.current_token(), finished=anyio.Event())
+        with self._pending_lock:
+            self._pending += 1
+        self._jobs.put(job)
+        try:
+            await job.finished.wait()
+        except BaseException:
+            job.abandoned.set()
+            if on_cancel is not None:
+                on_cancel()
+            raise
+        if job.error is not None:
+            raise job.error
+        return job.result  # type: ignore[return-value]
+
+    async def stop(self) -> None:
+        """Let the thread finish the jobs before, then end it and wait for it."""
+        self._jobs.put(None)
+        await anyio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                if not job.abandoned.is_set():
+                    job.result = job.fn()
+            except BaseException as exc:  # reported to the awaiting task, never lost
+                job.error = exc
+            finally:
+                with self._pending_lock:
+                    self._pending -= 1
+            self._notify(job)
+
+    @staticmethod
+    def _notify(job: _Job[Any]) -> None:
+        # RuntimeError: the event loop has ended, so nobody is waiting any more.
+        with contextlib.suppress(RuntimeError):
+            anyio.from_thread.run_sync(job.finished.set, token=job.token)
+
+
+@dataclass(eq=False)
+class Member:
+    """One loaded model: its engine, its thread, its prefix store."""
+
+    name: str
+    reference: str
+    flags: ServingFlags
+    thread: EngineThread
+    prefix_store: PrefixStore
+    state: MemberState = "loading"
+    path: Path | None = None
+    engine: Engine | None = None
+    footprint_bytes: int | None = None
+    n_ctx: int = 0
+    error: str | None = None
+    unloading: bool = False
+    opening: bool = False
+    """Set once the engine is being opened: a failure from then on leaves a ``failed`` member."""
+
+    def info(self) -> dict[str, Any]:
+        """The protocol's member object."""
+        engine = self.engine
+        return {
+            "name": self.name,
+            "model": self.reference,
+            "path": str(self.path) if self.path is not None else "",
+            "state": self.state,
+            "footprint_bytes": self.footprint_bytes,
+            "n_ctx": engine.n_ctx if engine is not None else self.n_ctx,
+            "lane": engine.capabilities.lane if engine is not None else "cpu",
+            "threads": engine.threads if engine is not None else self.flags.threads,
+            "constraints": list(engine.capabilities.constraints) if engine is not None else [],
+            "queue": self.thread.pending,
+            **({"error": self.error} if self.error else {}),
+        }
+
+    def ready_engine(self) -> Engine:
+        if self.state != "ready" or self.engine is None or self.unloading:
+            raise MemberNotFound(f"member '{self.name}' is {self._state_words()}, not ready")
+        return self.engine
+
+    async def generate(
+        self, prompt_tokens: Sequence[int], params: GenerationParams, sink: CancellableSink, *, appended: bool
+    ) -> GenerationResult:
+        """Queue one generation on this member's thread and wait for its result. The result's
+        ``queue_ms`` is the time it waited behind others."""
+        from caldrix.decoding import GenerationCancelled, run_generation
+
+        engine = self.ready_engine()
+        resume = self.resume_policy(appended=appended)
+        watched = _UnloadWatch(sink, self)
+        submitted = time.perf_counter()
+
+        def job() -> GenerationResult:
+            if self.unloading:
+                raise MemberNotFound(f"member '{self.name}' was unloaded before this generation started")
+            started = time.perf_counter()
+            try:
+                result = run_generation(engine, prompt_tokens, params, watched, resume)
+            except GenerationCancelled:
+                if self.unloading:
+                    gone = f"member '{self.name}' was unloaded during this generation"
+                    raise MemberNotFound(gone) from None
+                raise
+            result.queue_ms = (started - submitted) * 1000.0
+            return result
+
+        return await self.thread.call(job, on_cancel=sink.cancel)
+
+    def resume_policy(self, *, appended: bool) -> ResumePolicy:
+        """Where a generation's prefill starts: the member's prefix store, told whether the
+        output is appended (kept) or a probe's (dropped)."""
+        return self.prefix_store.for_generation(appended=appended)
+
+    def _state_words(self) -> str:
+        return "unloading" if self.unloading else self.state
+
+
+class CancellableSink(GenerationSink, Protocol):
+    """A generation sink that can be told to stop from the event loop."""
+
+    def cancel(self) -> None: ...
+
+
+class _UnloadWatch:
+    """A sink that also reports cancelled once its member starts unloading."""
+
+    def __init__(self, sink: CancellableSink, member: Member) -> None:
+        self._sink = sink
+        self._member = member
+
+    def progress(self, done: int, total: int) -> None:
+        self._sink.progress(done, total)
+
+    def token(self, text: str) -> None:
+        self._sink.token(text)
+
+    def cancelled(self) -> bool:
+        return self._member.unloading or self._sink.cancelled()
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The memory limit the members share and the prefix-store budget each member gets."""
+
+    limit: int
+    context_budget: int
+
+    @classmethod
+    def from_flags(cls, memory_limit: int | None, context_budget: int | None) -> MemoryPlan:
+        from caldrix.fit import default_memory_limit
+
+        limit = memory_limit if memory_limit is not None else default_memory_limit()
+        budget = context_budget if context_budget is not None else default_context_budget(limit)
+        return cls(limit=limit, context_budget=budget)
+
+
+class Members:
+    """The pool's members by name: load (with the memory fit), unload, look up."""
+
+    def __init__(self, plan: MemoryPlan, on_unload: Callable[[str], None] | None = None) -> None:
+        self.plan = plan
+        self._members: dict[str, Member] = {}
+        self._load_lock = anyio.Lock()
+        self._on_unload = on_unload
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def get(self, name: str) -> Member:
+        member = self._members.get(name)
+        if member is None:
+            known = ", ".join(sorted(self._members)) or "none"
+            raise MemberNotFound(f"no member named '{name}' (loaded: {known})", member=name)
+        return member
+
+    def all(self) -> list[Member]:
+        return list(self._members.values())
+
+    def memory(self) -> dict[str, int]:
+        """``member.list``'s memory figures: the limit, and what the members and their
+        prefix stores use."""
+        used = sum((m.footprint_bytes or 0) + m.prefix_store.stats()["bytes"] for m in self._members.values())
+        return {"limit": self.plan.limit, "used": used}
+
+    async def load(self, name: str, reference: str, flags: ServingFlags) -> Member:
+        """Resolve, fit-check and open ``reference`` as member ``name``; loads run one at a time."""
+        existing = self._members.get(name)
+        if existing is not None and existing.state != "failed":
+            raise MemberExists(f"a member named '{name}' is already {existing.state}; unload it first",
+                               member=name)
+        if existing is not None:
+            await self._release(existing)
+        member = Member(name=name, reference=reference, flags=flags, thread=EngineThread(name),
+                        prefix_store=PrefixStore(self.plan.context_budget, member=name))
+        self._members[name] = member
+        try:
+            async with self._load_lock:
+                await self._open(member)
+        except BaseException as exc:
+            await self._fail(member, exc)
+            raise
+        logger.info("member %s ready: %s (%s, n_ctx %d, footprint %s bytes)", name, reference,
+                    member.path, member.n_ctx, member.footprint_bytes)
+        return member
+
+    async def _open(self, member: Member) -> None:
+        from caldrix.fit import check_fit, estimate_footprint, window_for
+        from caldrix.models import resolve_model
+
+        logger.info("member %s: resolving %s", member.name, member.reference)
+        resolved = await anyio.to_thread.run_sync(resolve_model, member.reference)
+        member.path = resolved.path
+        member.n_ctx = window_for(resolved.info, member.flags.ctx)
+        estimate = estimate_footprint(resolved.info, member.n_ctx, member.flags.batch)
+        # Loads run one at a time, so every other resident member is ready by now.
+        others = [m.footprint_bytes for m in self._members.values() if m.state == "ready"]
+        check_fit(estimate, others, self.plan.limit, self.plan.context_budget)
+        member.footprint_bytes = estimate
+        logger.info("member %s: opening %s", member.name, resolved.path)
+        member.opening = True
+        engine = await member.thread.call(lambda: _open_engine(resolved.path, member.flags))
+        member.engine = engine
+        member.n_ctx = engine.n_ctx
+        member.footprint_bytes = engine.footprint_bytes or estimate
+        member.state = "ready"
+
+    async def _fail(self, member: Member, exc: BaseException) -> None:
+        """A refusal before the engine opened (not found, precheck, no fit) leaves no member;
+        a failure while opening leaves it ``failed`` with its reason, until unloaded or
+        loaded again."""
+        if not member.opening or not isinstance(exc, Exception):
+            if self._members.get(member.name) is member:
+                del self._members[member.name]
+            await member.thread.stop()
+            return
+        member.state = "failed"
+        member.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        logger.error("member %s failed to load: %s", member.name, member.error)
+
+    async def unload(self, name: str) -> None:
+        """Cancel the member's queued and running generations, drop its contexts, close its
+        engine on its thread and end the thread."""
+        member = self.get(name)
+        del self._members[name]
+        await self._release(member)
+        logger.info("member %s unloaded", name)
+
+    async def unload_all(self) -> None:
+        for name in list(self._members):
+            with anyio.CancelScope(shield=True):
+                await self.unload(name)
+
+    async def _release(self, member: Member) -> None:
+        member.unloading = True
+        if self._on_unload is not None:
+            self._on_unload(member.name)
+
+        def close() -> None:
+            member.prefix_store.clear()
+            if member.engine is not None:
+                member.engine.close()
+
+        with anyio.CancelScope(shield=True):
+            await member.thread.call(close)
+            await member.thread.stop()
+        member.engine = None
+
+
+def _open_engine(path: Path, flags: ServingFlags) -> Engine:
+    from caldrix.engines.loader import open_engine
+
+    try:
+        return open_engine(path, flags)
+    except CaldrixError:
+        raise
+    except Exception as exc:
+        raise InternalError(f"the engine could not open {path.name}: {exc}") from exc

@@ -1,0 +1,175 @@
+"""The pool's shared state and its operations, one method per protocol op.
+
+Connections parse frames and stream replies; everything they ask for happens here, on the
+members and contexts every connection shares. Engine work goes to the member's thread
+(generations, loads) or to worker threads (rendering a context, which only tokenizes), never
+onto the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+from pydantic import ValidationError
+
+from caldrix import __version__
+from caldrix.contexts import ContextStore
+from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.errors import BadRequest, DuplicateSegment
+from caldrix.members import CancellableSink, Members, MemoryPlan
+from caldrix.protocol.messages import (
+    ContextCreate,
+    ContextDrop,
+    ContextEdit,
+    ContextFork,
+    ContextGet,
+    Generate,
+    MemberList,
+    MemberLoad,
+    MemberUnload,
+    PoolStatus,
+    PoolStop,
+    Request,
+    Segment,
+    bad_request_from,
+)
+from caldrix.templates import RenderedContext, render_context
+
+logger = logging.getLogger("caldrix.pool")
+
+#: Concurrent generations served (the spec's ``pool.max_connections``).
+MAX_CONNECTIONS: Final = 4
+
+ControlRequest = (
+    MemberList | MemberLoad | MemberUnload | ContextCreate | ContextEdit | ContextFork | ContextGet
+    | ContextDrop | PoolStatus | PoolStop
+)
+
+
+class Pool:
+    """Members, contexts and the counters ``pool.status`` reports."""
+
+    def __init__(self, plan: MemoryPlan, *, max_connections: int = MAX_CONNECTIONS) -> None:
+        self.members = Members(plan, on_unload=self._member_unloading)
+        self.contexts = ContextStore(self._render)
+        self.generation_slots = anyio.CapacityLimiter(max_connections)
+        self.started = time.monotonic()
+        self.connections = 0
+        self.stop_requested = anyio.Event()
+
+    def request_stop(self) -> None:
+        self.stop_requested.set()
+
+    async def handle(self, request: Request) -> dict[str, Any]:
+        """Run one control request (anything but ``generate``); returns its ok fields."""
+        match request:
+            case MemberList():
+                return {"members": [m.info() for m in self.members.all()], "memory": self.members.memory()}
+            case MemberLoad():
+                member = await self.members.load(request.name, request.model, _serving_flags(request.flags))
+                return {"member": member.info()}
+            case MemberUnload():
+                await self.members.unload(request.name)
+                return {}
+            case ContextCreate():
+                self.members.get(request.member).ready_engine()
+                context = await self.contexts.create(request.member, request.segments)
+                return {"context": context.id, "segments": context.counts(), "tokens": context.tokens}
+            case ContextEdit():
+                context = await self.contexts.edit(request.context, request.edits)
+                return {"segments": context.counts(), "tokens": context.tokens}
+            case ContextFork():
+                context = await self.contexts.fork(request.context, request.keep)
+                return {"context": context.id, "segments": context.counts(), "tokens": context.tokens}
+            case ContextGet():
+                return self.contexts.get(request.context).described()
+            case ContextDrop():
+                self.contexts.drop(request.context)
+                return {}
+            case PoolStatus():
+                return self.status()
+            case PoolStop():
+                return {}  # the connection asks for the stop once this reply is sent
+        raise BadRequest(f"'{request.op}' is not a control op")
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "members": [m.info() for m in self.members.all()],
+            "connections": self.connections,
+            "contexts": len(self.contexts),
+            "prefix_store": {m.name: m.prefix_store.stats() for m in self.members.all()},
+        }
+
+    async def generate(self, request: Generate, sink: CancellableSink) -> dict[str, Any]:
+        """Run one generation to its end; returns the ``done`` frame's fields. Waits for one
+        of the pool's generation slots, then in its member's queue."""
+        context = self.contexts.get(request.context)
+        member = self.members.get(context.member)
+        engine = member.ready_engine()
+        context.check_room(request.max_new_tokens, engine.n_ctx)
+        if request.append is not None and context.index_of(request.append.id) is not None:
+            raise DuplicateSegment(f"context {context.id} already holds a segment '{request.append.id}'",
+                                   segment=request.append.id)
+        params = GenerationParams(
+            max_new_tokens=request.max_new_tokens,
+            constraint=request.constraint.as_dict() if request.constraint is not None else None,
+            temperature=request.temperature,
+            seed=request.seed,
+            stop=list(request.stop),
+            logprobs=request.logprobs,
+        )
+        arrived = time.perf_counter()
+        async with self.generation_slots:
+            waited_ms = (time.perf_counter() - arrived) * 1000.0
+            result = await member.generate(context.rendered.prompt_tokens, params, sink,
+                                           appended=request.append is not None)
+        segment = None
+        if request.append is not None:
+            output = Segment(id=request.append.id, role="assistant", text=result.text,
+                             pinned=request.append.pinned)
+            context = await self.contexts.append(context.id, output)
+            index = context.index_of(output.id)
+            tokens = len(context.rendered.segment_tokens[index]) if index is not None else 0
+            segment = {"id": output.id, "tokens": tokens}
+        return {
+            "text": result.text,
+            "finish": result.finish,
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "recomputed_from": result.recomputed_from,
+            "timings": {"queue_ms": round(result.queue_ms + waited_ms, 3),
+                        "prefill_ms": round(result.prefill_ms, 3), "decode_ms": round(result.decode_ms, 3)},
+            "logprobs": result.logprobs,
+            "segment": segment,
+        }
+
+    async def _render(self, member_name: str, segments: Sequence[Segment]) -> RenderedContext:
+        # Rendering only tokenizes, which engines allow from any thread, so a context change
+        # does not wait behind a long generation on the member's own thread.
+        engine = self.members.get(member_name).ready_engine()
+        plain = [segment.model_dump() for segment in segments]
+        return await anyio.to_thread.run_sync(render_context, engine, plain)
+
+    def _member_unloading(self, name: str) -> None:
+        dropped = self.contexts.drop_member(name)
+        if dropped:
+            logger.info("member %s unloading: dropped %d context(s)", name, dropped)
+
+
+def _serving_flags(flags: dict[str, Any]) -> ServingFlags:
+    try:
+        return ServingFlags.model_validate(flags)
+    except ValidationError as exc:
+        error = bad_request_from(exc)
+        field = f"flags.{error.details['field']}"
+        raise BadRequest(error.message.replace(f"'{error.details['field']}'", f"'{field}'", 1),
+                         field=field) from exc

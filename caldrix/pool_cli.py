@@ -1,0 +1,132 @@
+"""``caldrix pool``, ``caldrix pool stop`` and ``caldrix pool status``.
+
+Argument parsing lives in :mod:`caldrix.cli`; these functions check the values, run one thing
+and print its outcome. Refusals are :class:`~caldrix.errors.CaldrixError`\\ s, which the CLI
+prints as one line with exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+
+from caldrix.engines.base import ServingFlags
+from caldrix.errors import BadRequest
+from caldrix.log import setup_pool_logging
+from caldrix.members import DECISION_MEMBER, MAIN_MEMBER, MemoryPlan
+from caldrix.paths import default_socket_path
+from caldrix.pool import MAX_CONNECTIONS
+from caldrix.protocol.client import CONTROL_TIMEOUT_SECS, connect
+from caldrix.server import PoolServer, PoolSettings
+
+MIB = 1024 * 1024
+
+
+def pool_command(args: argparse.Namespace, flags: ServingFlags) -> int:
+    socket_path: Path = args.socket or default_socket_path()
+    if args.action == "stop":
+        return anyio.run(stop_pool, socket_path)
+    if args.action == "status":
+        return anyio.run(show_status, socket_path, args.json)
+    settings = pool_settings(args, flags, socket_path)
+    setup_pool_logging()
+    return anyio.run(PoolServer(settings).run)
+
+
+def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Path) -> PoolSettings:
+    """The daemon's settings from its flags, each checked with a one-line refusal."""
+    _require(args.idle_timeout >= 0, "--idle-timeout must be 0 (never) or more seconds")
+    max_connections = MAX_CONNECTIONS if args.max_connections is None else args.max_connections
+    _require(max_connections >= 1, "--max-connections must be 1 or more")
+    _require(args.context_budget is None or args.context_budget >= 0,
+             "--context-budget must be 0 or more bytes")
+    _require(args.memory_limit is None or args.memory_limit > 0, "--memory-limit must be more than 0 bytes")
+    _require(flags.max_batch == 1, "--max-batch: only 1 (the single-stream loop) is served")
+    return PoolSettings(
+        socket_path=socket_path,
+        frames=args.frames,
+        plan=MemoryPlan.from_flags(args.memory_limit, args.context_budget),
+        flags=flags,
+        loads=member_names(list(args.load), args.decision),
+        idle_timeout=float(args.idle_timeout),
+        max_connections=max_connections,
+    )
+
+
+def member_names(loads: list[str], decision: str | None) -> list[tuple[str, str]]:
+    """The first ``--load`` is ``main``, ``--decision`` is ``decision``; any further
+    ``--load`` is named ``member2``, ``member3`` … in order."""
+    named = [(MAIN_MEMBER if i == 0 else f"member{i + 1}", reference) for i, reference in enumerate(loads)]
+    if decision is not None:
+        named.append((DECISION_MEMBER, decision))
+    return named
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise BadRequest(message)
+
+
+async def stop_pool(socket_path: Path) -> int:
+    """Ask the pool to stop and wait until it has closed the connection."""
+    client = await connect(socket_path)
+    pid = client.hello.pid
+    await client.request("pool.stop")
+    await client.wait_closed(CONTROL_TIMEOUT_SECS)
+    print(f"caldrix: stopped the pool on {socket_path} (pid {pid})")
+    return 0
+
+
+async def show_status(socket_path: Path, as_json: bool, out: TextIO | None = None) -> int:
+    client = await connect(socket_path)
+    try:
+        status = await client.request("pool.status")
+    finally:
+        await client.aclose()
+    stream = out or sys.stdout
+    if as_json:
+        print(json.dumps(status, indent=2), file=stream)
+    else:
+        print("\n".join(status_lines(status, socket_path)), file=stream)
+    return 0
+
+
+def status_lines(status: dict[str, Any], socket_path: Path) -> list[str]:
+    """``pool.status`` for a person."""
+    lines = [
+        f"caldrix {status['version']} pool, pid {status['pid']}, up {_duration(status['uptime_s'])}, "
+        f"on {socket_path}",
+        f"connections {status['connections']}, contexts {status['contexts']}",
+    ]
+    members = status["members"]
+    lines.append("members:" if members else "members: none")
+    for member in members:
+        footprint = member["footprint_bytes"]
+        size = f"{-(-footprint // MIB)} MiB" if isinstance(footprint, int) else "footprint unknown"
+        lines.append(
+            f"  {member['name']}: {member['state']}, {member['model']}, n_ctx {member['n_ctx']}, {size}, "
+            f"{member['lane']}, queue {member['queue']}"
+        )
+        store = status["prefix_store"].get(member["name"])
+        if store:
+            lines.append(
+                f"    prefix store: {store['entries']} entries, {store['bytes'] / MIB:.1f} of "
+                f"{store['budget'] / MIB:.0f} MiB, {store['hits']} hits, {store['misses']} misses"
+            )
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
