@@ -7,6 +7,10 @@ into these at the adapter that met them and re-raised ``from`` the original.
 
     AerixError
     ├── UsageError                    bad command-line input
+    ├── PoolError                     the model pool (code: the protocol error code)
+    │   ├── PoolUnavailable
+    │   ├── PoolStartFailed
+    │   └── ContextOverflow
     └── SessionError                  the session store
         ├── SessionNotFound
         ├── SessionAmbiguous
@@ -92,3 +96,33 @@ class SessionNotResumable(SessionError):
 
 class ClaudeImportError(SessionError):
     """``aerix import claude`` found nothing it can read at a path."""
+
+
+class PoolError(AerixError):
+    """The model pool refused a request or could not be reached. ``code`` is the protocol's
+    error code (``context_overflow``, ``member_not_found`` …), or ``unavailable``."""
+
+    def __init__(self, message: str, code: str = "internal") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class PoolUnavailable(PoolError):
+    """Nothing answers on the pool's socket, or the connection broke or went silent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="unavailable")
+
+
+class PoolStartFailed(PoolError):
+    """Autostart ran the pool command but no pool came up in time."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="start_failed")
+
+
+class ContextOverflow(PoolError):
+    """A generation would not fit in the member's window (tokens + max_new_tokens)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="context_overflow")

@@ -1,0 +1,164 @@
+"""The ports the application layer talks to. Adapters implement them; tests may use small
+in-memory versions for pure logic, and the real adapters where a test claims to test them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from aerix.domain.events import EventBase
+
+
+class SpoolWriter(Protocol):
+    """The session's spool: where whole tool outputs go when a result is cut."""
+
+    def write_spool(self, name: str, text: str) -> Path:
+        """Store ``text`` under ``name`` (such as ``a1.c3``) and return the file's absolute path,
+        which the model will ``read``."""
+        ...
+
+
+# ---- the pool ---------------------------------------------------------------------------------
+
+#: A segment as the pool takes it: ``{"id", "role", "text", "pinned"}`` (protocol "segment").
+SegmentSpec = Mapping[str, Any]
+#: A ``context.edit`` operation: ``{"op": "append", "segment": …}``, ``{"op": "replace", "id", …}``
+#: or ``{"op": "remove", "id"}``, exactly as the protocol names them.
+ContextEditOp = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SegmentCount:
+    """The tokens one segment adds to the rendered prompt, role markers included (the pool's)."""
+
+    id: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class ContextCounts:
+    """A context's per-segment counts and its total, as the pool reported them after a change."""
+
+    context: str
+    segments: tuple[SegmentCount, ...]
+    tokens: int
+    member: str | None = None
+
+    def tokens_of(self, segment_id: str) -> int | None:
+        return next((count.tokens for count in self.segments if count.id == segment_id), None)
+
+
+@dataclass(frozen=True)
+class MemberInfo:
+    """A pool member as ``member.list`` / ``member.load`` describe it."""
+
+    name: str
+    model: str
+    state: str
+    n_ctx: int
+    lane: str
+    constraints: tuple[str, ...]
+    threads: int | None = None
+    footprint_bytes: int | None = None
+    queue: int = 0
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token's log-probability and its top alternatives (when asked for)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class GenerationTimings:
+    queue_ms: float = 0.0
+    prefill_ms: float = 0.0
+    decode_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class GenerationDone:
+    """The figures of a generation's ``done`` frame."""
+
+    text: str
+    finish: Literal["stop", "length", "constraint"]
+    prompt_tokens: int
+    completion_tokens: int
+    recomputed_from: int
+    timings: GenerationTimings
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    #: The appended assistant segment and its token count (``append=`` generations only).
+    segment: SegmentCount | None = None
+
+
+@dataclass(frozen=True)
+class SegmentAppend:
+    """``append`` of a generate request: the id (and pinned flag) of the assistant segment."""
+
+    id: str
+    pinned: bool = False
+
+
+#: Called with each piece of output text as it streams.
+OnToken = Callable[[str], None]
+#: Called with (rows done, rows total) while a long prompt is prefilled.
+OnProgress = Callable[[int, int], None]
+
+
+class PoolPort(Protocol):
+    """The model pool, as the application sees it. Every method may raise
+    :class:`aerix.errors.PoolError` (or a subclass); nothing from caldrix leaks past the adapter."""
+
+    async def member_list(self) -> list[MemberInfo]: ...
+
+    async def member_load(
+        self, name: str, model: str, flags: Mapping[str, Any] | None = None
+    ) -> MemberInfo: ...
+
+    async def create_context(self, member: str, segments: Sequence[SegmentSpec]) -> ContextCounts: ...
+
+    async def edit_context(self, context: str, edits: Sequence[ContextEditOp]) -> ContextCounts: ...
+
+    async def fork_context(self, context: str, keep: int) -> ContextCounts: ...
+
+    async def get_context(self, context: str) -> ContextCounts: ...
+
+    async def drop_context(self, context: str) -> None: ...
+
+    async def generate(
+        self,
+        context: str,
+        max_new_tokens: int,
+        constraint: Mapping[str, Any] | None = None,
+        logprobs: int = 0,
+        append: SegmentAppend | None = None,
+        on_token: OnToken | None = None,
+        on_progress: OnProgress | None = None,
+    ) -> GenerationDone:
+        """One generation; ``constraint`` is the protocol's map (``{"json": schema}``,
+        ``{"one_of": [...]}`` …); ``append`` stores the output as an assistant segment."""
+        ...
+
+
+# ---- the session log and the prompts --------------------------------------------------------------
+
+E = TypeVar("E", bound=EventBase)
+
+
+class EventRecorder(Protocol):
+    """Appends events to the session log (``aerix.app.sessions.SessionWriter`` is one):
+    ``seq``, ``time`` and ``v`` are filled in, the line is on disk when it returns."""
+
+    def record(self, event_cls: type[E], **fields: Any) -> E: ...
+
+
+class PromptSource(Protocol):
+    """The prompt texts by name (``system``, ``routing``, ``planner``, ``brief``, ``verifier``,
+    ``compacted``): the embedded ones now, a profile commit's later."""
+
+    def get(self, name: str) -> str: ...
