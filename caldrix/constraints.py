@@ -2,9 +2,8 @@
 
 A ``generate`` request may carry one constraint, a map with one key:
 
-- ``{"json": <schema>}``: one JSON value valid against the schema. llguidance already refuses
-  whitespace before and after the top-level value; inside it whitespace is free unless the
-  schema's ``x-guidance`` says otherwise.
+- ``{"json": <schema>}``: one JSON value valid against the schema, written with ``json.dumps``
+  separators and no whitespace before or after it (see :data:`JSON_DEFAULTS`).
 - ``{"one_of": ["answer", "edit", ...]}``: exactly one of the strings.
 - ``{"regex": "<pattern>"}``: text matching the whole pattern (Rust ``regex`` syntax).
 - ``{"lark": "<grammar>"}``: llguidance's Lark dialect.
@@ -35,7 +34,18 @@ if TYPE_CHECKING:
 #: ``additionalProperties: false``) still compiles. The price: output valid against *several*
 #: branches is allowed (``{thought, calls, final}`` there). Schemas that must rule that out say
 #: ``additionalProperties: false``; llguidance then proves the branches disjoint itself.
-JSON_DEFAULTS: dict[str, Any] = {"coerce_one_of": True}
+#:
+#: Whitespace inside the value is fixed to Python ``json.dumps`` style (``", "`` and ``": "``,
+#: no newlines). llguidance's own default allows any whitespace at every position, and a small
+#: model then tends to spend its token budget on runs of newlines; the fixed separators are
+#: also forced tokens, which the loop feeds in one batch. A schema may still choose otherwise
+#: in its ``x-guidance``.
+JSON_DEFAULTS: dict[str, Any] = {
+    "coerce_one_of": True,
+    "whitespace_flexible": False,
+    "item_separator": ", ",
+    "key_separator": ": ",
+}
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ class LiveRowsPolicy:
         engine.truncate(keep)
         return keep
 
-    def remember(self, engine: Engine, prompt_len: int) -> None:
+    def remember(self, engine: Engine, prompt_len: int, *, prefill_ms: float | None = None) -> None:
         """Nothing to do: the rows simply stay live."""
 
 
@@ -122,6 +122,7 @@ def run_generation(
     policy = resume or LiveRowsPolicy()
     started = time.perf_counter()
     recomputed_from = policy.prepare(engine, prompt)
+    fill_started = time.perf_counter()
     _prefill(engine, prompt, recomputed_from, run, started)
     prefilled = time.perf_counter()
     finish = _decode(run)
@@ -139,7 +140,7 @@ def run_generation(
         decode_ms=(time.perf_counter() - prefilled) * 1000.0,
         logprobs=run.logprobs,
     )
-    policy.remember(engine, len(prompt))
+    policy.remember(engine, len(prompt), prefill_ms=(prefilled - fill_started) * 1000.0)
     return result
 
 
@@ -173,7 +174,7 @@ def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: 
     done = start
     run.sink.progress(done, len(prompt))
     while done < len(prompt):
-        _check_cancelled(run, started, done, len(prompt))
+        _check_cancelled(run, started, len(prompt))
         rows = prompt[done : done + batch]
         began = time.perf_counter()
         engine.evaluate(rows)
@@ -253,7 +254,7 @@ def _record_forced(run: _Run, forced: Sequence[int]) -> None:
         run.logprobs.append({"token": text, "logprob": 0.0, "top": [{"token": text, "logprob": 0.0}]})
 
 
-def _check_cancelled(run: _Run, started: float, done: int, total: int) -> None:
+def _check_cancelled(run: _Run, started: float, total: int) -> None:
     if run.sink.cancelled():
         partial = _partial(run)
         partial.prompt_tokens = total

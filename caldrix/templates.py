@@ -142,6 +142,8 @@ class SegmentRenderer:
         )
 
     def _render(self, messages: list[dict[str, str]], *, opening: bool = False) -> str:
+        if not messages and not opening:
+            return ""  # many templates read messages[0] unconditionally; nothing renders as nothing
         formatter = self._opening if opening else self._plain
         try:
             return str(formatter(messages=cast(Any, messages)).prompt)

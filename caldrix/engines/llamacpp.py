@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -224,7 +225,11 @@ class LlamaCppEngine:
             if self._lltokenizer is None:
                 from llguidance.llamacpp import lltokenizer_from_vocab
 
-                self._lltokenizer = lltokenizer_from_vocab(self._vocab, eos_token=list(self._eos))
+                # llguidance reads token attributes through a function llama-cpp-python marks
+                # deprecated, which would warn once per token (49,152 times for SmolLM2).
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    self._lltokenizer = lltokenizer_from_vocab(self._vocab, eos_token=list(self._eos))
             return self._lltokenizer
 
     # -- rows ---------------------------------------------------------------------------
