@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import itertools
 import json
 import os
 import re
@@ -181,6 +182,25 @@ class SessionLogRecorder(AggregateRecorder):
             written += os.write(writer.log_fd, data[written:])
         writer.last_seq = batch[-1].originator_version
         writer.has_lines = True
+
+    def encode(self, stored_events: Sequence[StoredEvent]) -> bytes:
+        """The bytes ``insert_events`` would append for these events."""
+        return b"".join(_encode_line(stored) for stored in stored_events)
+
+    def replace_log(self, session_id: str, stored_events: Sequence[StoredEvent]) -> None:
+        """Swap a whole log for these events at once (re-import): written beside, then renamed."""
+        versions = [stored.originator_version for stored in stored_events]
+        if any(later <= earlier for earlier, later in itertools.pairwise(versions)):
+            raise IntegrityError(f"session {session_id}: seqs are not increasing")
+        self.acquire(session_id)
+        writer = self._writers[session_id]
+        path = self.log_path(session_id)
+        temporary = self._sibling(session_id, ".jsonl.replacing")
+        temporary.write_bytes(self.encode(stored_events))
+        os.replace(temporary, path)
+        os.close(writer.log_fd)
+        writer.log_fd = os.open(path, os.O_WRONLY | os.O_APPEND, 0o600)
+        writer.last_seq, writer.has_lines = (versions[-1], True) if versions else (0, False)
 
     # ---- reading -----------------------------------------------------------------------------
 

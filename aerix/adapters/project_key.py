@@ -26,6 +26,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 
 def project_key(cwd: Path) -> str:
     """The key for ``cwd``: from its git origin remote, else from its path."""
+    if not cwd.exists():
+        # An imported session's folder may be gone, or on another machine: key its path as written.
+        return _safe(str(cwd))
     remote = origin_url(cwd)
     if remote is not None:
         return _safe(normalise_remote(remote))

@@ -21,15 +21,15 @@ def spool_dir(session_log: Path) -> Path:
     return session_log.with_name(session_log.name.removesuffix(".jsonl") + SPOOL_SUFFIX)
 
 
-def write_spool(session_log: Path, agent: str, call: str, text: str) -> Path:
-    """Write ``text`` once as ``<agent>-<call>.txt`` in the session's spool; returns its path.
+def write_spool(session_log: Path, name: str, text: str) -> Path:
+    """Write ``text`` once as ``<name>.txt`` (``a1.c3``) in the session's spool; returns its path.
 
     Written to a temporary name and renamed, so a reader never sees half a file. A second write
-    for the same agent and call keeps the first file and adds a numbered one.
+    under the same name keeps the first file and adds a numbered one.
     """
     folder = spool_dir(session_log)
     folder.mkdir(parents=True, exist_ok=True)
-    stem = _UNSAFE.sub("_", f"{agent}-{call}")
+    stem = _UNSAFE.sub("_", name)
     target = folder / f"{stem}.txt"
     number = 1
     while target.exists():

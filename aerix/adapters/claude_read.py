@@ -1,0 +1,117 @@
+"""Reading Claude Code transcripts: files → lines grouped by session and agent.
+
+Claude Code keeps ``~/.claude/projects/<project>/<session>.jsonl`` with subagents either in
+``<session>/subagents/agent-<id>.jsonl`` (2.1.x), beside the session as ``agent-<id>.jsonl``
+(2.0.x), or inline as ``isSidechain`` records (older). All three are read the same way: every
+record names its ``sessionId``; ``isSidechain`` records belong to the subagent in ``agentId``.
+Records repeated across files (same ``uuid``) are read once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAIN_AGENT = ""
+INLINE_SIDECHAIN = "sidechain"
+"""Agent key of sidechain records that name no agentId (transcripts before 2.1)."""
+
+
+@dataclass(frozen=True)
+class ClaudeLine:
+    source: Path
+    number: int
+    raw: str
+    record: dict[str, Any] | None
+    problem: str | None = None
+
+
+@dataclass
+class ClaudeSession:
+    id: str
+    agents: dict[str, list[ClaudeLine]] = field(default_factory=dict)
+    files: set[Path] = field(default_factory=set)
+
+    @property
+    def main(self) -> list[ClaudeLine]:
+        return self.agents.get(MAIN_AGENT, [])
+
+    def main_file(self) -> Path:
+        counts: dict[Path, int] = {}
+        for line in self.main or [line for lines in self.agents.values() for line in lines]:
+            counts[line.source] = counts.get(line.source, 0) + 1
+        return max(sorted(counts), key=lambda path: counts[path])
+
+
+def transcript_files(paths: list[Path]) -> list[Path]:
+    """The ``.jsonl`` files under each path (a file is taken as it is), sorted, without aerix's
+    own ``.claude.jsonl`` projections."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_dir():
+            found.update(p for p in path.rglob("*.jsonl") if p.is_file())
+        elif path.is_file():
+            found.add(path)
+    return sorted(p for p in found if not p.name.endswith(".claude.jsonl"))
+
+
+def read_sessions(files: list[Path]) -> dict[str, ClaudeSession]:
+    """Every line of every file, grouped by session and agent, in file order."""
+    sessions: dict[str, ClaudeSession] = {}
+    # (session, uuid) → where that record went; a record repeated in another file (a sample
+    # copied from a full transcript, say) is read once, keeping its longest copy.
+    placed: dict[tuple[str, str], tuple[list[ClaudeLine], int]] = {}
+    for path in files:
+        current = _first_session_id(path) or path.stem
+        for line in _lines(path):
+            record = line.record
+            if record is not None and isinstance(record.get("sessionId"), str):
+                current = record["sessionId"]
+            session = sessions.setdefault(current, ClaudeSession(current))
+            session.files.add(path)
+            uid = record.get("uuid") if record is not None else None
+            if isinstance(uid, str) and (current, uid) in placed:
+                bucket, index = placed[(current, uid)]
+                if len(line.raw) > len(bucket[index].raw):
+                    bucket[index] = line
+                continue
+            bucket = session.agents.setdefault(_agent_key(record), [])
+            bucket.append(line)
+            if isinstance(uid, str):
+                placed[(current, uid)] = (bucket, len(bucket) - 1)
+    return sessions
+
+
+def _agent_key(record: dict[str, Any] | None) -> str:
+    if record is None or record.get("isSidechain") is not True:
+        return MAIN_AGENT
+    agent = record.get("agentId")
+    return agent if isinstance(agent, str) and agent else INLINE_SIDECHAIN
+
+
+def _first_session_id(path: Path) -> str | None:
+    for line in _lines(path):
+        if line.record is not None and isinstance(line.record.get("sessionId"), str):
+            return str(line.record["sessionId"])
+    return None
+
+
+def _lines(path: Path) -> list[ClaudeLine]:
+    lines = []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, raw in enumerate(handle, 1):
+            text = raw.rstrip("\n")
+            if not text.strip():
+                continue
+            try:
+                decoded = json.loads(text)
+            except ValueError as exc:
+                lines.append(ClaudeLine(path, number, text, None, f"not JSON ({exc.args[0]})"))
+                continue
+            if not isinstance(decoded, dict):
+                lines.append(ClaudeLine(path, number, text, None, "not a JSON object"))
+                continue
+            lines.append(ClaudeLine(path, number, text, decoded))
+    return lines

@@ -1,0 +1,101 @@
+"""Terminal rendering of sessions (rich): the list, and the readable replay of ``show``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from aerix.domain import events as ev
+from aerix.projections.index import IndexEntry
+
+_MIN_WIDTHS = {"id": 8, "updated": 16, "req": 3, "state": 8}
+_MAX_WIDTHS = {"title": 40, "model": 16, "tags": 12}
+SHOW_TEXT_MAX_CHARS = 300
+"""A replayed segment or result shows at most this much of its text."""
+
+
+def local_time(stamp: str | datetime | None) -> str:
+    if stamp is None:
+        return "-"
+    moment = datetime.fromisoformat(stamp) if isinstance(stamp, str) else stamp
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def render_list(console: Console, entries: list[IndexEntry]) -> None:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("id", "updated", "title", "model", "req", "state", "tags"):
+        table.add_column(
+            column, overflow="ellipsis", no_wrap=True, min_width=_MIN_WIDTHS.get(column),
+            max_width=_MAX_WIDTHS.get(column),
+        )
+    for entry in entries:
+        table.add_row(
+            entry.id[:8],
+            local_time(entry.updated),
+            entry.title or "(no prompt)",
+            entry.model,
+            str(entry.requests),
+            entry.state,
+            ",".join(entry.tags),
+        )
+    console.print(table)
+
+
+def render_replay(console: Console, session_id: str, records: list[ev.EventBase]) -> None:
+    console.print(Text(f"session {session_id} · {len(records)} events", style="bold"))
+    for record in records:
+        if isinstance(record, ev.Segment) and record.kind in ("assistant", "tool_result"):
+            continue  # the message event right beside it shows the same text
+        head = Text(f"{record.seq:>5} {local_time(record.time)[11:]} ", style="dim")
+        head.append(_describe(record))
+        console.print(head)
+
+
+def _cut(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SHOW_TEXT_MAX_CHARS else flat[: SHOW_TEXT_MAX_CHARS - 1] + "…"
+
+
+def _describe(record: ev.EventBase) -> Text:
+    if isinstance(record, ev.SessionStart):
+        where = f"request {record.request}" + (" (resumed)" if record.resumed else "")
+        return Text(f"▶ {where} · {record.model} · {_cut(record.prompt)}", style="bold cyan")
+    if isinstance(record, ev.RouteDecision):
+        return Text(f"route → {record.choice}", style="magenta")
+    if isinstance(record, ev.AgentSpawn):
+        brief = f" · {_cut(record.brief)}" if record.brief else ""
+        return Text(f"{record.agent} spawned ({record.kind}){brief}")
+    if isinstance(record, ev.Segment):
+        pin = " 📌" if record.pinned else ""
+        tokens = f" {record.tokens} tok" if record.tokens is not None else ""
+        line = f"{record.agent} + {record.kind} {record.id}{tokens}{pin}: {_cut(record.text)}"
+        return Text(line, style="dim")
+    if isinstance(record, ev.Message):
+        return _describe_message(record)
+    if isinstance(record, ev.AgentEnd):
+        return Text(f"{record.agent} ended {record.outcome}{': ' + record.reason if record.reason else ''}")
+    if isinstance(record, ev.SessionEnd):
+        return Text(f"■ request ended {record.outcome} (exit {record.exit_code})", style="bold")
+    return Text(f"{record.type} {_cut(record.model_dump_json(exclude={'type', 'seq', 'time', 'v'}))}")
+
+
+def _describe_message(record: ev.Message) -> Text:
+    if record.role == "tool":
+        style = "red" if record.is_error else "green"
+        return Text(f"{record.agent} ← {record.tool} {record.call}: {_cut(record.text)}", style=style)
+    if record.parse_error is not None:
+        return Text(f"{record.agent} turn {record.turn} did not parse: {record.parse_error}", style="yellow")
+    parts = [f"{record.agent} turn {record.turn}"]
+    if record.usage is not None:
+        parts.append(f"({record.usage.prompt_tokens}+{record.usage.completion_tokens} tok)")
+    if record.thought:
+        parts.append(f"· {_cut(record.thought)}")
+    parts.extend(f"→ {call.tool}({_cut(str(call.input))})" for call in record.calls)
+    if record.final is not None:
+        parts.append(f"⇒ {_cut(record.final)}")
+    if record.verdict is not None:
+        parts.append(f"verdict {record.verdict}: {record.reason or ''}")
+    return Text(" ".join(parts))

@@ -1,0 +1,195 @@
+"""The session store's files: where sessions are, their index, transcripts, removal.
+
+Layout under ``$XDG_DATA_HOME/aerix/sessions/``::
+
+    <project key>/
+        index.json              the index of this project's sessions (a projection)
+        <id>.jsonl              the session log (the record)
+        <id>.jsonl.lock         the writer's lock
+        <id>.jsonl.torn         unfinished lines set aside after a crash
+        <id>.spool/             untruncated tool results
+        <id>.claude.jsonl       the Claude Code transcript (a projection)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from eventsourcing.persistence import EventStore
+
+from aerix.adapters import paths
+from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, PlainJSONMapper, SessionLogRecorder
+from aerix.adapters.spool import spool_dir, write_spool
+from aerix.app.sessions import SessionRef
+from aerix.domain.events import EventBase
+from aerix.errors import SessionAmbiguous, SessionNotFound
+
+INDEX_NAME = "index.json"
+TRANSCRIPT_SUFFIX = ".claude.jsonl"
+
+
+class SessionFiles:
+    """Finds, reads, indexes and removes sessions; one recorder per project folder."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or paths.sessions_root()
+        self.mapper = PlainJSONMapper()
+        self._recorders: dict[str, SessionLogRecorder] = {}
+
+    def recorder(self, project: str) -> SessionLogRecorder:
+        recorder = self._recorders.get(project)
+        if recorder is None:
+            recorder = self._recorders[project] = SessionLogRecorder(self.root / project)
+        return recorder
+
+    def event_store(self, project: str) -> EventStore[str]:
+        return EventStore(self.mapper, self.recorder(project))
+
+    def notices(self) -> list[str]:
+        """Crash repairs and the like since the last call, one line each."""
+        lines = [line for recorder in self._recorders.values() for line in recorder.notices]
+        for recorder in self._recorders.values():
+            recorder.notices.clear()
+        return lines
+
+    def close(self) -> None:
+        for recorder in self._recorders.values():
+            recorder.close()
+
+    # ---- finding ------------------------------------------------------------------------------
+
+    def ref(self, project: str, session_id: str) -> SessionRef:
+        return SessionRef(session_id, project, self.root / project)
+
+    def refs(self, project: str | None = None) -> list[SessionRef]:
+        folders = [self.root / project] if project else sorted(self.root.glob("*"))
+        found = []
+        for folder in folders:
+            if not folder.is_dir():
+                continue
+            for log in sorted(folder.glob("*.jsonl")):
+                if not log.name.endswith(TRANSCRIPT_SUFFIX):
+                    found.append(SessionRef(log.name.removesuffix(".jsonl"), folder.name, folder))
+        return found
+
+    def find(self, id_or_prefix: str) -> SessionRef:
+        """The one session whose id is, or starts with, ``id_or_prefix``, in any project."""
+        matches = [ref for ref in self.refs() if ref.id == id_or_prefix]
+        if not matches:
+            matches = [ref for ref in self.refs() if ref.id.startswith(id_or_prefix)] if id_or_prefix else []
+        if not matches:
+            raise SessionNotFound(id_or_prefix)
+        if len(matches) > 1:
+            raise SessionAmbiguous(id_or_prefix, [f"{ref.project}/{ref.id}" for ref in matches])
+        return matches[0]
+
+    def read(self, ref: SessionRef) -> list[EventBase]:
+        return self.recorder(ref.project).read_records(ref.id)
+
+    # ---- the index ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def index_locked(self, project: str) -> Iterator[dict[str, dict[str, Any]]]:
+        """The project's index entries by id, to read and change; written back on exit."""
+        folder = self.root / project
+        folder.mkdir(parents=True, exist_ok=True)
+        lock_fd = os.open(folder / f"{INDEX_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            entries = self.load_index(project)
+            yield entries
+            _write_json(folder / INDEX_NAME, {"version": 1, "sessions": list(entries.values())})
+        finally:
+            os.close(lock_fd)
+
+    def load_index(self, project: str) -> dict[str, dict[str, Any]]:
+        try:
+            data = json.loads((self.root / project / INDEX_NAME).read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return {}
+        sessions = data.get("sessions") if isinstance(data, dict) else None
+        if not isinstance(sessions, list):
+            return {}
+        return {entry["id"]: entry for entry in sessions if isinstance(entry, dict) and "id" in entry}
+
+    def projects(self) -> list[str]:
+        return sorted(folder.name for folder in self.root.glob("*") if folder.is_dir())
+
+    # ---- writing projections and removing -------------------------------------------------------
+
+    def write_transcript(self, ref: SessionRef, lines: list[str]) -> Path:
+        _write_text(ref.transcript, "".join(f"{line}\n" for line in lines))
+        return ref.transcript
+
+    def remove(self, ref: SessionRef) -> list[Path]:
+        """Delete the log and everything beside it that belongs to the session."""
+        self.recorder(ref.project).release(ref.id)
+        removed = []
+        for path in (
+            ref.log,
+            ref.transcript,
+            ref.folder / f"{ref.id}{TORN_SUFFIX}",
+            ref.folder / f"{ref.id}{LOCK_SUFFIX}",
+        ):
+            if path.exists():
+                path.unlink()
+                removed.append(path)
+        spool = spool_dir(ref.log)
+        if spool.exists():
+            shutil.rmtree(spool)
+            removed.append(spool)
+        return removed
+
+    def release(self, ref: SessionRef) -> None:
+        self.recorder(ref.project).release(ref.id)
+
+    def spool(self, ref: SessionRef, name: str, text: str) -> Path:
+        return write_spool(ref.log, name, text)
+
+    def replace_if_changed(self, ref: SessionRef, events: list[Any]) -> str:
+        """Write a whole log unless it already holds exactly these events: new, updated or unchanged."""
+        recorder = self.recorder(ref.project)
+        stored = [self.mapper.to_stored_event(event) for event in events]
+        wanted = recorder.encode(stored)
+        try:
+            existing: bytes | None = ref.log.read_bytes()
+        except FileNotFoundError:
+            existing = None
+        if existing == wanted:
+            return "unchanged"
+        try:
+            recorder.replace_log(ref.id, stored)
+        finally:
+            recorder.release(ref.id)
+        return "new" if existing is None else "updated"
+
+    def is_locked(self, ref: SessionRef) -> bool:
+        """Whether a live writer holds the session (another process, or this one)."""
+        lock_path = ref.folder / f"{ref.id}{LOCK_SUFFIX}"
+        if not lock_path.exists():
+            return False
+        fd = os.open(lock_path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+
+def _write_json(path: Path, data: Any) -> None:
+    _write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+
+
+def _write_text(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)

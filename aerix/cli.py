@@ -1,0 +1,182 @@
+"""``aerix``: argument parsing only; each command calls one use case and renders its result.
+
+The top level is where the agent's own flags go (``-p PROMPT``, ``--resume ID``,
+``--continue``, ``--max-turns N``, ``--output-format``); subcommands are looked up in
+``COMMANDS``-style handlers set with ``set_defaults(handler=...)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from aerix import __version__
+from aerix.adapters import paths
+from aerix.adapters.claude_import import convert, first_cwd
+from aerix.adapters.claude_read import ClaudeSession, read_sessions, transcript_files
+from aerix.adapters.project_key import project_key
+from aerix.adapters.session_render import render_list, render_replay
+from aerix.adapters.session_store import SessionFiles
+from aerix.app import sessions as use
+from aerix.domain.events import event_json_schemas, union_json_schema
+from aerix.errors import AerixError, ClaudeImportError
+
+NO_AGENT_YET = "the agent itself is not wired in this build; try `aerix sessions list`"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aerix", description="A local-first coding agent for the terminal.")
+    parser.add_argument("--version", action="version", version=f"aerix {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_sessions(commands)
+    _add_import(commands)
+    return parser
+
+
+def _add_sessions(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sessions = commands.add_parser("sessions", help="list, show, remove and rebuild sessions")
+    sub = sessions.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND", required=True)
+    listing = sub.add_parser("list", help="this project's sessions, newest first")
+    listing.add_argument("--json", action="store_true", help="print the index entries as JSON")
+    listing.add_argument("--all", action="store_true", help="every project's sessions")
+    listing.set_defaults(handler=cmd_list)
+    show = sub.add_parser("show", help="a readable replay of a session")
+    show.add_argument("id", help="session id (or a unique prefix)")
+    show.add_argument("--json", action="store_true", help="print the events as JSON lines")
+    show.set_defaults(handler=cmd_show)
+    remove = sub.add_parser("rm", help="delete a session: log, spool files, transcript, index entry")
+    remove.add_argument("id")
+    remove.set_defaults(handler=cmd_rm)
+    rebuild = sub.add_parser("rebuild", help="verify logs and rebuild the index and transcripts")
+    target = rebuild.add_mutually_exclusive_group(required=True)
+    target.add_argument("id", nargs="?", help="one session")
+    target.add_argument("--all", action="store_true", help="every session of every project")
+    rebuild.set_defaults(handler=cmd_rebuild)
+    schema = sub.add_parser("schema", help="print (or write) the JSON Schema of every event")
+    schema.add_argument("--out", type=Path, help="write one <type>.schema.json per event into this folder")
+    schema.set_defaults(handler=cmd_schema)
+
+
+def _add_import(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    importing = commands.add_parser("import", help="copy sessions from another tool")
+    sub = importing.add_subparsers(dest="import_source", metavar="SOURCE", required=True)
+    claude = sub.add_parser("claude", help="Claude Code transcripts (default: its projects folder)")
+    claude.add_argument("paths", nargs="*", type=Path, help="transcript files or folders")
+    claude.set_defaults(handler=cmd_import_claude)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        print(f"aerix: {NO_AGENT_YET}", file=sys.stderr)
+        return 2
+    try:
+        return int(handler(args))
+    except AerixError as error:
+        print(f"aerix: {error}", file=sys.stderr)
+        return error.exit_code
+
+
+# ---- handlers ---------------------------------------------------------------------------------
+
+
+def _console() -> Console:
+    return Console(highlight=False)
+
+
+def _report_notices(files: SessionFiles) -> None:
+    for notice in files.notices():
+        print(f"aerix: {notice}", file=sys.stderr)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    files = SessionFiles()
+    project = None if args.all else project_key(Path.cwd())
+    entries = use.list_sessions(files, project)
+    _report_notices(files)
+    if args.json:
+        print(json.dumps([entry.to_json() for entry in entries], ensure_ascii=False, indent=1))
+    elif not entries:
+        hint = "" if args.all else "; `aerix sessions list --all` shows every project's"
+        print(f"no sessions here{hint}")
+    else:
+        render_list(_console(), entries)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    files = SessionFiles()
+    ref, records = use.show_session(files, args.id)
+    _report_notices(files)
+    if args.json:
+        for record in records:
+            print(record.model_dump_json(exclude_none=True))
+    else:
+        render_replay(_console(), ref.id, records)
+    return 0
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    files = SessionFiles()
+    ref = files.find(args.id)
+    removed = use.remove_session(files, ref.id)
+    print(f"removed session {ref.id} ({len(removed)} files)")
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    files = SessionFiles()
+    reports = use.rebuild(files, None if args.all else args.id)
+    troubled = 0
+    for report in reports:
+        status = "ok" if not report.problems else f"{len(report.problems)} problem(s)"
+        print(f"{report.project}/{report.session}: {report.events} events, {status}")
+        for problem in report.problems:
+            print(f"  {problem}")
+        troubled += bool(report.problems)
+    print(f"rebuilt {len(reports)} session(s); {troubled} with problems")
+    return 1 if troubled else 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    schemas = event_json_schemas()
+    if args.out is None:
+        print(json.dumps(union_json_schema(), indent=1))
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, schema in [*schemas.items(), ("event", union_json_schema())]:
+        (args.out / f"{name}.schema.json").write_text(json.dumps(schema, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {len(schemas) + 1} schemas to {args.out}")
+    return 0
+
+
+def cmd_import_claude(args: argparse.Namespace) -> int:
+    sources = args.paths or [paths.claude_projects_dir()]
+    missing = [path for path in sources if not path.exists()]
+    if missing:
+        raise ClaudeImportError(f"nothing at {missing[0]}; pass Claude Code transcript files or folders")
+    found = transcript_files(sources)
+    if not found:
+        raise ClaudeImportError(f"no .jsonl transcripts under {', '.join(map(str, sources))}")
+    files = SessionFiles()
+    problems = 0
+    for claude_session in read_sessions(found).values():
+        plan = convert(claude_session, _project_of(claude_session), __version__)
+        outcome = use.import_session(files, plan)
+        print(f"{outcome.project}/{outcome.session}: {outcome.state}, {outcome.events} events")
+        for problem in outcome.problems:
+            print(f"  {problem}")
+        problems += len(outcome.problems)
+    print(f"imported from {len(found)} file(s); {problems} line(s) kept as foreign events")
+    return 0
+
+
+def _project_of(claude_session: ClaudeSession) -> str:
+    cwd = first_cwd(claude_session)
+    return project_key(Path(cwd)) if cwd else "claude-code"
