@@ -13,6 +13,7 @@ Only the standard library is used (urllib); every failure becomes one
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import http.client
 import os
@@ -40,6 +41,7 @@ DOWNLOAD_ATTEMPTS = 3
 CHUNK_BYTES = 1024 * 1024
 PART_SUFFIX = ".part"
 CHECKSUM_SUFFIX = ".sha256"
+LOCK_SUFFIX = ".lock"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -87,13 +89,33 @@ def sha256_of(path: Path) -> str:
 def download(
     url: str, dest: Path, *, progress: bool = False, headers: dict[str, str] | None = None
 ) -> Downloaded:
-    """Fetch ``url`` into ``dest`` (resuming a ``.part`` left by an earlier attempt)."""
+    """Fetch ``url`` into ``dest`` (resuming a ``.part`` left by an earlier attempt). A
+    download already running for ``dest`` in another process is waited for, not repeated."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(dest):
+        finished = read_checksum(dest)
+        if dest.is_file() and finished:
+            return Downloaded(dest, finished)
+        return _download_locked(url, dest, progress, headers or {})
+
+
+@contextmanager
+def _exclusive(dest: Path) -> Iterator[None]:
+    """An advisory lock on ``<file>.lock``: two writers appending to one .part corrupt it."""
+    with dest.with_name(dest.name + LOCK_SUFFIX).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _download_locked(url: str, dest: Path, progress: bool, headers: dict[str, str]) -> Downloaded:
     address, _, fragment = url.partition("#")
     expected = _fragment_sha256(fragment)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, DOWNLOAD_ATTEMPTS + 1):
         try:
-            server_sha = _fetch_to_part(address, part_path(dest), progress, headers or {})
+            server_sha = _fetch_to_part(address, part_path(dest), progress, headers)
             break
         except _Interrupted as exc:
             if attempt == DOWNLOAD_ATTEMPTS:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from caldrix.download import CHECKSUM_SUFFIX, PART_SUFFIX, download, read_checksum
+from caldrix.download import CHECKSUM_SUFFIX, LOCK_SUFFIX, PART_SUFFIX, download, read_checksum
 from caldrix.embedded import EMBEDDED_MODELS, EmbeddedModel, fetch_embedded, installed_embedded_file
 from caldrix.errors import ModelNotFound
 from caldrix.gguf import ModelInfo, precheck
@@ -186,7 +186,7 @@ def list_cached() -> list[CachedModel]:
         return []
     found: list[CachedModel] = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        if path.name.endswith(CHECKSUM_SUFFIX):
+        if path.name.endswith((CHECKSUM_SUFFIX, LOCK_SUFFIX)):
             continue
         complete = not path.name.endswith(PART_SUFFIX)
         model_path = path.with_name(path.name.removesuffix(PART_SUFFIX))

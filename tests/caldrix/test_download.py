@@ -217,3 +217,20 @@ def test_offline_is_one_clear_line(cache: Path) -> None:
         f"cannot download {url}: the connection was refused; check the network, "
         "or download the file yourself and pass its path"
     )
+
+
+def test_two_downloads_of_one_file_fetch_it_once(server: FileServer, tmp_path: Path) -> None:
+    body = _body()
+    server.files["/m.gguf"] = body
+    dest = tmp_path / "m.gguf"
+    results: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(download(server.url("/m.gguf"), dest).sha256))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [hashlib.sha256(body).hexdigest()] * 2
+    assert server.requests == [("/m.gguf", None)]
