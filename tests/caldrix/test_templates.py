@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,7 +76,7 @@ def test_each_segment_counts_its_role_markers(engine: LlamaCppEngine) -> None:
 
 def test_prefix_tokens_are_stable_as_segments_are_appended(engine: LlamaCppEngine) -> None:
     growing = [render_context(engine, SEGMENTS[:n]) for n in range(1, len(SEGMENTS) + 1)]
-    for shorter, longer in zip(growing, growing[1:], strict=False):
+    for shorter, longer in itertools.pairwise(growing):
         n = len(shorter.segment_tokens)
         assert longer.segment_tokens[:n] == shorter.segment_tokens
         body = [t for tokens in shorter.segment_tokens for t in tokens]
