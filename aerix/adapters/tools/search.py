@@ -57,11 +57,12 @@ def grep_tool(
                 lines.append(f"[stopped after {max_matches} matches; narrow the pattern, path or glob]")
                 return "\n".join(lines)
             lines.append(f"{display_path(cwd, file)}:{number}: {_cut(text)}")
+    if not lines:
+        lines.append(f"no matches for {pattern}")
     if skipped_large:
-        lines.append(
-            f"[skipped {skipped_large} files over {bounds.GREP_MAX_FILE_BYTES // (1024 * 1024)} MiB]"
-        )
-    return "\n".join(lines) if lines else f"no matches for {pattern}"
+        mib = bounds.GREP_MAX_FILE_BYTES // (1024 * 1024)
+        lines.append(f"[skipped {skipped_large} files over {mib} MiB]")
+    return "\n".join(lines)
 
 
 def _files_to_search(target: Path, glob: str | None) -> list[Path]:

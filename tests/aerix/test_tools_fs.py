@@ -1,0 +1,95 @@
+"""read, write and edit on real files; the runner's error convention and result header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aerix.adapters.tools import LocalTools, result_header, with_header
+from aerix.domain import bounds
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> LocalTools:
+    return LocalTools(tmp_path)
+
+
+def test_read_numbers_lines_and_pages_by_offset_and_limit(tmp_path: Path, tools: LocalTools) -> None:
+    (tmp_path / "f.txt").write_text("".join(f"line {n}\n" for n in range(1, 451)))
+    first = tools.run("read", {"path": "f.txt"})
+    lines = first.splitlines()
+    assert lines[0] == "  1\tline 1" and lines[199] == "200\tline 200"
+    assert lines[200] == "[lines 1-200 of 450; read on with offset=201]"
+    assert len(lines) == bounds.READ_LIMIT_LINES + 1
+    page = tools.run("read", {"path": str(tmp_path / "f.txt"), "offset": 449, "limit": 5})
+    assert page == "449\tline 449\n450\tline 450"
+
+
+def test_read_cuts_long_lines_and_lists_directories(tmp_path: Path, tools: LocalTools) -> None:
+    (tmp_path / "wide.txt").write_text("x" * 2500 + "\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "inner").mkdir()
+    (tmp_path / "sub" / "a.py").write_text("")
+    wide = tools.run("read", {"path": "wide.txt"})
+    assert wide == "1\t" + "x" * 2000 + " [… 500 more characters]"
+    assert tools.run("read", {"path": "sub"}) == "sub/ (2 entries)\na.py\ninner/"
+    assert tools.run("read", {"path": "sub/a.py"}) == "(sub/a.py is empty)"
+
+
+def test_read_reaches_outside_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "outside.txt").write_text("hello\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    assert LocalTools(work).run("read", {"path": "../outside.txt"}) == "1\thello"
+
+
+def test_read_errors_are_results(tools: LocalTools) -> None:
+    assert tools.run("read", {"path": "missing.txt"}) == "error: no such file: missing.txt"
+    assert tools.run("read", {"path": ""}) == "error: path is empty"
+
+
+def test_write_creates_parents_and_replaces(tmp_path: Path, tools: LocalTools) -> None:
+    assert (
+        tools.run("write", {"path": "a/b/c.txt", "content": "one\ntwo\n"})
+        == "created a/b/c.txt (8 bytes, 2 lines)"
+    )
+    assert (
+        tools.run("write", {"path": "a/b/c.txt", "content": "é"}) == "replaced a/b/c.txt (2 bytes, 1 lines)"
+    )
+    assert (tmp_path / "a/b/c.txt").read_text() == "é"
+    assert tools.run("write", {"path": "a", "content": "x"}) == "error: a is a folder"
+
+
+def test_edit_replaces_exact_text_and_refuses_missing_or_ambiguous(tmp_path: Path, tools: LocalTools) -> None:
+    target = tmp_path / "code.py"
+    target.write_text("x = 1\ny = 1\n")
+    assert tools.run("edit", {"path": "code.py", "old": "x = 1", "new": "x = 2"}) == (
+        "edited code.py: replaced 1 occurrence"
+    )
+    assert target.read_text() == "x = 2\ny = 1\n"
+    missing = tools.run("edit", {"path": "code.py", "old": "z = 1", "new": "z"})
+    assert missing.startswith("error: old text not found in code.py")
+    ambiguous = tools.run("edit", {"path": "code.py", "old": " = ", "new": "="})
+    assert ambiguous.startswith("error: old text found 2 times in code.py")
+    assert target.read_text() == "x = 2\ny = 1\n"
+    assert tools.run("edit", {"path": "code.py", "old": " = ", "new": "=", "replace_all": True}) == (
+        "edited code.py: replaced 2 occurrences"
+    )
+    assert target.read_text() == "x=2\ny=1\n"
+
+
+def test_web_tools_are_always_refused(tools: LocalTools) -> None:
+    assert tools.run("web_fetch", {"url": "https://example.org"}).startswith(
+        "error: web_fetch is not available"
+    )
+    assert tools.run("web_search", {"query": "x"}).startswith("error: web_search is not available")
+
+
+def test_loop_tools_are_not_local(tools: LocalTools) -> None:
+    assert tools.run("plan", {"op": "read"}) == "error: plan is not a local tool"
+
+
+def test_result_header() -> None:
+    assert result_header("read", "c3") == "[read c3]"
+    assert with_header("bash", "c12", "[exit 0]") == "[bash c12]\n[exit 0]"

@@ -1,0 +1,149 @@
+"""The turn schema compiles in llguidance and constrains what the spec says; parsing keeps the
+spec's limits and explains failures to the model."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+from llguidance import LLMatcher, LLTokenizer
+
+from aerix.domain import bounds
+from aerix.domain.tools import (
+    DEFAULT_PLANNER_TOOLS,
+    TOOLS,
+    TOOLS_BY_NAME,
+    VERIFIER_TOOLS,
+    render_tool_descriptions,
+)
+from aerix.domain.turns import TurnParseError, parse_turn, render_turns_section, turn_schema
+
+PLANNER = [TOOLS_BY_NAME[name] for name in DEFAULT_PLANNER_TOOLS]
+VERIFIER = [TOOLS_BY_NAME[name] for name in VERIFIER_TOOLS]
+BYTES = LLTokenizer("byte")
+
+
+def grammar(schema: dict[str, object]) -> str:
+    return LLMatcher.grammar_from_json_schema(schema)
+
+
+def accepts(schema: dict[str, object], text: str) -> bool:
+    matcher = LLMatcher(BYTES, grammar(schema), log_level=0)
+    return matcher.consume_tokens(BYTES.tokenize_bytes(text.encode())) and matcher.is_accepting()
+
+
+@pytest.mark.parametrize(
+    ("tools", "verifier"), [(TOOLS, False), (PLANNER, False), (VERIFIER, True), ((), False)]
+)
+def test_schema_compiles_in_llguidance(tools: list, verifier: bool) -> None:
+    schema = turn_schema(tools, verifier=verifier)
+    assert LLMatcher.validate_grammar(grammar(schema), BYTES) == ""
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_the_examples_shown_to_the_model_are_valid_turns() -> None:
+    section = render_turns_section()
+    examples = [line.strip() for line in section.splitlines() if line.strip().startswith("{")]
+    assert len(examples) == 3
+    assert accepts(turn_schema(TOOLS), examples[0]) and accepts(turn_schema(TOOLS), examples[1])
+    assert accepts(turn_schema(VERIFIER, verifier=True), examples[2])
+    for example in examples[:2]:
+        jsonschema.validate(json.loads(example), turn_schema(TOOLS))
+
+
+def test_schema_refuses_what_the_spec_refuses() -> None:
+    schema = turn_schema(PLANNER)
+    good = '{"thought": "map first", "calls": [{"tool": "repo_map", "input": {}}]}'
+    assert accepts(schema, good)
+    assert not accepts(schema, " " + good)  # whitespace before the top-level value
+    assert not accepts(schema, '{"thought": "x", "calls": [{"tool": "read", "input": {"path": "a"}}]}')
+    assert not accepts(schema, '{"thought": "' + "x" * (bounds.THOUGHT_MAX_CHARS + 1) + '", "final": "done"}')
+    assert not accepts(schema, '{"thought": "x", "final": "a", "calls": []}')
+    verdict = turn_schema(VERIFIER, verifier=True)
+    assert accepts(verdict, '{"thought": "ok", "final": {"verdict": "fail", "reason": "tests fail"}}')
+    assert not accepts(verdict, '{"thought": "ok", "final": {"verdict": "maybe", "reason": "?"}}')
+    assert not accepts(verdict, '{"thought": "ok", "final": "looks fine"}')
+
+
+def test_each_call_carries_its_tools_input_schema() -> None:
+    schema = turn_schema(TOOLS)
+    branches = schema["oneOf"][0]["properties"]["calls"]["items"]["oneOf"]
+    assert [b["properties"]["tool"]["const"] for b in branches] == [tool.name for tool in TOOLS]
+    bash = next(b for b in branches if b["properties"]["tool"]["const"] == "bash")["properties"]["input"]
+    assert bash["properties"]["timeout_secs"]["maximum"] == 600
+    assert bash["properties"]["timeout_secs"]["default"] == 120
+
+
+def test_parse_gives_ids_cuts_the_thought_and_drops_calls_over_eight() -> None:
+    calls = [{"tool": "read", "input": {"path": f"f{i}.py"}} for i in range(11)]
+    turn = parse_turn(json.dumps({"thought": "t" * 700, "calls": calls}), TOOLS, first_call_number=4)
+    assert len(turn.thought) == bounds.THOUGHT_MAX_CHARS
+    assert [call.id for call in turn.calls] == [f"c{n}" for n in range(4, 12)]
+    assert turn.calls[0].input == {"path": "f0.py"}
+    assert len(turn.notes) == 1 and turn.notes[0].startswith("3 calls after the first 8 were dropped")
+    assert not turn.is_final
+
+
+def test_parse_final_and_verdict() -> None:
+    final = parse_turn('{"thought": "done", "final": "It builds."}', TOOLS)
+    assert final.is_final and final.final == "It builds." and final.calls == ()
+    verdict = parse_turn(
+        '{"thought": "", "final": {"verdict": "fail", "reason": "no test"}}', VERIFIER, verifier=True
+    )
+    assert verdict.verdict is not None and not verdict.verdict.passed and verdict.verdict.reason == "no test"
+
+
+def test_parse_is_lenient_about_surroundings_and_claude_names() -> None:
+    text = (
+        'Sure!\n```json\n{"thought": "look", "calls": [{"tool": "Read", "input": {"file_path": "/a.py"}},'
+        ' {"tool": "Bash", "input": {"command": "ls", "timeout": 5000, "description": "list"}}]}\n```'
+    )
+    turn = parse_turn(text, TOOLS)
+    assert [(c.tool, dict(c.input)) for c in turn.calls] == [
+        ("read", {"path": "/a.py"}),
+        ("bash", {"command": "ls", "timeout_secs": 5}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("I will read the file.", "no JSON object found"),
+        ('{"thought": "x", "calls": [', "invalid JSON"),
+        ('{"thought": "x"}', 'needs "calls" or "final"'),
+        ('{"thought": "x", "calls": [], "final": "y"}', "either"),
+        (
+            '{"thought": "x", "calls": [{"tool": "read", "input": {"path": "a"}}]}',
+            "tool 'read' cannot be called here",
+        ),
+        ('{"thought": "x", "calls": [{"tool": "agent", "input": {"brief": "b"}}]}', "'check' is required"),
+        (
+            '{"thought": "x", "calls": [{"tool": "plan", "input": {"op": "erase"}}]}',
+            "must be one of read, write",
+        ),
+        ('{"thought": 3, "final": "y"}', '"thought" must be a string'),
+    ],
+)
+def test_parse_errors_explain_themselves_to_the_model(text: str, problem: str) -> None:
+    with pytest.raises(TurnParseError) as caught:
+        parse_turn(text, PLANNER)
+    assert problem in caught.value.message
+    assert caught.value.message.startswith("Your answer was not a valid turn: ")
+    assert '"calls"' in caught.value.message and '"final"' in caught.value.message
+
+
+def test_a_verifier_without_a_verdict_is_told_the_shape() -> None:
+    with pytest.raises(TurnParseError) as caught:
+        parse_turn('{"thought": "x", "final": "looks good"}', VERIFIER, verifier=True)
+    assert '"verdict"' in caught.value.message
+
+
+def test_tool_descriptions_list_every_tool_and_its_fields() -> None:
+    text = render_tool_descriptions()
+    assert text.startswith("# Tools\n")
+    for tool in TOOLS:
+        assert re.search(rf"^- {tool.name}: ", text, re.MULTILINE)
+    assert "timeout_secs (integer, optional, default 120, at most 600)" in text
+    assert "repo_map" in text and "input: no input" in text
