@@ -1,0 +1,168 @@
+"""Find the pool, or start it the way the spec says.
+
+When nothing answers on the socket, aerix runs
+``<pool.caldrix> pool --socket <socket> --load <main model> <main flags>`` in its own process
+group (so a Ctrl-C in the terminal does not reach it), appends its output to
+``$XDG_STATE_HOME/aerix/pool-start.log``, and tries the socket every
+:data:`~aerix.domain.bounds.AUTOSTART_POLL_SECS` for up to ``pool.start_timeout_secs``. The pool
+binds only after its ``--load`` has loaded, so the wait covers a download too. The pool is left
+running for every aerix process to share.
+
+Two aerix processes starting at once must start one pool: whoever finds nothing answering
+takes an exclusive ``flock`` on ``<socket>.start.lock`` beside the socket, looks again, and only
+then starts a pool; the other waits on the lock and then finds the pool answering.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from aerix.adapters.paths import state_home
+from aerix.domain.bounds import AUTOSTART_POLL_SECS, POOL_CONTROL_TIMEOUT_SECS
+from aerix.domain.settings import PoolSettings
+from aerix.errors import PoolStartFailed
+from caldrix.paths import default_socket_path
+from caldrix.protocol import CaldrixError, connect
+
+POOL_START_LOG = "pool-start.log"
+
+
+@dataclass(frozen=True)
+class PoolFound:
+    """Where the pool is, and whether this process started it."""
+
+    socket: Path
+    pid: int
+    started: bool
+    command: tuple[str, ...] = ()
+
+
+def socket_path(settings: PoolSettings) -> Path:
+    """``pool.socket`` (``~`` expanded), else caldrix's default socket."""
+    return Path(settings.socket).expanduser() if settings.socket else default_socket_path()
+
+
+def pool_start_log() -> Path:
+    return state_home() / POOL_START_LOG
+
+
+def start_command(settings: PoolSettings, socket: Path) -> list[str]:
+    """The autostart command line, exactly as the spec spells it."""
+    caldrix = _caldrix_executable(settings.caldrix)
+    flags = settings.main_flags.as_cli_args()
+    return [*caldrix, "pool", "--socket", str(socket), "--load", settings.main, *flags]
+
+
+async def find_or_start_pool(settings: PoolSettings) -> PoolFound:
+    """The pool answering on the configured socket, starting one first if none does."""
+    socket = socket_path(settings)
+    pid = await answering_pid(socket)
+    if pid is not None:
+        return PoolFound(socket, pid, started=False)
+    socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock_path = socket.with_name(socket.name + ".start.lock")
+    with lock_path.open("a+") as lock:
+        await _acquire(lock.fileno(), settings.start_timeout_secs, lock_path)
+        try:
+            pid = await answering_pid(socket)  # someone else may have started it while we waited
+            if pid is not None:
+                return PoolFound(socket, pid, started=False)
+            command = start_command(settings, socket)
+            process = _spawn(command)
+            pid = await _wait_for_socket(socket, process, settings.start_timeout_secs, command)
+            return PoolFound(socket, pid, started=True, command=tuple(command))
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+async def answering_pid(socket: Path) -> int | None:
+    """The pid of the pool answering on ``socket``, or None when nothing answers."""
+    if not socket.exists():
+        return None
+    try:
+        client = await connect(socket, client_name="aerix autostart", timeout=POOL_CONTROL_TIMEOUT_SECS)
+    except CaldrixError:
+        return None
+    pid = client.hello.pid
+    await client.aclose()
+    return pid
+
+
+def _caldrix_executable(configured: str) -> list[str]:
+    """``pool.caldrix`` as an argv prefix. The default ``caldrix`` prefers the script installed
+    beside this Python (a venv not on PATH), then PATH."""
+    parts = shlex.split(configured) or ["caldrix"]
+    if parts == ["caldrix"]:
+        beside = Path(sys.executable).parent / "caldrix"
+        if beside.exists():
+            return [str(beside)]
+        found = shutil.which("caldrix")
+        return [found] if found else [sys.executable, "-m", "caldrix.cli"]
+    return parts
+
+
+def _spawn(command: list[str]) -> subprocess.Popen[bytes]:
+    log_path = pool_start_log()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        log.write(f"--- {stamp} aerix (pid {os.getpid()}) starts: {shlex.join(command)}\n".encode())
+        log.flush()
+        try:
+            return subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, close_fds=True,
+            )
+        except OSError as exc:
+            raise PoolStartFailed(
+                f"could not run the pool command {command[0]!r} ({exc.strerror}); "
+                "set pool.caldrix to the caldrix command"
+            ) from exc
+
+
+async def _wait_for_socket(
+    socket: Path, process: subprocess.Popen[bytes], timeout: float, command: list[str]
+) -> int:
+    deadline = anyio.current_time() + timeout
+    while True:
+        pid = await answering_pid(socket)
+        if pid is not None:
+            return pid
+        status = process.poll()
+        if status is not None:
+            raise PoolStartFailed(
+                f"the pool exited with status {status} before answering on {socket}; "
+                f"see {pool_start_log()} ({shlex.join(command)})"
+            )
+        if anyio.current_time() >= deadline:
+            raise PoolStartFailed(
+                f"the pool did not answer on {socket} within {timeout:g} s (pool.start_timeout_secs); "
+                f"it is still starting as pid {process.pid}; see {pool_start_log()}"
+            )
+        await anyio.sleep(AUTOSTART_POLL_SECS)
+
+
+async def _acquire(fd: int, timeout: float, lock_path: Path) -> None:
+    """Take the start lock without blocking the event loop, for up to ``timeout``."""
+    deadline = anyio.current_time() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if anyio.current_time() >= deadline:
+                raise PoolStartFailed(
+                    f"another aerix has been starting the pool for {timeout:g} s ({lock_path}); "
+                    "try again, or start it with 'caldrix pool'"
+                ) from None
+            await anyio.sleep(AUTOSTART_POLL_SECS)

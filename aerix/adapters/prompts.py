@@ -1,0 +1,38 @@
+"""The embedded prompt texts (``aerix/prompts/*.md``), read through importlib.resources so they
+are found in an installed wheel as well as in a checkout.
+
+This is the release's own set; the profiles work later puts a profile commit's texts behind the
+same :class:`aerix.app.ports.PromptSource` port.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from aerix.errors import AerixError
+
+PROMPTS_PACKAGE = "aerix.prompts"
+#: Every prompt the release embeds, by name (the file is ``<name>.md``).
+PROMPT_NAMES = ("system", "routing", "planner", "brief", "verifier", "compacted")
+
+
+class UnknownPrompt(AerixError):
+    """A prompt name that the release does not embed (a programming error, said plainly)."""
+
+
+class EmbeddedPrompts:
+    """:class:`aerix.app.ports.PromptSource` over the texts shipped with this release."""
+
+    def get(self, name: str) -> str:
+        return embedded_prompt(name)
+
+    def all(self) -> dict[str, str]:
+        return {name: embedded_prompt(name) for name in PROMPT_NAMES}
+
+
+@cache
+def embedded_prompt(name: str) -> str:
+    if name not in PROMPT_NAMES:
+        raise UnknownPrompt(f"no embedded prompt named {name!r}; the prompts are {', '.join(PROMPT_NAMES)}")
+    return resources.files(PROMPTS_PACKAGE).joinpath(f"{name}.md").read_text(encoding="utf-8")
