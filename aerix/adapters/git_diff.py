@@ -1,0 +1,193 @@
+"""What a request changed: a snapshot of the working tree when it starts, the diff at the end.
+
+The snapshot is ``git stash create`` — a commit object holding the tracked files' current state,
+made without touching the tree, the index or the stash list — or ``HEAD`` when the tree is clean
+(an empty tree in a repository without commits). At the end, ``git diff <snapshot>`` shows what
+the request changed in tracked files, so edits you had not committed are not shown as the
+agent's, and every touched file git does not know is listed as ``untracked: <path>``. Outside a
+repository there is no diff: the touched files are listed instead.
+
+Every git call is bounded by :data:`~aerix.domain.bounds.GIT_TIMEOUT_SECS`; a git that fails or
+hangs gives a note, never an error — the request's work is done by then.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aerix.domain.bounds import GIT_TIMEOUT_SECS
+
+#: git's well-known id of the empty tree: the base of a repository without commits.
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+UNTRACKED_PREFIX = "untracked: "
+TOUCHED_PREFIX = "touched: "
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The state a request's diff is taken against."""
+
+    cwd: Path
+    root: Path | None = None  # the repository's top level; None outside git
+    base: str | None = None  # the commit (or tree) the diff compares with
+    untracked: frozenset[str] = frozenset()  # untracked files (repo-relative) at the start
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str
+    added: int | None  # None for binary files, as git reports them
+    removed: int | None
+
+
+@dataclass(frozen=True)
+class RequestDiff:
+    """The diff text, its numstat figures and the untracked (or, outside git, touched) files."""
+
+    text: str = ""
+    stats: tuple[FileStat, ...] = ()
+    untracked: tuple[str, ...] = ()
+    touched: tuple[str, ...] = ()
+    in_git: bool = True
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def added(self) -> int:
+        return sum(stat.added or 0 for stat in self.stats)
+
+    @property
+    def removed(self) -> int:
+        return sum(stat.removed or 0 for stat in self.stats)
+
+    @property
+    def files(self) -> int:
+        return len(self.stats) + len(self.untracked) + (0 if self.in_git else len(self.touched))
+
+    def render(self) -> str:
+        """The text printed after a headless request: the diff, then one line per untracked
+        (or, outside git, touched) file. Empty when nothing changed."""
+        lines = [self.text.rstrip("\n")] if self.text.strip() else []
+        lines += [UNTRACKED_PREFIX + path for path in self.untracked]
+        if not self.in_git:
+            lines += [TOUCHED_PREFIX + path for path in self.touched]
+        return "\n".join(lines) + ("\n" if lines else "")
+
+
+class GitFailed(Exception):
+    """A git call failed or timed out (turned into a note by the callers here)."""
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECS,
+            env=env, check=False, stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT_SECS:g} s") from exc
+    except OSError as exc:
+        raise GitFailed(f"git could not run ({exc.strerror})") from exc
+    if done.returncode != 0:
+        raise GitFailed(f"git {args[0]} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
+    return done.stdout
+
+
+def take_snapshot(cwd: Path) -> Snapshot:
+    """The request's starting point; touches nothing."""
+    try:
+        root = Path(_git(cwd, "rev-parse", "--show-toplevel").strip())
+    except GitFailed:
+        return Snapshot(cwd)
+    try:
+        base = _git(root, "stash", "create").strip()
+        if not base:
+            base = _head(root)
+        untracked = frozenset(_untracked(root))
+    except GitFailed as exc:
+        return Snapshot(cwd, root, None, notes=(f"no diff for this request: {exc}",))
+    return Snapshot(cwd, root, base, untracked)
+
+
+def _head(root: Path) -> str:
+    try:
+        return _git(root, "rev-parse", "--verify", "-q", "HEAD").strip() or EMPTY_TREE
+    except GitFailed:
+        return EMPTY_TREE  # a repository without commits
+
+
+def _untracked(root: Path) -> list[str]:
+    listing = _git(root, "ls-files", "--others", "--exclude-standard", "-z")
+    return [path for path in listing.split("\0") if path]
+
+
+def request_diff(snapshot: Snapshot, touched: Iterable[Path | str] = ()) -> RequestDiff:
+    """The working tree against the snapshot, plus the files the request touched that git does
+    not know. ``touched`` are the paths the request's write/edit calls named."""
+    touched_paths = _absolute(snapshot.cwd, touched)
+    if snapshot.root is None:
+        return RequestDiff(in_git=False, touched=tuple(_display(snapshot.cwd, p) for p in touched_paths))
+    if snapshot.base is None:
+        return RequestDiff(notes=snapshot.notes)
+    root = snapshot.root
+    try:
+        text = _git(root, "diff", "--no-color", "--no-ext-diff", snapshot.base)
+        stats = _numstat(_git(root, "diff", "--numstat", "-z", snapshot.base))
+        untracked_now = set(_untracked(root))
+        tracked = set(_git(root, "ls-files", "-z").split("\0"))
+    except GitFailed as exc:
+        return RequestDiff(notes=(f"no diff for this request: {exc}",))
+    new = untracked_now - snapshot.untracked
+    for path in touched_paths:
+        relative = _relative_to(path, root)
+        if relative is not None and relative not in tracked and path.is_file():
+            new.add(relative)
+    return RequestDiff(text=text, stats=tuple(stats), untracked=tuple(sorted(new)))
+
+
+def _numstat(output: str) -> list[FileStat]:
+    stats: list[FileStat] = []
+    fields = output.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if not entry:
+            continue
+        added, removed, path = entry.split("\t", 2)
+        if not path:  # a rename: the old and new paths follow as their own fields
+            path = fields[i + 1] if i + 1 < len(fields) else ""
+            i += 2
+        stats.append(FileStat(path, _count(added), _count(removed)))
+    return stats
+
+
+def _count(text: str) -> int | None:
+    return None if text == "-" else int(text)
+
+
+def _absolute(cwd: Path, paths: Iterable[Path | str]) -> list[Path]:
+    seen: dict[Path, None] = {}
+    for path in paths:
+        candidate = Path(path).expanduser()
+        seen[Path(os.path.normpath(cwd / candidate))] = None
+    return list(seen)
+
+
+def _relative_to(path: Path, root: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def _display(cwd: Path, path: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return str(path)
