@@ -200,7 +200,11 @@ def _opener(seen_headers: list[Message]) -> urllib.request.OpenerDirector:
     class RecordingRedirects(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, req: Any, fp: Any, code: int, msg: str, hdrs: Any, newurl: str) -> Any:
             seen_headers.append(hdrs)
-            return super().redirect_request(req, fp, code, msg, hdrs, newurl)
+            follow = super().redirect_request(req, fp, code, msg, hdrs, newurl)
+            moved_host = urllib.parse.urlsplit(newurl).netloc != urllib.parse.urlsplit(req.full_url).netloc
+            if follow is not None and moved_host:
+                follow.remove_header("Authorization")  # a hub token is not for its CDN
+            return follow
 
     return urllib.request.build_opener(RecordingRedirects())
 

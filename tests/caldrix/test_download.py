@@ -34,6 +34,8 @@ class FileServer:
     linked_etags: dict[str, str] = field(default_factory=dict)
     cuts_left: int = 0
     requests: list[tuple[str, str | None]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
+    redirect_host: str | None = None
     port: int = 0
 
     def url(self, path: str) -> str:
@@ -47,11 +49,13 @@ def _handler(state: FileServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             state.requests.append((self.path, self.headers.get("Range")))
+            state.authorizations.append(self.headers.get("Authorization"))
             hub = re.match(r"^/([^/]+)/([^/]+)/resolve/main/(.+)$", self.path)
             if hub:  # the hub answers with a redirect carrying the sha256, like huggingface.co
                 target = f"/cdn/{hub.group(3)}"
                 self.send_response(302)
-                self.send_header("Location", target)
+                host = f"http://{state.redirect_host}:{state.port}" if state.redirect_host else ""
+                self.send_header("Location", host + target)
                 if target in state.linked_etags:
                     self.send_header("X-Linked-Etag", f'"{state.linked_etags[target]}"')
                 self.send_header("Content-Length", "0")
@@ -234,3 +238,14 @@ def test_two_downloads_of_one_file_fetch_it_once(server: FileServer, tmp_path: P
         thread.join()
     assert results == [hashlib.sha256(body).hexdigest()] * 2
     assert server.requests == [("/m.gguf", None)]
+
+
+def test_the_hub_token_goes_to_the_hub_but_not_to_another_host(
+    server: FileServer, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.files["/cdn/toy.gguf"] = gguf_bytes(tiny_llama_metadata())
+    server.redirect_host = "localhost"  # the same server under another name, as a CDN would be
+    monkeypatch.setenv("CALDRIX_HF_ENDPOINT", server.url(""))
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    resolve_model("hf:owner/repo/toy.gguf")
+    assert server.authorizations == ["Bearer hf_secret", None]
