@@ -29,6 +29,9 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: cgroup v1 writes "no limit" as a huge number; anything above this is treated as unlimited.
 CGROUP_UNLIMITED_ABOVE = 1 << 60
 
+#: llama.cpp rounds the window up to a multiple of this many KV cells (``--ctx 64`` holds 256).
+KV_CELL_PADDING = 256
+
 MIB = 1024 * 1024
 
 
@@ -65,6 +68,7 @@ def estimate_footprint(info: ModelInfo, n_ctx: int, batch: int = DEFAULT_BATCH) 
     (legacy GGML files, or GGUF metadata without the figures)."""
     if info.tensor_bytes is None:
         return None
+    n_ctx = -(-n_ctx // KV_CELL_PADDING) * KV_CELL_PADDING
     kv = kv_bytes(info, n_ctx)
     compute = compute_allowance(info, n_ctx, batch)
     if kv is None or compute is None:

@@ -127,3 +127,7 @@ def test_a_model_alone_over_the_limit_is_refused_in_few_words() -> None:
     assert caught.value.message == (
         "the model needs 361 MiB, over the 1 MiB memory limit (use a smaller --ctx or raise --memory-limit)"
     )
+
+
+def test_a_small_window_is_sized_as_llama_cpp_pads_it(smollm2_info: ModelInfo) -> None:
+    assert estimate_footprint(smollm2_info, 64) == estimate_footprint(smollm2_info, 256)
