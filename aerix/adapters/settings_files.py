@@ -127,7 +127,9 @@ def expand_dotted_keys(data: Mapping[str, Any]) -> dict[str, Any]:
         target = expanded
         for part in parts[:-1]:
             existing = target.get(part)
-            target = target.setdefault(part, {}) if not isinstance(existing, dict) else existing
+            if not isinstance(existing, dict):
+                existing = target[part] = {}
+            target = existing
         last = parts[-1]
         if isinstance(value, dict) and isinstance(target.get(last), dict):
             target[last] = merge_settings(target[last], value)

@@ -3,7 +3,6 @@ cancel, and background jobs."""
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
@@ -19,11 +18,12 @@ def tools(tmp_path: Path) -> LocalTools:
 
 
 def pid_alive(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for init to reap it)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def test_stdout_then_stderr_then_exit(tools: LocalTools, tmp_path: Path) -> None:
