@@ -147,6 +147,10 @@ class SessionFiles:
             removed.append(spool)
         return removed
 
+    def acquire(self, ref: SessionRef) -> int:
+        """Become the session's only writer (``SessionBusy`` otherwise); returns its last seq."""
+        return self.recorder(ref.project).acquire(ref.id)
+
     def release(self, ref: SessionRef) -> None:
         self.recorder(ref.project).release(ref.id)
 

@@ -82,6 +82,7 @@ class SessionStorage(Protocol):
     def projects(self) -> list[str]: ...
     def write_transcript(self, ref: SessionRef, lines: list[str]) -> Path: ...
     def remove(self, ref: SessionRef) -> list[Path]: ...
+    def acquire(self, ref: SessionRef) -> int: ...
     def release(self, ref: SessionRef) -> None: ...
     def spool(self, ref: SessionRef, name: str, text: str) -> Path: ...
     def replace_if_changed(self, ref: SessionRef, events: list[Any]) -> str: ...
@@ -102,6 +103,10 @@ class SessionWriter:
         self.clock = clock
         self._store = storage.event_store(ref.project)
         self._closed = False
+        last = storage.acquire(ref)
+        if last != session.version - len(session.pending_events):
+            storage.release(ref)
+            raise SessionBusy(ref.id, f"its log already reaches seq {last}")
         self._save()
 
     @property
@@ -150,13 +155,17 @@ def start_session(storage: SessionStorage, clock: Clock, **start: Any) -> Sessio
 def reopen_session(storage: SessionStorage, clock: Clock, session_id: str) -> SessionWriter:
     """Become the writer of an existing session, to append a new request to it."""
     ref = storage.find(session_id)
-    records = storage.read(ref)
-    session = replay(ref.id, records)
-    if session is None:
-        raise SessionNotFound(session_id)
-    if session.imported:
-        raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
-    return SessionWriter(storage, ref, session, clock)
+    storage.acquire(ref)  # before reading, so nothing is appended between the read and the first write
+    try:
+        session = replay(ref.id, storage.read(ref))
+        if session is None:
+            raise SessionNotFound(session_id)
+        if session.imported:
+            raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
+        return SessionWriter(storage, ref, session, clock)
+    except BaseException:
+        storage.release(ref)
+        raise
 
 
 # ---- resume -------------------------------------------------------------------------------------
