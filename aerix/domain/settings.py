@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from aerix.domain import bounds
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOL_NAMES
 
 
@@ -132,6 +133,14 @@ class HookHandler(BaseModel):
     type: str = "command"
     command: str | None = None
     timeout: float | None = Field(default=None, gt=0, description="seconds; None = the event's default")
+
+    def timeout_for(self, event: str) -> float:
+        """This handler's timeout in seconds: its own, else the event's default."""
+        if self.timeout is not None:
+            return self.timeout
+        if event in bounds.HOOK_SHORT_TIMEOUT_EVENTS:
+            return bounds.HOOK_SHORT_TIMEOUT_SECS
+        return bounds.HOOK_TIMEOUT_SECS
 
     @model_validator(mode="after")
     def _command_needs_text(self) -> HookHandler:

@@ -10,7 +10,7 @@ import pytest
 from aerix.adapters.paths import config_home
 from aerix.adapters.settings_files import SettingsError, claude_home, load_settings, parse_settings
 from aerix.domain import bounds
-from aerix.domain.settings import MemberFlags, Settings
+from aerix.domain.settings import HookHandler, MemberFlags, Settings
 
 
 def write_json(path: Path, data: object) -> Path:
@@ -148,6 +148,15 @@ def test_a_bad_value_is_one_line_naming_file_and_key(tmp_path: Path, data: objec
     assert caught.value.message.startswith(f"settings: {path}: ")
     assert expected in caught.value.message
     assert "\n" not in caught.value.message
+
+
+def test_hook_timeouts_default_by_event() -> None:
+    handler = HookHandler(command="x")
+    assert handler.timeout_for("PreToolUse") == 600 and handler.timeout_for("UserPromptSubmit") == 30
+    assert (
+        handler.timeout_for("SessionEnd") == 30
+        and HookHandler(command="x", timeout=5).timeout_for("Stop") == 5
+    )
 
 
 def test_parse_settings_accepts_a_mapping() -> None:
