@@ -176,10 +176,12 @@ class Member:
             started = time.perf_counter()
             try:
                 result = run_generation(engine, prompt_tokens, params, watched, resume)
-            except GenerationCancelled:
+            except GenerationCancelled as cancelled:
                 if self.unloading:
                     gone = f"member '{self.name}' was unloaded during this generation"
                     raise MemberNotFound(gone) from None
+                logger.info("member %s: generation cancelled after %d token(s) (its client left)",
+                            self.name, cancelled.partial.completion_tokens)
                 raise
             result.queue_ms = (started - submitted) * 1000.0
             return result

@@ -1,0 +1,152 @@
+"""Start the real pool daemon as a subprocess, and speak raw frames to it.
+
+The pool runs as ``python -m caldrix.cli pool …`` on a socket in a test's temporary folder, with
+its log (stderr) in a file beside it, so tests can read what it said.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from caldrix.protocol.framing import FrameMode, decode_payload, encode_frame
+
+#: The embedded default model, as a user names it.
+DEFAULT_MODEL = "smollm2-135m"
+#: How long a pool may take to load its members and bind (the machine is shared and slow).
+START_TIMEOUT_SECS = 180.0
+#: How long a pool may take to exit once told to.
+EXIT_TIMEOUT_SECS = 60.0
+#: How long a raw socket waits for a reply.
+RAW_TIMEOUT_SECS = 60.0
+
+
+@dataclass
+class PoolProcess:
+    process: subprocess.Popen[bytes]
+    socket_path: Path
+    log_path: Path
+    frames: FrameMode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait(self, timeout: float = EXIT_TIMEOUT_SECS) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        """End the pool if it still runs (SIGTERM, then SIGKILL)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=EXIT_TIMEOUT_SECS)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def pool_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "caldrix.cli", "pool", *args]
+
+
+def launch_pool(
+    folder: Path, *args: str, frames: FrameMode = "cbor", socket_path: Path | None = None
+) -> PoolProcess:
+    """Start a pool without waiting for it."""
+    path = socket_path or folder / "run" / "pool.sock"
+    log_path = folder / f"pool-{time.monotonic_ns()}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            pool_command("--socket", str(path), "--frames", frames, *args),
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    return PoolProcess(process=process, socket_path=path, log_path=log_path, frames=frames)
+
+
+def start_pool(
+    folder: Path, *args: str, frames: FrameMode = "cbor", socket_path: Path | None = None
+) -> PoolProcess:
+    """Start a pool and wait until its socket answers (it binds only once loaded)."""
+    pool = launch_pool(folder, *args, frames=frames, socket_path=socket_path)
+    deadline = time.monotonic() + START_TIMEOUT_SECS
+    while time.monotonic() < deadline:
+        if pool.process.poll() is not None:
+            raise RuntimeError(f"the pool exited with {pool.process.returncode}:\n{pool.log()}")
+        if _answers(pool.socket_path):
+            return pool
+        time.sleep(0.2)
+    pool.stop()
+    raise RuntimeError(f"the pool did not answer within {START_TIMEOUT_SECS} s:\n{pool.log()}")
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(os.fspath(path))
+        except OSError:
+            return False
+        return True
+
+
+class RawConnection:
+    """A blocking socket that sends and receives frames byte for byte."""
+
+    def __init__(self, path: Path, mode: FrameMode) -> None:
+        self.mode: FrameMode = mode
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(RAW_TIMEOUT_SECS)
+        self.sock.connect(os.fspath(path))
+
+    def send_bytes(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_bytes(encode_frame(message, self.mode))
+
+    def hello(self) -> dict[str, Any]:
+        self.send({"op": "hello", "protocol": 2, "client": "pool-tests"})
+        return self.receive()
+
+    def receive(self) -> dict[str, Any]:
+        (length,) = struct.unpack(">I", self._exactly(4))
+        return decode_payload(self._exactly(length), self.mode)
+
+    def at_eof(self) -> bool:
+        """Whether the pool has closed this connection (reads until EOF or timeout)."""
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _exactly(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise EOFError(f"the pool closed the connection after {len(data)} of {n} bytes")
+            data += chunk
+        return data
+
+
+@contextmanager
+def raw_connection(path: Path, mode: FrameMode, *, hello: bool = True) -> Iterator[RawConnection]:
+    connection = RawConnection(path, mode)
+    try:
+        if hello:
+            reply = connection.hello()
+            assert reply["op"] == "hello", reply
+        yield connection
+    finally:
+        connection.close()

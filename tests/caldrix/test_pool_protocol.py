@@ -1,0 +1,383 @@
+"""Every op and error code of caldrix-protocol 2 against the real daemon, in both frame modes.
+
+One pool process per frame mode serves the whole module: ``caldrix pool`` started as a
+subprocess on a Unix socket in a temporary folder, with the embedded default model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from caldrix.errors import (
+    BadRequest,
+    CaldrixError,
+    ConstraintInvalid,
+    ContextNotFound,
+    ContextOverflow,
+    DuplicateSegment,
+    MemberExists,
+    MemberNotFound,
+    ModelNotFound,
+    NoFit,
+    PrecheckFailed,
+    SegmentNotFound,
+    UnknownOp,
+)
+from caldrix.protocol import DoneFrame, PoolClient, ProgressFrame, TokenFrame, connect
+from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.model]
+
+WINDOW = 2048
+SYSTEM = {"id": "sys", "role": "system", "text": "You are a terse assistant.", "pinned": True}
+USER = {"id": "u1", "role": "user", "text": "Name one colour.", "pinned": False}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module", params=["cbor", "json"])
+def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
+    # Room for two small members but not three: 'main' at the window below plus one more at 512.
+    folder = tmp_path_factory.mktemp(f"pool-{request.param}")
+    process = start_pool(folder, "--load", DEFAULT_MODEL, "--ctx", str(WINDOW), "--memory-limit", "560000000",
+                         "--context-budget", "33554432", "--idle-timeout", "0", frames=request.param)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+async def client(pool: PoolProcess) -> AsyncIterator[PoolClient]:
+    connection = await connect(pool.socket_path, frames=pool.frames, client_name="pool-tests")
+    yield connection
+    await connection.aclose()
+
+
+async def _create(client: PoolClient, *segments: dict[str, Any]) -> dict[str, Any]:
+    return await client.request("context.create", member="main", segments=list(segments or (SYSTEM, USER)))
+
+
+async def test_hello_names_the_server_and_the_frame_mode(pool: PoolProcess, client: PoolClient) -> None:
+    assert client.hello.protocol == 2
+    assert client.hello.server.startswith("caldrix ")
+    assert client.hello.pid == pool.process.pid
+    assert client.hello.frames == pool.frames
+
+
+async def test_auto_mode_finds_the_pools_frames(pool: PoolProcess) -> None:
+    connection = await connect(pool.socket_path)
+    try:
+        assert connection.mode == pool.frames
+        assert (await connection.request("pool.status"))["pid"] == pool.process.pid
+    finally:
+        await connection.aclose()
+
+
+def test_folder_is_0700_and_socket_0600(pool: PoolProcess) -> None:
+    assert stat.S_IMODE(os.stat(pool.socket_path.parent).st_mode) == 0o700
+    info = os.lstat(pool.socket_path)
+    assert stat.S_ISSOCK(info.st_mode)
+    assert stat.S_IMODE(info.st_mode) == 0o600
+
+
+async def test_member_list_describes_main(client: PoolClient) -> None:
+    reply = await client.request("member.list")
+    (main,) = [m for m in reply["members"] if m["name"] == "main"]
+    assert main["model"] == DEFAULT_MODEL
+    assert main["path"].endswith(".gguf")
+    assert main["state"] == "ready"
+    assert main["n_ctx"] == WINDOW
+    assert main["lane"] == "cpu"
+    assert isinstance(main["footprint_bytes"], int) and main["footprint_bytes"] > 0
+    assert main["constraints"] == ["json", "one_of", "regex", "lark"]
+    assert main["queue"] == 0
+    assert reply["memory"]["limit"] == 560000000
+    assert reply["memory"]["used"] >= main["footprint_bytes"]
+
+
+async def test_pool_status_reports_counters(pool: PoolProcess, client: PoolClient) -> None:
+    status = await client.request("pool.status")
+    assert status["pid"] == pool.process.pid
+    assert status["version"]
+    assert status["uptime_s"] >= 0
+    assert status["connections"] >= 1
+    assert isinstance(status["contexts"], int)
+    assert status["members"][0]["name"] == "main"
+    store = status["prefix_store"]["main"]
+    assert set(store) == {"entries", "bytes", "budget", "hits", "misses"}
+    assert store["budget"] == 33554432
+
+
+async def test_context_create_counts_every_segment(client: PoolClient) -> None:
+    reply = await _create(client)
+    assert reply["context"].startswith("c")
+    assert [s["id"] for s in reply["segments"]] == ["sys", "u1"]
+    assert all(s["tokens"] > 0 for s in reply["segments"])
+    # The generation prompt ('<|im_start|>assistant\n') comes after the segments.
+    assert reply["tokens"] > sum(s["tokens"] for s in reply["segments"])
+    got = await client.request("context.get", context=reply["context"])
+    assert got["member"] == "main"
+    assert got["tokens"] == reply["tokens"]
+    assert got["segments"][0] == {**SYSTEM, "tokens": reply["segments"][0]["tokens"]}
+
+
+async def test_context_edit_applies_in_order(client: PoolClient) -> None:
+    created = await _create(client)
+    reply = await client.request("context.edit", context=created["context"], edits=[
+        {"op": "append", "segment": {"id": "a1", "role": "assistant", "text": "Blue.", "pinned": False}},
+        {"op": "append", "segment": {"id": "u2", "role": "user", "text": "Another.", "pinned": False}},
+        {"op": "replace", "id": "u1", "text": "Name one colour, please.", "pinned": True},
+        {"op": "remove", "id": "a1"},
+    ])  # fmt: skip
+    assert [s["id"] for s in reply["segments"]] == ["sys", "u1", "u2"]
+    assert reply["segments"][0] == created["segments"][0]
+    assert reply["segments"][1]["tokens"] > created["segments"][1]["tokens"]
+    got = await client.request("context.get", context=created["context"])
+    assert got["segments"][1]["text"] == "Name one colour, please."
+    assert got["segments"][1]["pinned"] is True
+    assert got["segments"][1]["role"] == "user"
+
+
+async def test_context_edit_is_all_or_nothing(client: PoolClient) -> None:
+    created = await _create(client)
+    with pytest.raises(SegmentNotFound, match="nope") as caught:
+        await client.request("context.edit", context=created["context"], edits=[
+            {"op": "append", "segment": {"id": "u2", "role": "user", "text": "x", "pinned": False}},
+            {"op": "remove", "id": "nope"},
+        ])  # fmt: skip
+    assert caught.value.details["segment"] == "nope"
+    got = await client.request("context.get", context=created["context"])
+    assert [s["id"] for s in got["segments"]] == ["sys", "u1"]
+    assert got["tokens"] == created["tokens"]
+
+
+async def test_duplicate_segments_are_refused(client: PoolClient) -> None:
+    with pytest.raises(DuplicateSegment):
+        await _create(client, SYSTEM, SYSTEM)
+    created = await _create(client)
+    with pytest.raises(DuplicateSegment, match="u1"):
+        await client.request("context.edit", context=created["context"],
+                             edits=[{"op": "append", "segment": USER}])
+    with pytest.raises(DuplicateSegment):
+        await client.generate(context=created["context"], max_new_tokens=2, append={"id": "sys"}).result()
+
+
+async def test_fork_keeps_leading_segments_and_is_independent(client: PoolClient) -> None:
+    created = await _create(client)
+    fork = await client.request("context.fork", context=created["context"], keep=1)
+    assert fork["context"] != created["context"]
+    assert fork["segments"] == created["segments"][:1]
+    await client.request("context.drop", context=created["context"])
+    got = await client.request("context.get", context=fork["context"])
+    assert [s["id"] for s in got["segments"]] == ["sys"]
+    with pytest.raises(BadRequest, match="keep"):
+        await client.request("context.fork", context=fork["context"], keep=5)
+
+
+async def test_drop_ends_a_context(client: PoolClient) -> None:
+    created = await _create(client)
+    await client.request("context.drop", context=created["context"])
+    with pytest.raises(ContextNotFound):
+        await client.request("context.get", context=created["context"])
+    with pytest.raises(ContextNotFound):
+        await client.request("context.drop", context=created["context"])
+    with pytest.raises(ContextNotFound):
+        await client.request("context.edit", context=created["context"], edits=[])
+
+
+async def test_contexts_are_shared_across_connections(pool: PoolProcess, client: PoolClient) -> None:
+    created = await _create(client)
+    other = await connect(pool.socket_path, frames=pool.frames)
+    try:
+        await other.request("context.edit", context=created["context"],
+                            edits=[{"op": "replace", "id": "u1", "text": "Name two colours."}])
+        done = await other.generate(context=created["context"], max_new_tokens=4).result()
+        assert done.prompt_tokens > 0
+    finally:
+        await other.aclose()
+    got = await client.request("context.get", context=created["context"])
+    assert got["segments"][1]["text"] == "Name two colours."
+
+
+async def test_generate_streams_tokens_then_done(client: PoolClient) -> None:
+    created = await _create(client)
+    frames = [frame async for frame in client.generate(context=created["context"], max_new_tokens=12)]
+    done = frames[-1]
+    assert isinstance(done, DoneFrame)
+    tokens = [f.text for f in frames if isinstance(f, TokenFrame)]
+    assert "".join(tokens) == done.text
+    assert done.prompt_tokens == created["tokens"]
+    assert done.completion_tokens <= 12
+    assert done.finish in ("stop", "length")
+    assert 0 <= done.recomputed_from < done.prompt_tokens
+    assert done.timings.queue_ms >= 0 and done.timings.prefill_ms > 0 and done.timings.decode_ms >= 0
+    assert done.logprobs is None and done.segment is None
+    assert all(f.rid == done.rid for f in frames)
+    # A probe leaves the context as it was.
+    got = await client.request("context.get", context=created["context"])
+    assert [s["id"] for s in got["segments"]] == ["sys", "u1"]
+
+
+async def test_generate_with_append_stores_the_output(client: PoolClient) -> None:
+    created = await _create(client)
+    done = await client.generate(context=created["context"], max_new_tokens=8,
+                                 append={"id": "a1.m1", "pinned": True}).result()
+    assert done.segment is not None and done.segment.id == "a1.m1" and done.segment.tokens > 0
+    got = await client.request("context.get", context=created["context"])
+    appended = got["segments"][-1]
+    assert appended == {"id": "a1.m1", "role": "assistant", "text": done.text, "pinned": True,
+                        "tokens": done.segment.tokens}
+    assert got["tokens"] == sum(s["tokens"] for s in got["segments"]) + (created["tokens"] - sum(
+        s["tokens"] for s in created["segments"]))
+
+
+async def test_one_of_with_logprobs(client: PoolClient) -> None:
+    created = await _create(client, SYSTEM, {"id": "u", "role": "user", "text": "Pick one.", "pinned": False})
+    done = await client.generate(context=created["context"], max_new_tokens=8, logprobs=3,
+                                 constraint={"one_of": ["answer", "edit", "investigate", "plan"]}).result()
+    assert done.text in ("answer", "edit", "investigate", "plan")
+    assert done.finish == "stop"
+    assert done.logprobs is not None and len(done.logprobs) == done.completion_tokens
+    assert all(len(entry.top) >= 1 for entry in done.logprobs)
+
+
+async def test_json_constraint_yields_schema_valid_json(client: PoolClient) -> None:
+    schema = {"type": "object", "properties": {"colour": {"type": "string", "maxLength": 12}},
+              "required": ["colour"], "additionalProperties": False}
+    created = await _create(client)
+    done = await client.generate(context=created["context"], max_new_tokens=40, constraint={"json": schema},
+                                 temperature=0.7, seed=3).result()
+    assert done.finish == "stop", done
+    value = json.loads(done.text)
+    assert set(value) == {"colour"} and isinstance(value["colour"], str)
+    assert done.text == done.text.strip()
+
+
+async def test_stop_strings_end_the_text(client: PoolClient) -> None:
+    created = await _create(client, SYSTEM, {"id": "u", "role": "user", "text": "Count: 1, 2, 3, 4, 5, 6",
+                                             "pinned": False})
+    done = await client.generate(context=created["context"], max_new_tokens=30, stop=[","]).result()
+    assert "," not in done.text
+
+
+async def test_context_overflow_names_the_figures(client: PoolClient) -> None:
+    created = await _create(client)
+    with pytest.raises(ContextOverflow) as caught:
+        await client.generate(context=created["context"], max_new_tokens=WINDOW).result()
+    assert caught.value.details == {"tokens": created["tokens"], "max_new_tokens": WINDOW, "n_ctx": WINDOW}
+    # An error reply ends the request, not the connection.
+    assert (await client.request("member.list"))["members"]
+
+
+@pytest.mark.parametrize(
+    "constraint", [{"regex": "("}, {"lark": "start: ???"}, {"json": {"type": "nonsense"}}]
+)
+async def test_constraint_invalid(client: PoolClient, constraint: dict[str, Any]) -> None:
+    created = await _create(client)
+    with pytest.raises(ConstraintInvalid):
+        await client.generate(context=created["context"], max_new_tokens=4, constraint=constraint).result()
+
+
+async def test_not_found_errors(client: PoolClient) -> None:
+    with pytest.raises(ContextNotFound):
+        await client.generate(context="c999999", max_new_tokens=2).result()
+    with pytest.raises(MemberNotFound, match="nobody"):
+        await client.request("context.create", member="nobody", segments=[SYSTEM])
+    with pytest.raises(MemberNotFound):
+        await client.request("member.unload", name="nobody")
+
+
+async def test_unknown_op_and_bad_request_keep_the_connection(client: PoolClient) -> None:
+    with pytest.raises(UnknownOp, match=r"pool\.explode"):
+        await client.request("pool.explode")
+    with pytest.raises(BadRequest) as caught:
+        await client.request("context.create", member="main",
+                             segments=[{"id": "x", "role": "bot", "text": "t"}])
+    assert caught.value.details["field"] == "segments.0.role"
+    with pytest.raises(BadRequest, match="max_new_tokens"):
+        await client.generate(context="c1", max_new_tokens="lots").result()  # type: ignore[arg-type]
+    with pytest.raises(BadRequest, match=r"flags\.window"):
+        await client.request("member.load", name="x", model=DEFAULT_MODEL, flags={"window": 5})
+    assert (await client.request("pool.status"))["connections"] >= 1
+
+
+async def test_member_load_errors(client: PoolClient, tmp_path: Path) -> None:
+    with pytest.raises(MemberExists):
+        await client.request("member.load", name="main", model=DEFAULT_MODEL)
+    with pytest.raises(ModelNotFound):
+        await client.request("member.load", name="ghost", model=str(tmp_path / "missing.gguf"))
+    not_a_model = tmp_path / "notes.gguf"
+    not_a_model.write_bytes(b"these are notes, not weights\n" * 64)
+    with pytest.raises(PrecheckFailed):
+        await client.request("member.load", name="ghost", model=str(not_a_model))
+    names = [m["name"] for m in (await client.request("member.list"))["members"]]
+    assert "ghost" not in names
+
+
+async def test_member_load_fit_and_unload(client: PoolClient) -> None:
+    loaded = await client.request("member.load", name="second", model=DEFAULT_MODEL, flags={"ctx": 512})
+    assert loaded["member"]["name"] == "second" and loaded["member"]["state"] == "ready"
+    assert loaded["member"]["n_ctx"] == 512
+    context = await client.request("context.create", member="second", segments=[SYSTEM, USER])
+    done = await client.generate(context=context["context"], max_new_tokens=3).result()
+    assert done.prompt_tokens == context["tokens"]
+    with pytest.raises(NoFit) as caught:
+        await client.request("member.load", name="third", model=DEFAULT_MODEL, flags={"ctx": 512})
+    assert caught.value.details["needed_bytes"] > caught.value.details["limit_bytes"] == 560000000
+    await client.request("member.unload", name="second")
+    with pytest.raises(ContextNotFound):
+        await client.request("context.get", context=context["context"])
+    names = [m["name"] for m in (await client.request("member.list"))["members"]]
+    assert names == ["main"]
+
+
+async def test_progress_frames_come_before_the_first_token(client: PoolClient) -> None:
+    long_text = " ".join(f"Fact {i}: the number {i} follows {i - 1}." for i in range(1, 30))
+    created = await _create(client, SYSTEM, {"id": "long", "role": "user", "text": long_text})
+    assert created["tokens"] > 256
+    frames = [f async for f in client.generate(context=created["context"], max_new_tokens=2)]
+    first_token = next((i for i, f in enumerate(frames) if isinstance(f, TokenFrame)), len(frames) - 1)
+    progress = [f for f in frames[:first_token] if isinstance(f, ProgressFrame)]
+    assert len(progress) >= 2
+    assert all(p.total == created["tokens"] for p in progress)
+    assert [p.done for p in progress] == sorted(p.done for p in progress)
+    assert progress[-1].done == progress[-1].total
+    assert not any(isinstance(f, ProgressFrame) for f in frames[first_token:])
+
+
+async def test_closing_mid_generate_cancels_it_and_the_queue_goes_on(pool: PoolProcess) -> None:
+    first = await connect(pool.socket_path, frames=pool.frames)
+    second = await connect(pool.socket_path, frames=pool.frames)
+    try:
+        created = await _create(first)
+        queued = await _create(second)
+        generation = first.generate(context=created["context"], max_new_tokens=1500, temperature=1.0, seed=7)
+        async for frame in generation:
+            if isinstance(frame, TokenFrame):
+                break
+        # The second generation is sent while the first still runs, then the first client leaves.
+        follower = second.generate(context=queued["context"], max_new_tokens=3)
+        await generation.aclose()
+        assert first.closed
+        done = await follower.result()
+        assert done.completion_tokens <= 3
+    finally:
+        await first.aclose()
+        await second.aclose()
+    assert "generation cancelled after" in pool.log()
+
+
+async def test_a_failed_request_does_not_break_the_client(client: PoolClient) -> None:
+    with pytest.raises(CaldrixError):
+        await client.request("context.get", context="c0")
+    assert not client.closed
+    assert (await client.request("pool.status"))["members"]
