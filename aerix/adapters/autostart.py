@@ -28,6 +28,8 @@ from pathlib import Path
 import anyio
 
 from aerix.adapters.paths import state_home
+from aerix.adapters.pool import CaldrixPool
+from aerix.app.startup import OpenedPool
 from aerix.domain.bounds import AUTOSTART_POLL_SECS, POOL_CONTROL_TIMEOUT_SECS
 from aerix.domain.settings import PoolSettings
 from aerix.errors import PoolStartFailed
@@ -166,3 +168,12 @@ async def _acquire(fd: int, timeout: float, lock_path: Path) -> None:
                     "try again, or start it with 'caldrix pool'"
                 ) from None
             await anyio.sleep(AUTOSTART_POLL_SECS)
+
+
+class AutostartPool:
+    """:class:`aerix.app.startup.PoolStarter`: find or start the pool, then connect to it."""
+
+    async def open(self, settings: PoolSettings) -> OpenedPool:
+        found = await find_or_start_pool(settings)
+        pool = CaldrixPool(found.socket, settings.max_connections)
+        return OpenedPool(pool, found.socket, found.pid, found.started)

@@ -3,11 +3,12 @@ in-memory versions for pure logic, and the real adapters where a test claims to 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from aerix.domain.diffs import RequestDiff, Snapshot
 from aerix.domain.events import EventBase
 
 
@@ -162,3 +163,34 @@ class PromptSource(Protocol):
     ``compacted``): the embedded ones now, a profile commit's later."""
 
     def get(self, name: str) -> str: ...
+
+
+# ---- what startup reads -------------------------------------------------------------------------
+
+
+class SkillSource(Protocol):
+    """The skills one run knows (``aerix.adapters.skills.SkillCatalog`` is one)."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def render_listing(self, max_chars: int) -> str: ...
+
+    def expand_prompt(self, prompt: str) -> str: ...
+
+
+class AgentDefinitionSource(Protocol):
+    """The agent definitions one run knows (``aerix.adapters.skills.AgentCatalog`` is one)."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def get(self, name: str) -> Any: ...
+
+
+class DiffSource(Protocol):
+    """The request's snapshot and diff (``aerix.adapters.git_diff.GitDiffs``)."""
+
+    def snapshot(self, cwd: Path) -> Snapshot: ...
+
+    def diff(self, snapshot: Snapshot, touched: Iterable[Path | str] = ()) -> RequestDiff: ...

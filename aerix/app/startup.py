@@ -1,0 +1,123 @@
+"""Startup: what a request needs before its first generation.
+
+In the spec's order: resolve the directory, the settings, instruction files, skills, agent
+definitions and hooks (``ProjectSource``); then find or start the pool and bind the members
+(``PoolStarter``, then :func:`bind_members`). Opening the session is the request's own step
+(``aerix.app.request``), because a resumed session is refused before any pool is started.
+
+Hooks are discovered and listed here only; what they do is another piece of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from aerix.app.ports import AgentDefinitionSource, MemberInfo, PoolPort, SkillSource
+from aerix.domain.settings import PoolSettings, Settings
+from aerix.errors import PoolError
+
+MAIN_MEMBER = "main"
+DECISION_MEMBER = "decision"
+
+
+@dataclass(frozen=True)
+class Project:
+    """Everything read from disk for one run in ``cwd``."""
+
+    cwd: Path
+    root: Path  # the repository root, else cwd: where project settings, skills and agents live
+    key: str  # the project key: the folder its sessions live in
+    settings: Settings
+    settings_files: tuple[Path, ...]
+    instruction_files: tuple[Path, ...]
+    instructions: str  # the instructions segment's text ('' when there are none)
+    skills: SkillSource
+    agents: AgentDefinitionSource
+    hooks: tuple[str, ...]  # "PreToolUse (2)": configured events and their handler counts
+    notes: tuple[str, ...] = ()
+
+
+class ProjectSource(Protocol):
+    """Reads a project's settings and files (``aerix.adapters.project.ProjectFiles``)."""
+
+    def load(self, cwd: Path) -> Project: ...
+
+
+@dataclass
+class OpenedPool:
+    """A pool to talk to, and how it was found."""
+
+    pool: PoolPort
+    socket: Path
+    pid: int
+    started: bool
+
+    async def aclose(self) -> None:
+        closer = getattr(self.pool, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+class PoolStarter(Protocol):
+    """Finds the pool on the configured socket, or starts it (``aerix.adapters.autostart``)."""
+
+    async def open(self, settings: PoolSettings) -> OpenedPool: ...
+
+
+@dataclass(frozen=True)
+class BoundMembers:
+    """The members this run uses: ``main`` runs every agent; ``decision`` routes when loaded."""
+
+    main: MemberInfo
+    decision: MemberInfo | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def router(self) -> MemberInfo:
+        return self.decision or self.main
+
+
+def hook_listing(hooks: Mapping[str, tuple[object, ...]], disabled: bool) -> tuple[str, ...]:
+    """The configured hook events with their handler counts, for the startup block."""
+    if disabled:
+        return ()
+    listing = []
+    for event, groups in hooks.items():
+        handlers = sum(len(getattr(group, "hooks", ())) for group in groups)
+        if handlers:
+            listing.append(f"{event} ({handlers})")
+    return tuple(listing)
+
+
+async def bind_members(pool: PoolPort, settings: PoolSettings) -> BoundMembers:
+    """Make sure ``main`` is ready (loading it when the pool has none) and load a configured
+    ``decision`` member. A decision member that cannot be loaded is a note: main routes."""
+    members = {member.name: member for member in await pool.member_list()}
+    notes: list[str] = []
+    main = members.get(MAIN_MEMBER)
+    if main is None:
+        main = await pool.member_load(MAIN_MEMBER, settings.main, settings.main_flags.as_load_flags())
+    if main.state != "ready":
+        raise PoolError(
+            f"the pool's main member ({main.model}) is {main.state}; stop the pool with "
+            "'caldrix pool stop' and start again", code="member_not_ready",
+        )
+    if main.model != settings.main:
+        notes.append(
+            f"the running pool serves {main.model} as main, not {settings.main} (pool.main); "
+            "'caldrix pool stop' lets the next request start the configured model"
+        )
+    decision = members.get(DECISION_MEMBER)
+    if settings.decision is not None and decision is None:
+        try:
+            decision = await pool.member_load(
+                DECISION_MEMBER, settings.decision, settings.decision_flags.as_load_flags()
+            )
+        except PoolError as exc:
+            notes.append(f"decision member {settings.decision} not loaded ({exc}); main routes")
+    if decision is not None and decision.state != "ready":
+        decision = None
+    return BoundMembers(main, decision, tuple(notes))
