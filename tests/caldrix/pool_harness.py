@@ -120,6 +120,15 @@ class RawConnection:
         (length,) = struct.unpack(">I", self._exactly(4))
         return decode_payload(self._exactly(length), self.mode)
 
+    def receive_until_eof(self) -> list[dict[str, Any]]:
+        """Every frame until the pool closes the connection."""
+        frames = []
+        while True:
+            try:
+                frames.append(self.receive())
+            except (EOFError, ConnectionResetError):
+                return frames
+
     def at_eof(self) -> bool:
         """Whether the pool has closed this connection (reads until EOF or timeout)."""
         try:
