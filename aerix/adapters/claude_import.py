@@ -5,9 +5,9 @@ The mapping, record by record (Claude Code 1.0.x to 2.1.x):
 - a user prompt (string or text blocks) → a ``prompt`` segment; the first one of a subagent →
   its ``brief``; a compact summary → a pinned ``summary`` segment; a meta message (hook
   context, reminders) → a ``hook`` segment;
-- assistant lines sharing one ``message.id`` → one ``message`` (thinking → ``thought``, text →
-  ``final``, tool_use → ``calls`` keeping Claude's ids, usage with the cache reads counted as
-  prompt tokens) plus an ``assistant`` segment;
+- assistant lines sharing one ``message.id`` → one ``message`` (thinking → ``thought``, its
+  text blocks joined by a blank line → ``final``, tool_use → ``calls`` keeping Claude's ids,
+  usage with the cache reads counted as prompt tokens) plus an ``assistant`` segment;
 - a tool_result block → a tool ``message`` (``call`` = its tool_use_id) plus a segment;
 - ``compact_boundary`` → a ``compaction`` of everything unpinned before it;
 - ``stop_hook_summary`` → a ``hook`` event;
@@ -110,6 +110,8 @@ class _Converter:
                 continue
             self._clock(record)
             kind = record.get("type")
+            if kind in SKIPPED_TYPES:
+                continue  # bookkeeping between the lines of one response must not split it
             if kind == "assistant" and isinstance(record.get("message"), dict):
                 if pending and pending[-1]["message"].get("id") != record["message"].get("id"):
                     self.assistant(state, pending, line)

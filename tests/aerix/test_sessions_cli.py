@@ -1,0 +1,164 @@
+"""The ``aerix sessions`` and ``aerix import claude`` commands, run as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from aerix import __version__
+from aerix.adapters.session_store import SessionFiles
+from aerix.app import sessions as use
+from aerix.domain import events as ev
+from tests.aerix.session_streams import T0
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code"
+
+
+def aerix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aerix", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def native_session(tmp_path: Path) -> str:
+    """An aerix session of the project keyed by ``tmp_path`` (not a git repository)."""
+    from aerix.adapters.project_key import project_key
+
+    files = SessionFiles()
+    writer = use.start_session(
+        files,
+        lambda: T0,
+        session="5e551on-0001",
+        cwd=str(tmp_path),
+        project=project_key(tmp_path),
+        model="smollm2-135m",
+        prompt="Explain the parser\nin detail",
+        aerix_version=__version__,
+    )
+    writer.record(ev.AgentSpawn, agent="a1", kind="root")
+    writer.record(ev.Message, agent="a1", role="assistant", turn=1, text="{}", final="It parses.")
+    writer.record(ev.SessionEnd, outcome="done")
+    writer.write_spool("a1.c1", "long output")
+    writer.close()
+    return "5e551on-0001"
+
+
+def test_version() -> None:
+    result = aerix("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"aerix {__version__}"
+
+
+def test_list_shows_this_project_s_sessions(tmp_path: Path, native_session: str) -> None:
+    listed = aerix("sessions", "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    (entry,) = json.loads(listed.stdout)
+    assert (entry["id"], entry["title"], entry["model"], entry["state"], entry["turns"]) == (
+        native_session,
+        "Explain the parser",
+        "smollm2-135m",
+        "done",
+        1,
+    )
+    table = aerix("sessions", "list", cwd=tmp_path)
+    assert "Explain the parser" in table.stdout and "5e551on-" in table.stdout
+    elsewhere = aerix("sessions", "list", cwd=tmp_path.parent)
+    assert "no sessions here" in elsewhere.stdout
+
+
+def test_show_replays_a_session(native_session: str) -> None:
+    shown = aerix("sessions", "show", "5e551")
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "request 1" in shown.stdout
+        and "⇒ It parses." in shown.stdout
+        and "request ended done" in shown.stdout
+    )
+    as_json = aerix("sessions", "show", native_session, "--json").stdout.splitlines()
+    assert [json.loads(line)["type"] for line in as_json] == [
+        "session.start",
+        "agent.spawn",
+        "message",
+        "session.end",
+    ]
+
+
+def test_rm_deletes_log_spool_and_index_entry(tmp_path: Path, native_session: str) -> None:
+    removed = aerix("sessions", "rm", native_session)
+    assert removed.returncode == 0 and f"removed session {native_session}" in removed.stdout
+    assert json.loads(aerix("sessions", "list", "--json", "--all").stdout) == []
+    missing = aerix("sessions", "rm", native_session)
+    assert missing.returncode == 1
+    assert (
+        missing.stderr == f"aerix: no session '{native_session}'; `aerix sessions list` shows the sessions\n"
+    )
+
+
+def test_import_then_rebuild_everything(tmp_path: Path) -> None:
+    imported = aerix("import", "claude", str(FIXTURES))
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.count(": new,") == 3
+    again = aerix("import", "claude", str(FIXTURES))
+    assert again.stdout.count(": unchanged,") == 3
+    rebuilt = aerix("sessions", "rebuild", "--all")
+    assert rebuilt.returncode == 0, rebuilt.stdout
+    assert "rebuilt 3 session(s); 0 with problems" in rebuilt.stdout
+    listed = json.loads(aerix("sessions", "list", "--json", "--all").stdout)
+    assert {entry["state"] for entry in listed} == {"imported"}
+    transcript = SessionFiles().find("3a7770b4").transcript
+    assert [json.loads(line)["type"] for line in transcript.read_text().splitlines()][:2] == [
+        "user",
+        "assistant",
+    ]
+    resume = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from aerix.app import sessions as u; from aerix.adapters.session_store import "
+            "SessionFiles; u.load_for_resume(SessionFiles(), '3a7770b4')",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert "cannot be resumed" in resume.stderr
+
+
+def test_rebuild_reports_what_it_found(native_session: str) -> None:
+    ref = SessionFiles().find(native_session)
+    with ref.log.open("ab") as log:
+        log.write(b'{"type":"plan","seq":9')  # a torn last line
+    rebuilt = aerix("sessions", "rebuild", native_session)
+    assert rebuilt.returncode == 1
+    assert "an unfinished last line" in rebuilt.stdout and "1 with problems" in rebuilt.stdout
+    assert aerix("sessions", "rebuild", native_session).returncode == 0  # set aside: clean now
+
+
+def test_import_of_a_missing_path_is_one_line(tmp_path: Path) -> None:
+    result = aerix("import", "claude", str(tmp_path / "nope"))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("aerix: nothing at ")
+    default = aerix("import", "claude")  # CLAUDE_CONFIG_DIR points at an empty tmp folder in tests
+    assert default.returncode == 1 and "nothing at" in default.stderr and "projects" in default.stderr
+
+
+def test_schema_export_validates_real_lines(tmp_path: Path, native_session: str) -> None:
+    written = aerix("sessions", "schema", "--out", str(tmp_path / "schemas"))
+    assert written.returncode == 0
+    names = sorted(path.name for path in (tmp_path / "schemas").iterdir())
+    assert len(names) == len(ev.BY_TYPE) + 1 and "session.start.schema.json" in names
+    union = json.loads((tmp_path / "schemas" / "event.schema.json").read_text())
+    for line in SessionFiles().find(native_session).log.read_text().splitlines():
+        jsonschema.validate(json.loads(line), union)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"type": "plan", "seq": 1, "time": "2026-01-01T00:00:00Z"}, union)
