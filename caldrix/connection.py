@@ -45,6 +45,8 @@ logger = logging.getLogger("caldrix.pool")
 
 #: A connection that has not said hello within this long is closed (the spec's handshake bound).
 HANDSHAKE_TIMEOUT_SECS: Final = 30.0
+#: How often a queued generation reports that it is still waiting (progress with done 0).
+QUEUED_PROGRESS_SECS: Final = 30.0
 #: Requests read ahead of the one being answered; beyond this the reader waits.
 REQUEST_BACKLOG: Final = 16
 _RECEIVE_BYTES: Final = 65536
@@ -182,16 +184,30 @@ class Connection:
         outcome: dict[str, Any] | CaldrixError
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._forward, receiver, sink)
+            tasks.start_soon(self._keep_alive_while_queued, sink, request.context)
             try:
                 outcome = await self._pool.generate(request, sink)
             except CaldrixError as exc:
                 outcome = exc
             finally:
                 sink.close()
+                tasks.cancel_scope.cancel()  # the keep-alive; the frames are already forwarded
         if isinstance(outcome, CaldrixError):
             await self._send_error(outcome, request.rid)
         else:
             await self._send({"op": "done", "rid": request.rid, **outcome})
+
+    async def _keep_alive_while_queued(self, sink: FrameSink, context_id: str) -> None:
+        """While the generation waits behind others, send ``progress`` with nothing done yet
+        every :data:`QUEUED_PROGRESS_SECS`, so the client's wait between frames does not run
+        out before the generation even starts."""
+        while True:
+            await anyio.sleep(QUEUED_PROGRESS_SECS)
+            if sink.started:
+                return
+            context = self._pool.contexts.find(context_id)
+            if context is not None:
+                sink.waiting(context.tokens)
 
     async def _forward(self, receiver: MemoryObjectReceiveStream[Message], sink: FrameSink) -> None:
         async with receiver:
@@ -238,11 +254,20 @@ class FrameSink:
         self._sender = sender
         self._token = anyio.lowlevel.current_token()
         self._stop = threading.Event()
+        self.started = False
+        """Whether the engine has reported anything yet (the generation left the queue)."""
 
     def progress(self, done: int, total: int) -> None:
+        self.started = True
         self._push({"op": "progress", "rid": self._rid, "done": done, "total": total})
 
+    def waiting(self, total: int) -> None:
+        """From the event loop: the generation is still queued."""
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._sender.send_nowait({"op": "progress", "rid": self._rid, "done": 0, "total": total})
+
     def token(self, text: str) -> None:
+        self.started = True
         self._push({"op": "token", "rid": self._rid, "text": text})
 
     def cancelled(self) -> bool:

@@ -84,6 +84,9 @@ class ContextStore:
             )
         return context
 
+    def find(self, context_id: str) -> Context | None:
+        return self._contexts.get(context_id)
+
     async def create(self, member: str, segments: Sequence[Segment]) -> Context:
         _check_unique(segments)
         rendered = await self._render(member, segments)

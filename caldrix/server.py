@@ -57,9 +57,10 @@ class PoolSettings:
     frames: FrameMode
     plan: MemoryPlan
     flags: ServingFlags
+    idle_timeout: float
+    """Seconds with no connection open before the pool exits; 0 = never."""
     loads: list[tuple[str, str]] = field(default_factory=list)
     """Members to load before binding: (name, model reference)."""
-    idle_timeout: float = 1800.0
     max_connections: int = MAX_CONNECTIONS
 
 
