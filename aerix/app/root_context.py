@@ -1,0 +1,104 @@
+"""The root agent ``a1``'s context: which segments it holds and how they are recorded.
+
+A new root's context is the system segment (``system.md``, the full ``# Tools`` list, the
+``# Turns`` section rendered by code, and the skill list), the instructions segment, any hook
+context, and the prompt. The system segment always lists every tool, so every context in a
+directory starts with the same tokens and the pool's prefix store shares them; a planner's
+restriction lives in the note after its prompt and in its turn schema. A resumed root is its
+context rebuilt from the log, with the new prompt appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aerix.app.ports import ContextCounts, EventRecorder, PromptSource, SkillSource
+from aerix.domain import events as ev
+from aerix.domain.settings import Settings
+from aerix.domain.tools import TOOLS, ToolSpec, render_tool_descriptions, tool_spec
+from aerix.domain.turns import render_turns_section
+from aerix.projections.contexts import SegmentView
+
+ROOT_AGENT: Final = "a1"
+#: Routes whose root is a planner, limited to ``delegation.planner_tools``.
+PLANNER_ROUTES: Final = frozenset({"edit", "plan"})
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """A segment to put in the pool and record as a ``segment`` event."""
+
+    id: str
+    role: ev.SegmentRole
+    kind: ev.SegmentKind
+    text: str
+    pinned: bool
+    label: str
+
+    def wire(self) -> dict[str, Any]:
+        return {"id": self.id, "role": self.role, "text": self.text, "pinned": self.pinned}
+
+
+def system_text(prompts: PromptSource, skills: SkillSource, settings: Settings) -> str:
+    """The system segment every agent's context starts with."""
+    parts = [
+        prompts.get("system").strip(),
+        render_tool_descriptions(TOOLS),
+        render_turns_section(),
+        skills.render_listing(settings.context.skills_chars),
+    ]
+    return "\n\n".join(part for part in parts if part)
+
+
+def root_tools(route: str, settings: Settings) -> tuple[ToolSpec, ...]:
+    """Every tool for ``answer``/``investigate``; ``delegation.planner_tools`` for a planner."""
+    if route in PLANNER_ROUTES:
+        return tuple(tool_spec(name) for name in settings.delegation.planner_tools)
+    return TOOLS
+
+
+def prompt_text(prompt: str, route: str, prompts: PromptSource) -> str:
+    """The prompt segment: the request, and for a planner the note that it must delegate."""
+    if route in PLANNER_ROUTES:
+        return f"{prompt}\n\n{prompts.get('planner').strip()}"
+    return prompt
+
+
+def shared_prefix(system: str, instructions: str) -> list[SegmentPlan]:
+    """The leading segments every agent of the session shares (implementers fork these)."""
+    segments = [SegmentPlan(f"{ROOT_AGENT}.system", "system", "system", system, True, "system")]
+    if instructions.strip():
+        segment_id = f"{ROOT_AGENT}.instructions"
+        segments.append(SegmentPlan(segment_id, "system", "instructions", instructions, True, "instructions"))
+    return segments
+
+
+def request_segments(request: int, prompt: str, hook_context: str | None = None) -> list[SegmentPlan]:
+    """What each request adds to the root: its hook context (pinned) and its prompt."""
+    segments = []
+    if hook_context:
+        text = f"# Hook context\n{hook_context}"
+        segments.append(SegmentPlan(f"{ROOT_AGENT}.hook{request}", "user", "hook", text, True, "hook"))
+    label = f"prompt {request}"
+    segments.append(SegmentPlan(f"{ROOT_AGENT}.p{request}", "user", "prompt", prompt, False, label))
+    return segments
+
+
+def rebuilt_segments(views: Iterable[SegmentView]) -> list[SegmentPlan]:
+    """A resumed root's segments, exactly as the log left them (markers and summaries included)."""
+    return [
+        SegmentPlan(view.id, view.role, view.kind, view.text, view.pinned, view.label or view.kind)
+        for view in views
+    ]
+
+
+def record_segments(events: EventRecorder, segments: Sequence[SegmentPlan], counts: ContextCounts) -> None:
+    """One ``segment`` event per segment, with the pool's token count."""
+    for segment in segments:
+        events.record(
+            ev.Segment, agent=ROOT_AGENT, id=segment.id, role=segment.role, kind=segment.kind,
+            label=segment.label, text=segment.text, pinned=segment.pinned,
+            tokens=counts.tokens_of(segment.id),
+        )
