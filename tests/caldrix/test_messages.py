@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -169,3 +171,15 @@ def test_error_replies_become_their_error_classes() -> None:
     assert unknown.code == "internal" and unknown.details["code"] == "brand_new"
     not_found = error_from_reply({"op": "error", "code": "model_not_found", "message": "x"})
     assert not_found.code == "model_not_found"
+
+
+def test_the_protocol_package_loads_no_engine() -> None:
+    """aerix imports caldrix.protocol only; that must not drag in llama.cpp or numpy."""
+    code = (
+        "import sys, caldrix.protocol as p; "
+        "p.connect; p.PoolClient; p.ContextOverflow; "
+        "heavy = ('llama_cpp', 'numpy', 'llguidance', 'caldrix.members'); "
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

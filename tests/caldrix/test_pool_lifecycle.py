@@ -127,6 +127,25 @@ def test_pool_stop_cancels_a_running_generation(tmp_path: Path) -> None:
         pool.stop()
 
 
+def test_sigterm_lets_a_running_generation_finish(tmp_path: Path) -> None:
+    pool = start_pool(tmp_path, "--load", DEFAULT_MODEL, *SMALL)
+    try:
+        with raw_connection(pool.socket_path, "cbor") as generating, \
+                raw_connection(pool.socket_path, "cbor") as idle:
+            hello = {"id": "u", "role": "user", "text": "Say hello.", "pinned": False}
+            generating.send({"op": "context.create", "rid": 1, "member": "main", "segments": [hello]})
+            context = generating.receive()["context"]
+            generating.send({"op": "generate", "rid": 2, "context": context, "max_new_tokens": 12})
+            assert generating.receive()["op"] == "progress"
+            pool.process.send_signal(signal.SIGTERM)
+            frames = generating.receive_until_eof()
+            assert frames[-1]["op"] == "done" and frames[-1]["rid"] == 2
+            assert idle.at_eof()
+        assert pool.wait() == 0
+    finally:
+        pool.stop()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_the_pool_gracefully(tmp_path: Path, signum: signal.Signals) -> None:
     pool = start_pool(tmp_path, "--load", DEFAULT_MODEL, *SMALL)
