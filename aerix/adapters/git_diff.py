@@ -52,9 +52,10 @@ def take_snapshot(cwd: Path) -> Snapshot:
     except GitFailed:
         return Snapshot(cwd)
     try:
-        base = _git(root, "stash", "create").strip()
-        if not base:
-            base = _head(root)
+        head = _head(root)
+        # Without a first commit there is nothing for stash create to build on.
+        base = _git(root, "stash", "create").strip() if head != EMPTY_TREE else ""
+        base = base or head
         untracked = frozenset(_untracked(root))
     except GitFailed as exc:
         return Snapshot(cwd, root, None, notes=(f"no diff for this request: {exc}",))
