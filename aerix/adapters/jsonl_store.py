@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from aerix.domain import events as ev
 from aerix.domain.session import Recorded, wrap
 from aerix.errors import SessionBusy, SessionLogCorrupt, SessionSchemaTooNew
+from aerix.projections.base import gc_paused
 
 LOG_SUFFIX = ".jsonl"
 LOCK_SUFFIX = ".jsonl.lock"
@@ -239,10 +240,16 @@ class SessionLogRecorder(AggregateRecorder):
     def read_records(self, session_id: str) -> list[ev.EventBase]:
         """Every event of a session, validated and upcast, in order."""
         path = self.log_path(session_id)
-        records = []
-        for line in self.read_lines(session_id):
-            records.append(_decode_checked(line, path))
-        return records
+        if session_id not in self._writers:
+            self._set_aside_torn_tail(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        raw_lines = data.split(b"\n")
+        raw_lines.pop()  # after the last newline: empty, or a write still in progress
+        with gc_paused():
+            return [_decode_checked(raw, number, path) for number, raw in enumerate(raw_lines, 1)]
 
     # ---- crash repair ------------------------------------------------------------------------
 
@@ -317,18 +324,18 @@ def _parse_header(raw: bytes, path: Path, number: int) -> _Line:
     return _Line(number, decoded["seq"], str(decoded["type"]), raw)
 
 
-def _decode_checked(line: _Line, path: Path) -> ev.EventBase:
+def _decode_checked(raw: bytes, number: int, path: Path) -> ev.EventBase:
     try:
-        return decode_record(line.raw)
+        return decode_record(raw)
     except ev.UnknownSchemaVersion as exc:
         version = exc.version if isinstance(exc.version, int) else -1
-        raise SessionSchemaTooNew(str(path), line.number, version, ev.SCHEMA_VERSION) from exc
+        raise SessionSchemaTooNew(str(path), number, version, ev.SCHEMA_VERSION) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        raise SessionLogCorrupt(str(path), line.number, f"{where}: {first['msg']}") from exc
+        raise SessionLogCorrupt(str(path), number, f"{where}: {first['msg']}") from exc
     except ValueError as exc:
-        raise SessionLogCorrupt(str(path), line.number, str(exc)) from exc
+        raise SessionLogCorrupt(str(path), number, str(exc)) from exc
 
 
 def _try_lock(lock_path: Path) -> int | None:

@@ -20,6 +20,7 @@ from eventsourcing.persistence import EventStore, IntegrityError
 from aerix.domain import events as ev
 from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
 from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable
+from aerix.projections.base import feed_all
 from aerix.projections.contexts import AgentContext, Contexts
 from aerix.projections.index import IndexEntry
 from aerix.projections.transcript import ClaudeTranscript, transcript_lines
@@ -317,12 +318,10 @@ def _rebuild_one(
     report.problems.extend(storage.notices())
     report.problems.extend(verify(records, ref.log))
     report.events = len(records)
-    entry = IndexEntry()
-    entry.feed(records)
+    entry, transcript = IndexEntry(), ClaudeTranscript()
+    feed_all([entry, transcript], records)
     if entry.id:
         entries[ref.id] = entry.to_json()
-    transcript = ClaudeTranscript()
-    transcript.feed(records)
     report.transcript = storage.write_transcript(ref, transcript_lines(transcript))
     return report
 

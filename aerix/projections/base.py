@@ -7,8 +7,10 @@ log again from an earlier point, or in pieces, gives exactly what one pass from 
 
 from __future__ import annotations
 
+import gc
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from aerix.domain.events import EventBase
@@ -33,6 +35,27 @@ class Projection(ABC):
 
 
 P = TypeVar("P", bound=Projection)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Hold off the cycle collector during a bulk fold or load. Events and views hold no cycles,
+    yet with tens of thousands of them alive each collection walks them all: about half the
+    time of a rebuild went there."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def feed_all(projections: Iterable[Projection], events: list[EventBase]) -> None:
+    """Fold the same events into several projections (a rebuild)."""
+    with gc_paused():
+        for projection in projections:
+            projection.feed(events)
 
 
 def fold(projection: P, events: Iterable[EventBase], upto: int | None = None) -> P:

@@ -64,6 +64,7 @@ class ClaudeTranscript(Projection):
         self._session = ""
         self._cwd = ""
         self._model = ""
+        self._uuid_prefix = ""
         self._last: dict[str, str | None] = {}
         self._call_owner: dict[str, str] = {}
 
@@ -78,6 +79,7 @@ class ClaudeTranscript(Projection):
     def apply(self, event: ev.EventBase) -> None:
         if isinstance(event, ev.SessionStart):
             self._session, self._cwd, self._model = event.session, event.cwd, event.model
+            self._uuid_prefix = str(uuid.uuid5(_NAMESPACE, event.session))[:24]
         elif isinstance(event, ev.Segment):
             self._segment(event)
         elif isinstance(event, ev.Message):
@@ -103,11 +105,12 @@ class ClaudeTranscript(Projection):
         }
         if agent != "a1":
             record["agentId"] = agent
-        record.update(type=kind, uuid=self._uuid(event, agent), timestamp=_stamp(event))
+        record.update(type=kind, uuid=self._uuid(event), timestamp=_stamp(event))
         return record
 
-    def _uuid(self, event: ev.EventBase, agent: str) -> str:
-        return str(uuid.uuid5(_NAMESPACE, f"{self._session}/{event.seq}/{agent}"))
+    def _uuid(self, event: ev.EventBase) -> str:
+        # Each event makes at most one record: the session's own UUID with the seq as its node.
+        return f"{self._uuid_prefix}{event.seq:012x}"
 
     def _emit(self, record: dict[str, Any], agent: str) -> None:
         self.records.append(record)

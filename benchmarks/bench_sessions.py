@@ -1,0 +1,161 @@
+"""Session store benchmark: append rate, full rebuild of every projection, resume-load.
+
+    .venv/bin/python benchmarks/bench_sessions.py [--events 50000] [--resume-events 5000]
+
+Writes a synthetic session through the real writer (one line on disk per event), then reads
+it back and folds every projection from scratch, then times ``load_for_resume`` on a
+5,000-event session. Prints each figure with its ratio to the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from aerix.adapters.session_store import SessionFiles
+from aerix.app import sessions as use
+from aerix.domain import events as ev
+from aerix.projections.base import feed_all
+from aerix.projections.contexts import Contexts
+from aerix.projections.corpus import SessionEvidence
+from aerix.projections.index import IndexEntry
+from aerix.projections.status import StatusFigures
+from aerix.projections.transcript import ClaudeTranscript
+
+REBUILD_TARGET_EVENTS_PER_SEC = 50_000
+RESUME_TARGET_SECS = 0.2
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=250)
+        return self.now
+
+
+def write_session(files: SessionFiles, session_id: str, events: int) -> float:
+    """A realistic mix: segments, turns with usage, tool results, compactions, subagents."""
+    writer = use.start_session(
+        files,
+        Clock(),
+        session=session_id,
+        cwd="/w",
+        project="bench",
+        model="smollm2-135m",
+        prompt="refactor the parser",
+        aerix_version="bench",
+        window=8192,
+    )
+    started = time.perf_counter()
+    writer.record(ev.AgentSpawn, agent="a1", kind="root", max_turns=40)
+    turn = 0
+    while writer.session.version < events - 1:
+        turn += 1
+        agent = "a1" if turn % 5 else f"a1.c{turn}"
+        _one_turn(writer, agent, turn)
+    writer.record(ev.SessionEnd, outcome="done", diff=ev.DiffStats(added=10, removed=2, files=3))
+    elapsed = time.perf_counter() - started
+    writer.close()
+    return elapsed
+
+
+def _one_turn(writer: use.SessionWriter, agent: str, turn: int) -> None:
+    call = f"c{turn}"
+    writer.record(
+        ev.Message,
+        agent=agent,
+        role="assistant",
+        turn=turn,
+        text='{"thought":"read it","calls":[…]}',
+        thought="read the file next",
+        calls=[ev.ToolCall(id=call, tool="read", input={"path": "src/parser.py"})],
+        usage=ev.Usage(
+            prompt_tokens=1200 + turn, completion_tokens=40, recomputed_from=1100, decode_ms=530.0
+        ),
+    )
+    writer.record(
+        ev.Segment, agent=agent, id=f"s{turn}a", role="assistant", kind="assistant", text="{…}", tokens=40
+    )
+    result = "def parse(text):\n    return [line.split() for line in text.splitlines()]\n" * 4
+    writer.record(ev.Message, agent=agent, role="tool", text=result, call=call, tool="read")
+    writer.record(
+        ev.Segment,
+        agent=agent,
+        id=f"s{turn}r",
+        role="user",
+        kind="tool_result",
+        text=result,
+        tokens=180,
+        call=call,
+        tool="read",
+    )
+    if turn % 25 == 0:
+        writer.record(
+            ev.Compaction,
+            agent=agent,
+            tokens_before=6000,
+            tokens_after=3000,
+            replaced=[
+                ev.Replaced(id=f"s{turn - 20}r", marker=f"[compacted tool result of call c{turn - 20}]")
+            ],
+        )
+
+
+def rebuild_all(files: SessionFiles, session_id: str) -> int:
+    records = files.read(files.find(session_id))
+    feed_all([Contexts(), ClaudeTranscript(), StatusFigures(), SessionEvidence(), IndexEntry()], records)
+    return len(records)
+
+
+def best_of(runs: int, action: Callable[[], object]) -> float:
+    timings = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        timings.append(time.perf_counter() - started)
+    return min(timings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--resume-events", type=int, default=5_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        files = SessionFiles(Path(folder))
+        append_secs = write_session(files, "big", args.events)
+        write_session(files, "resume", args.resume_events)
+        count = len(files.read(files.find("big")))
+        rebuild_secs = best_of(3, lambda: rebuild_all(SessionFiles(Path(folder)), "big"))
+        resume_runs = [
+            best_of(1, lambda: use.load_for_resume(SessionFiles(Path(folder)), "resume")) for _ in range(5)
+        ]
+        resume_secs = min(resume_runs)
+        size_mb = files.find("big").log.stat().st_size / 1e6
+    rebuild_rate = count / rebuild_secs
+    print(f"session: {count} events, {size_mb:.1f} MB")
+    print(
+        f"append:  {count / append_secs:,.0f} events/s ({append_secs:.2f} s; one write per event, no fsync)"
+    )
+    print(
+        f"rebuild: {rebuild_rate:,.0f} events/s ({rebuild_secs:.2f} s, every projection from scratch); "
+        f"target {REBUILD_TARGET_EVENTS_PER_SEC:,}/s, "
+        f"ratio {rebuild_rate / REBUILD_TARGET_EVENTS_PER_SEC:.2f}"
+    )
+    print(
+        f"resume:  {resume_secs * 1000:.0f} ms to load a {args.resume_events:,}-event session "
+        f"(median {statistics.median(resume_runs) * 1000:.0f} ms); "
+        f"target {RESUME_TARGET_SECS * 1000:.0f} ms, "
+        f"ratio {RESUME_TARGET_SECS / resume_secs:.2f} (above 1 is within target)"
+    )
+
+
+if __name__ == "__main__":
+    main()
