@@ -1,0 +1,159 @@
+"""Autostart, the pool adapter and routing against a real caldrix pool on a real socket.
+
+One pool per module: it is started by autostart itself (from two processes at once) and
+stopped with ``caldrix pool stop`` at teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from aerix.adapters.autostart import AutostartPool, pool_start_log
+from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.app.ports import SegmentAppend
+from aerix.app.routing import ROUTES, route_request
+from aerix.app.startup import bind_members
+from aerix.domain.settings import MemberFlags, PoolSettings
+from aerix.errors import ContextOverflow, PoolError, PoolUnavailable
+
+pytestmark = [pytest.mark.model, pytest.mark.e2e]
+
+CALDRIX = str(Path(sys.executable).parent / "caldrix")
+START_ONE = """
+import json, sys, anyio
+from aerix.adapters.autostart import find_or_start_pool
+from aerix.domain.settings import PoolSettings, MemberFlags
+settings = PoolSettings(socket=sys.argv[1], main_flags=MemberFlags(ctx=1024))
+found = anyio.run(find_or_start_pool, settings)
+print(json.dumps({"pid": found.pid, "started": found.started}))
+"""
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """Two processes autostart at once on one socket; whoever wins, one pool runs."""
+    root = tmp_path_factory.mktemp("autostart")
+    env = {**os.environ, "XDG_STATE_HOME": str(root / "state"), "XDG_RUNTIME_DIR": str(root / "run")}
+    socket = root / "run" / "pool.sock"
+    starters = [
+        subprocess.Popen(
+            [sys.executable, "-c", START_ONE, str(socket)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    try:
+        results = [json.loads(p.communicate(timeout=300)[0]) for p in starters]
+        yield {"socket": socket, "results": results, "log": root / "state" / "aerix" / "pool-start.log"}
+    finally:
+        stop = [CALDRIX, "pool", "stop", "--socket", str(socket)]
+        subprocess.run(stop, env=env, capture_output=True, timeout=60)
+
+
+def test_two_processes_starting_at_once_start_one_pool(world: dict[str, Any]) -> None:
+    results = world["results"]
+    assert results[0]["pid"] == results[1]["pid"]
+    assert sorted(r["started"] for r in results) == [False, True]
+    log = world["log"].read_text()
+    assert log.count(" starts: ") == 1
+    assert f"pool --socket {world['socket']} --load smollm2-135m --ctx 1024" in log
+
+
+def test_a_running_pool_is_found_not_started(world: dict[str, Any]) -> None:
+    async def main() -> tuple[int, bool]:
+        opened = await AutostartPool().open(PoolSettings(socket=str(world["socket"])))
+        await opened.aclose()
+        return opened.pid, opened.started
+
+    assert anyio.run(main) == (world["results"][0]["pid"], False)
+    assert not pool_start_log().exists()  # this process's own state dir: nothing was started
+
+
+def test_contexts_and_generation_through_the_port(world: dict[str, Any]) -> None:
+    async def main() -> None:
+        async with CaldrixPool(world["socket"]) as pool:
+            members = await bind_members(pool, PoolSettings(socket=str(world["socket"])))
+            assert members.router.name == "main" and members.main.n_ctx == 1024
+            created = await pool.create_context("main", [
+                {"id": "s", "role": "system", "text": "You answer briefly.", "pinned": True},
+                {"id": "u", "role": "user", "text": "Say hi.", "pinned": False},
+            ])
+            assert [c.id for c in created.segments] == ["s", "u"]
+            assert created.tokens >= sum(c.tokens for c in created.segments)  # plus the generation prompt
+            streamed: list[str] = []
+            append = SegmentAppend("a")
+            done = await pool.generate(created.context, 6, append=append, on_token=streamed.append)
+            assert done.text == "".join(streamed) and done.completion_tokens <= 6
+            assert done.segment is not None and done.segment.id == "a"
+            after = await pool.get_context(created.context)
+            assert [c.id for c in after.segments] == ["s", "u", "a"] and after.member == "main"
+            edited = await pool.edit_context(created.context, [{"op": "remove", "id": "a"}])
+            assert edited.tokens == created.tokens
+            fork = await pool.fork_context(created.context, keep=1)
+            assert [c.id for c in fork.segments] == ["s"]
+            with pytest.raises(ContextOverflow):
+                await pool.generate(created.context, 5000)
+            for context in (created.context, fork.context):
+                await pool.drop_context(context)
+            with pytest.raises(PoolError) as missing:
+                await pool.get_context(created.context)
+            assert missing.value.code == "context_not_found"
+
+    anyio.run(main)
+
+
+def test_routing_records_a_route_event_with_scores(world: dict[str, Any]) -> None:
+    recorded: list[tuple[type[Any], dict[str, Any]]] = []
+
+    class Recorder:
+        def record(self, event_cls: type[Any], **fields: Any) -> Any:
+            recorded.append((event_cls, fields))
+            return None
+
+    async def main() -> None:
+        async with CaldrixPool(world["socket"]) as pool:
+            choice = await route_request(pool, "main", "What does 2 + 2 make?", EmbeddedPrompts(), Recorder())
+            assert choice.choice in ROUTES
+            contexts = (await pool_status(world["socket"]))["contexts"]
+            assert contexts == 0  # the throwaway context was dropped
+
+    anyio.run(main)
+    [(event_cls, fields)] = recorded
+    assert event_cls.__name__ == "RouteDecision" and fields["choice"] in ROUTES
+    assert fields["member"] == "main" and fields["choice"] in fields["scores"]
+
+
+def test_no_pool_on_the_socket_is_one_clear_error(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with CaldrixPool(tmp_path / "nothing.sock") as pool:
+            await pool.member_list()
+
+    with pytest.raises(PoolUnavailable, match="no pool answers"):
+        anyio.run(main)
+
+
+async def pool_status(socket: Path) -> dict[str, Any]:
+    from caldrix.protocol import connect
+
+    client = await connect(socket)
+    try:
+        return await client.request("pool.status")
+    finally:
+        await client.aclose()
+
+
+def test_member_flags_become_the_autostart_command() -> None:
+    from aerix.adapters.autostart import start_command
+
+    settings = PoolSettings(main="m.gguf", main_flags=MemberFlags(ctx=4096, threads=2))
+    command = start_command(settings, Path("/s"))
+    assert command[1:] == ["pool", "--socket", "/s", "--load", "m.gguf", "--ctx", "4096", "--threads", "2"]
