@@ -107,7 +107,15 @@ class Pool:
             "connections": self.connections,
             "contexts": len(self.contexts),
             "prefix_store": {m.name: m.prefix_store.stats() for m in self.members.all()},
+            "generations": self.generation_counts(),
         }
+
+    def generation_counts(self) -> dict[str, int]:
+        """Generations admitted (queued on a member or running) and waiting for admission
+        under ``pool.max_connections``: an extra ``pool.status`` field."""
+        slots = self.generation_slots
+        return {"limit": int(slots.total_tokens), "admitted": int(slots.borrowed_tokens),
+                "waiting": slots.statistics().tasks_waiting}
 
     async def generate(self, request: Generate, sink: CancellableSink) -> dict[str, Any]:
         """Run one generation to its end; returns the ``done`` frame's fields. Waits for one

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from caldrix.protocol import connect
+from caldrix.protocol import TokenFrame, connect
 from tests.caldrix.pool_harness import (
     DEFAULT_MODEL,
     EXIT_TIMEOUT_SECS,
@@ -51,7 +51,7 @@ def _one_line_refusal(result: subprocess.CompletedProcess[str], *fragments: str)
 def two_members(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp("lifecycle")
     process = start_pool(folder, "--load", DEFAULT_MODEL, "--decision", DEFAULT_MODEL, *SMALL,
-                         "--idle-timeout", "0")
+                         "--idle-timeout", "0", "--max-connections", "1")
     yield process
     process.stop()
 
@@ -66,6 +66,40 @@ def test_binds_only_after_every_load(two_members: PoolProcess) -> None:
     assert [(m["name"], m["state"]) for m in listed] == [("main", "ready"), ("decision", "ready")]
     log = two_members.log()
     assert log.index("member decision ready") < log.index("listening on")
+
+
+def test_max_connections_bounds_generations_across_members(two_members: PoolProcess) -> None:
+    """With --max-connections 1, a generation on 'decision' waits while one runs on 'main',
+    though each member has its own thread."""
+    user = {"id": "u", "role": "user", "text": "Write letters.", "pinned": False}
+
+    async def scenario() -> tuple[dict[str, int], int, str]:
+        first, second, observer = [await connect(two_members.socket_path) for _ in range(3)]
+        async with first, second, observer:
+            on_main = await first.request("context.create", member="main", segments=[user])
+            on_decision = await second.request("context.create", member="decision", segments=[user])
+            long_run = first.generate(context=on_main["context"], max_new_tokens=300,
+                                      constraint={"regex": "[a-z]{900}"})
+            async for frame in long_run:
+                if isinstance(frame, TokenFrame):
+                    break
+            short = second.generate(context=on_decision["context"], max_new_tokens=2)
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(short.result)
+                status = await observer.request("pool.status")
+                with anyio.fail_after(EXIT_TIMEOUT_SECS):  # a bound on the wait, not a timing check
+                    while status["generations"]["waiting"] == 0:
+                        status = await observer.request("pool.status")
+                decision_queue = next(m["queue"] for m in status["members"] if m["name"] == "decision")
+                async for _ in long_run:
+                    pass
+            assert short.done is not None and long_run.done is not None
+            return status["generations"], decision_queue, short.done.finish
+
+    generations, decision_queue, finish = anyio.run(scenario)
+    assert generations == {"limit": 1, "admitted": 1, "waiting": 1}
+    assert decision_queue == 0
+    assert finish in ("stop", "length")
 
 
 def test_a_second_pool_on_a_live_socket_exits_1(two_members: PoolProcess) -> None:
