@@ -103,6 +103,10 @@ def status_lines(status: dict[str, Any], socket_path: Path) -> list[str]:
         f"on {socket_path}",
         f"connections {status['connections']}, contexts {status['contexts']}",
     ]
+    generations = status.get("generations")
+    if generations:
+        lines.append(f"generations: {generations['admitted']} admitted, {generations['waiting']} waiting "
+                     f"(at most {generations['limit']} at once)")
     members = status["members"]
     lines.append("members:" if members else "members: none")
     for member in members:
