@@ -340,6 +340,27 @@ async def test_member_load_fit_and_unload(client: PoolClient) -> None:
     assert names == ["main"]
 
 
+async def test_unloading_a_member_ends_its_running_generation(pool: PoolProcess, client: PoolClient) -> None:
+    await client.request("member.load", name="brief", model=DEFAULT_MODEL, flags={"ctx": 512})
+    generating = await connect(pool.socket_path, frames=pool.frames)
+    try:
+        context = await generating.request("context.create", member="brief", segments=[USER])
+        run = generating.generate(context=context["context"], max_new_tokens=400,
+                                  constraint={"regex": "[a-z]{1200}"})
+        async for frame in run:
+            if isinstance(frame, TokenFrame):
+                break
+        await client.request("member.unload", name="brief")
+        with pytest.raises(MemberNotFound, match="unloaded during this generation"):
+            async for _ in run:
+                pass
+        assert not generating.closed
+        with pytest.raises(ContextNotFound):
+            await generating.request("context.get", context=context["context"])
+    finally:
+        await generating.aclose()
+
+
 async def test_progress_frames_come_before_the_first_token(client: PoolClient) -> None:
     long_text = " ".join(f"Fact {i}: the number {i} follows {i - 1}." for i in range(1, 30))
     created = await _create(client, SYSTEM, {"id": "long", "role": "user", "text": long_text})
