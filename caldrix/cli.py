@@ -24,8 +24,10 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--threads", type=int, metavar="N", help="CPU threads for the engine")
     group.add_argument("--batch", type=int, metavar="N", help="rows evaluated per prefill batch (default 256)")
     group.add_argument("--max-batch", type=int, default=1, metavar="N", help="streams per member; only 1 is served")
-    group.add_argument("--engine", choices=["auto", "llamacpp", "ctransformers"], default="auto",
-                       help="which engine opens the file (default: by the file's magic)")
+    group.add_argument("--engine", choices=["auto", "llamacpp", "ctransformers", "scripted"], default="auto",
+                       help="which engine opens the file (default: by the file's magic; scripted is for tests)")
+    group.add_argument("--script", metavar="FILE",
+                       help="with --engine scripted: a JSON file of completions, one per generation")
     group.add_argument("--chat-template", metavar="TEMPLATE",
                        help="Jinja chat template or 'chatml', for model files that carry none")
     group.add_argument("--model-type", metavar="ARCH", help="architecture of a legacy GGML file (gpt2, llama, …)")
@@ -41,6 +43,7 @@ def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
         "engine": args.engine,
         "chat_template": args.chat_template,
         "model_type": args.model_type,
+        "script": args.script,
     }
     if args.batch is not None:
         values["batch"] = args.batch

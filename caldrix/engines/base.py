@@ -46,12 +46,15 @@ class ServingFlags(BaseModel):
     """Rows evaluated per batch during a prefill."""
     max_batch: int = 1
     """Concurrent streams per member. Only 1 (the single-stream loop) is served."""
-    engine: Literal["auto", "llamacpp", "ctransformers"] = "auto"
-    """Which engine opens the file; ``auto`` picks by the file's magic."""
+    engine: Literal["auto", "llamacpp", "ctransformers", "scripted"] = "auto"
+    """Which engine opens the file; ``auto`` picks by the file's magic. ``scripted`` is the test
+    member (:mod:`caldrix.engines.scripted`): the file's real vocabulary, output from ``script``."""
     chat_template: str | None = None
     """A Jinja chat template, or a known name (``chatml``), for files that carry none."""
     model_type: str | None = None
     """The architecture of a legacy GGML file (``gpt2``, ``llama`` …), for ctransformers."""
+    script: str | None = None
+    """The ``scripted`` engine's script: a JSON file of completions, one per generation."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Literal
 from caldrix.engines.base import Engine, ServingFlags
 from caldrix.errors import ModelNotFound, PrecheckFailed
 
-EngineName = Literal["llamacpp", "ctransformers"]
+EngineName = Literal["llamacpp", "ctransformers", "scripted"]
 
 GGUF_MAGIC = b"GGUF"
 #: The legacy GGML magics, as written by little-endian writers (the u32 read back as text)
@@ -49,6 +49,10 @@ def open_engine(path: Path, flags: ServingFlags) -> Engine:
         from caldrix.engines.llamacpp import open_llamacpp
 
         return open_llamacpp(path, flags)
+    if name == "scripted":
+        from caldrix.engines.scripted import open_scripted
+
+        return open_scripted(path, flags)
     # Imported by name: the legacy engine is optional at run time and written separately.
     legacy = importlib.import_module("caldrix.engines.ctransformers")
     engine: Engine = legacy.open_ctransformers(path, flags)
