@@ -202,7 +202,7 @@ class Generate(_Request):
     max_new_tokens: Annotated[int, Field(ge=1)]
     constraint: Constraint | None = None
     logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] = 0
-    temperature: Annotated[float, Field(ge=0.0)] = 0.0
+    temperature: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 0.0
     seed: int | None = None
     stop: list[str] = Field(default_factory=list)
     append: AppendOutput | None = None
