@@ -10,7 +10,6 @@ it back and folds every projection from scratch, then times ``load_for_resume`` 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -114,12 +113,14 @@ def rebuild_all(files: SessionFiles, session_id: str) -> int:
     return len(records)
 
 
-def best_of(runs: int, action: Callable[[], object]) -> float:
+def best_of(runs: int, action: Callable[[], object]) -> tuple[float, float]:
+    """The fastest of ``runs``: (wall seconds, CPU seconds of this process). On a shared machine
+    the CPU time is the fairer figure: wall time also counts waiting for a core."""
     timings = []
     for _ in range(runs):
-        started = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         action()
-        timings.append(time.perf_counter() - started)
+        timings.append((time.perf_counter() - wall, time.process_time() - cpu))
     return min(timings)
 
 
@@ -133,29 +134,25 @@ def main() -> None:
         append_secs = write_session(files, "big", args.events)
         write_session(files, "resume", args.resume_events)
         count = len(files.read(files.find("big")))
-        rebuild_secs = best_of(3, lambda: rebuild_all(SessionFiles(Path(folder)), "big"))
-        resume_runs = [
-            best_of(1, lambda: use.load_for_resume(SessionFiles(Path(folder)), "resume")) for _ in range(5)
-        ]
-        resume_secs = min(resume_runs)
+        rebuild_wall, rebuild_cpu = best_of(3, lambda: rebuild_all(SessionFiles(Path(folder)), "big"))
+        resume_wall, resume_cpu = best_of(
+            5, lambda: use.load_for_resume(SessionFiles(Path(folder)), "resume")
+        )
         size_mb = files.find("big").log.stat().st_size / 1e6
-    rebuild_rate = count / rebuild_secs
     print(f"session: {count} events, {size_mb:.1f} MB")
-    print(
-        f"append:  {count / append_secs:,.0f} events/s ({append_secs:.2f} s; one write per event, no fsync)"
-    )
-    print(
-        f"rebuild: {rebuild_rate:,.0f} events/s ({rebuild_secs:.2f} s, every projection from scratch); "
-        f"target {REBUILD_TARGET_EVENTS_PER_SEC:,}/s, "
-        f"ratio {rebuild_rate / REBUILD_TARGET_EVENTS_PER_SEC:.2f}"
-    )
-    print(
-        f"resume:  {resume_secs * 1000:.0f} ms to load a {args.resume_events:,}-event session "
-        f"(median {statistics.median(resume_runs) * 1000:.0f} ms); "
-        f"target {RESUME_TARGET_SECS * 1000:.0f} ms, "
-        f"ratio {RESUME_TARGET_SECS / resume_secs:.2f} (above 1 is within target)"
-    )
-
+    print(f"append: {count / append_secs:,.0f} events/s ({append_secs:.2f} s; a write per event, no fsync)")
+    for label, seconds in (("wall", rebuild_wall), ("cpu", rebuild_cpu)):
+        rate = count / seconds
+        print(
+            f"rebuild ({label}): {rate:,.0f} events/s ({seconds:.2f} s, every projection from scratch); "
+            f"target {REBUILD_TARGET_EVENTS_PER_SEC:,}/s, ratio {rate / REBUILD_TARGET_EVENTS_PER_SEC:.2f}"
+        )
+    for label, seconds in (("wall", resume_wall), ("cpu", resume_cpu)):
+        print(
+            f"resume ({label}): {seconds * 1000:.0f} ms to load a {args.resume_events:,}-event session; "
+            f"target {RESUME_TARGET_SECS * 1000:.0f} ms, "
+            f"ratio {RESUME_TARGET_SECS / seconds:.2f} (above 1 meets it)"
+        )
 
 if __name__ == "__main__":
     main()

@@ -44,6 +44,7 @@ TORN_SUFFIX = ".jsonl.torn"
 _HEADER = re.compile(rb'\{"type":"([^"\\]+)","seq":(\d+)[,}]')
 _CURRENT_V = f',"v":{ev.SCHEMA_VERSION},'.encode()
 _TAIL_CHUNK = 65536
+_VALIDATE_JSON = ev.EVENT_ADAPTER.validator.validate_json
 
 
 class _NoTranscoder(Transcoder):
@@ -73,9 +74,9 @@ class PlainJSONMapper(Mapper[str]):
 
 def decode_record(line: bytes) -> ev.EventBase:
     """One line → its validated, upcast record. Raises ValueError (ValidationError is one)."""
-    if _CURRENT_V in line[:96]:
+    if line.find(_CURRENT_V, 0, 96) > 0:
         # The common case: written by this schema version; pydantic parses the bytes itself.
-        return ev.EVENT_ADAPTER.validate_json(line)
+        return _VALIDATE_JSON(line)
     decoded = json.loads(line)
     if not isinstance(decoded, dict):
         raise ValueError("a line must be a JSON object")
@@ -249,6 +250,14 @@ class SessionLogRecorder(AggregateRecorder):
         raw_lines = data.split(b"\n")
         raw_lines.pop()  # after the last newline: empty, or a write still in progress
         with gc_paused():
+            try:
+                # The fast path: current lines go straight to pydantic's validator, no call per line.
+                return [
+                    _VALIDATE_JSON(raw) if raw.find(_CURRENT_V, 0, 96) > 0 else decode_record(raw)
+                    for raw in raw_lines
+                ]
+            except ValueError:
+                pass  # some line is bad: go again line by line to say which, and what is wrong
             return [_decode_checked(raw, number, path) for number, raw in enumerate(raw_lines, 1)]
 
     # ---- crash repair ------------------------------------------------------------------------

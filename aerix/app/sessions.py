@@ -28,6 +28,7 @@ from aerix.projections.transcript import ClaudeTranscript, transcript_lines
 Clock = Callable[[], datetime]
 E = TypeVar("E", bound=ev.EventBase)
 ROOT_AGENT = "a1"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def utc_now() -> datetime:
@@ -250,7 +251,7 @@ def list_sessions(storage: SessionStorage, project: str | None = None) -> list[I
                         entries[ref.id] = entry.to_json()
                 known = dict(entries)
         result.extend(IndexEntry.from_json(entry) for entry in known.values())
-    result.sort(key=lambda entry: (entry.updated or "", entry.id), reverse=True)
+    result.sort(key=lambda entry: (entry.updated or _EPOCH, entry.id), reverse=True)
     return result
 
 

@@ -6,6 +6,7 @@ The index file is nothing but these entries; rebuilding it means folding every l
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from aerix.domain import events as ev
@@ -26,8 +27,8 @@ class IndexEntry(Projection):
 
     id: str = ""
     project: str = ""
-    created: str | None = None
-    updated: str | None = None
+    created: datetime | None = None
+    updated: datetime | None = None
     title: str = ""
     model: str = ""
     profile: str | None = None
@@ -45,11 +46,11 @@ class IndexEntry(Projection):
 
     def apply(self, event: ev.EventBase) -> None:
         self.events += 1
-        self.updated = event.time.isoformat()
+        self.updated = event.time
         if isinstance(event, ev.SessionStart):
             if self.requests == 0:
                 self.id, self.project, self.model = event.session, event.project, event.model
-                self.created, self.profile = event.time.isoformat(), event.profile
+                self.created, self.profile = event.time, event.profile
                 self.title = title_of(event.prompt)
                 self.imported = event.imported_from is not None
             self.tags = sorted(set(self.tags) | set(event.tags))
@@ -67,11 +68,17 @@ class IndexEntry(Projection):
 
     def to_json(self) -> dict[str, Any]:
         """The entry as stored in index.json; ``seq`` is the position, so it can be continued."""
-        return {**asdict(self), "seq": self.position}
+        data = asdict(self)
+        for name in ("created", "updated"):
+            data[name] = data[name].isoformat() if data[name] is not None else None
+        return {**data, "seq": self.position}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IndexEntry:
         known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        for name in ("created", "updated"):
+            if isinstance(known.get(name), str):
+                known[name] = datetime.fromisoformat(known[name])
         entry = cls(**known)
         entry.position = int(data.get("seq", 0))
         return entry

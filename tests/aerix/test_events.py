@@ -1,0 +1,169 @@
+"""The event models, their schemas, the Session aggregate and the layering rules."""
+
+from __future__ import annotations
+
+import ast
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import jsonschema
+import pytest
+from eventsourcing.persistence import IntegrityError
+from eventsourcing.utils import get_topic, resolve_topic
+
+from aerix.adapters.jsonl_store import PlainJSONMapper
+from aerix.domain import events as ev
+from aerix.domain.session import EVENT_CLASSES, Session, replay
+from tests.aerix.session_streams import T0, start_session
+
+PACKAGE = Path(__file__).resolve().parents[2] / "aerix"
+DOCS_SCHEMAS = PACKAGE.parent / "docs" / "schemas"
+
+
+def test_every_spec_event_type_has_a_model_with_an_explicit_short_topic() -> None:
+    spec_types = {
+        "session.start",
+        "route",
+        "agent.spawn",
+        "segment",
+        "message",
+        "context.op",
+        "compaction",
+        "plan",
+        "job",
+        "hook",
+        "agent.end",
+        "session.end",
+    }
+    assert spec_types <= set(ev.BY_TYPE)
+    for name in ev.BY_TYPE:
+        assert get_topic(EVENT_CLASSES[name]) == name
+        assert resolve_topic(name) is EVENT_CLASSES[name]
+    agent_scoped = {name for name, cls in ev.BY_TYPE.items() if "agent" in cls.model_fields}
+    assert agent_scoped >= {
+        "agent.spawn",
+        "segment",
+        "message",
+        "context.op",
+        "compaction",
+        "plan",
+        "job",
+        "agent.end",
+    }
+
+
+def test_the_aggregate_takes_time_from_its_caller_and_numbers_events() -> None:
+    session = start_session()
+    later = T0 + timedelta(minutes=5)
+    record = session.record(ev.Plan, later, agent="a1", text="p")
+    assert (record.seq, record.time, record.v) == (2, later, ev.SCHEMA_VERSION)
+    assert session.version == 2 and session.modified_on == later
+    rebuilt = replay("s-random", [e.record for e in session.collect_events()])  # type: ignore[attr-defined]
+    assert rebuilt is not None and rebuilt.version == 2 and rebuilt.start is not None
+    assert rebuilt.start.prompt == "fix the bug"
+
+
+def test_the_mapper_writes_the_event_s_own_json_line() -> None:
+    session = Session.begin(T0, session="x", cwd="/", project="p", model="m", prompt="hi", aerix_version="0")
+    (created,) = session.collect_events()
+    stored = PlainJSONMapper().to_stored_event(created)
+    assert (stored.originator_id, stored.originator_version, stored.topic) == ("x", 1, "session.start")
+    assert json.loads(stored.state) == {
+        "type": "session.start",
+        "seq": 1,
+        "time": "2026-01-02T03:04:05Z",
+        "v": ev.SCHEMA_VERSION,
+        "session": "x",
+        "cwd": "/",
+        "project": "p",
+        "model": "m",
+        "prompt": "hi",
+        "aerix_version": "0",
+        "request": 1,
+        "resumed": False,
+        "tags": [],
+    }
+    assert PlainJSONMapper().to_domain_event(stored).record == created.record  # type: ignore[attr-defined]
+
+
+def test_upcasting_runs_each_step_from_the_line_s_version() -> None:
+    v1 = {
+        "type": "message",
+        "seq": 4,
+        "time": 0,
+        "agent": "a1",
+        "role": "assistant",
+        "text": "{}",
+        "usage": {"prompt": 3, "completion": 1},
+    }
+    record = ev.parse_event(dict(v1))  # no "v": a version-1 line
+    assert isinstance(record, ev.Message) and record.v == ev.SCHEMA_VERSION
+    assert record.usage == ev.Usage(prompt_tokens=3, completion_tokens=1)
+    with pytest.raises(ev.UnknownSchemaVersion):
+        ev.parse_event({**v1, "v": ev.SCHEMA_VERSION + 1})
+
+
+def test_each_exported_schema_validates_its_event_and_rejects_others() -> None:
+    schemas = ev.event_json_schemas()
+    session = start_session()
+    plan = session.record(ev.Plan, T0, agent="a1", text="p")
+    line = json.loads(plan.model_dump_json(exclude_none=True))
+    jsonschema.validate(line, schemas["plan"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(line, schemas["segment"])
+
+
+def test_the_schemas_in_docs_match_the_models() -> None:
+    """docs/schemas is what `aerix sessions schema --out docs/schemas` writes."""
+    for name, schema in [*ev.event_json_schemas().items(), ("event", ev.union_json_schema())]:
+        assert json.loads((DOCS_SCHEMAS / f"{name}.schema.json").read_text()) == schema, name
+
+
+def test_a_duplicate_seq_is_refused_by_the_recorder(tmp_path: Path) -> None:
+    from aerix.adapters.jsonl_store import SessionLogRecorder
+
+    recorder = SessionLogRecorder(tmp_path)
+    session = start_session()
+    events = [PlainJSONMapper().to_stored_event(e) for e in session.collect_events()]
+    recorder.insert_events(events)
+    with pytest.raises(IntegrityError):
+        recorder.insert_events(events)
+    recorder.close()
+
+
+@pytest.mark.parametrize(
+    ("package", "allowed"),
+    [
+        ("domain", {"aerix.domain", "pydantic", "eventsourcing.domain", "eventsourcing.utils"}),
+        ("projections", {"aerix.domain", "aerix.projections"}),
+    ],
+)
+def test_the_pure_layers_import_no_io(package: str, allowed: set[str]) -> None:
+    mine = {
+        "domain": ["events.py", "session.py"],
+        "projections": [p.name for p in (PACKAGE / "projections").glob("*.py")],
+    }
+    stdlib_ok = {
+        "__future__",
+        "abc",
+        "collections",
+        "contextlib",
+        "dataclasses",
+        "datetime",
+        "typing",
+        "uuid",
+        "json",
+        "gc",
+    }
+    for name in mine[package]:
+        tree = ast.parse((PACKAGE / package / name).read_text())
+        for node in ast.walk(tree):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            for module in modules:
+                root = module.split(".")[0]
+                assert root in stdlib_ok or any(module.startswith(a) for a in allowed), (
+                    f"{package}/{name}: {module}"
+                )
