@@ -29,7 +29,6 @@ from caldrix.engines.base import (
     GenerationParams,
     GenerationResult,
     GenerationSink,
-    ResumePolicy,
     ServingFlags,
 )
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound
@@ -163,10 +162,9 @@ class Member:
     ) -> GenerationResult:
         """Queue one generation on this member's thread and wait for its result. The result's
         ``queue_ms`` is the time it waited behind others."""
-        from caldrix.decoding import GenerationCancelled, run_generation
+        from caldrix.decoding import GenerationCancelled
 
         engine = self.ready_engine()
-        resume = self.resume_policy(appended=appended)
         watched = _UnloadWatch(sink, self)
         submitted = time.perf_counter()
 
@@ -175,7 +173,9 @@ class Member:
                 raise MemberNotFound(f"member '{self.name}' was unloaded before this generation started")
             started = time.perf_counter()
             try:
-                result = run_generation(engine, prompt_tokens, params, watched, resume)
+                # The prefix store decides where the prefill starts, keeps the rows afterwards
+                # and learns this member's rates: the one place a generation goes through.
+                result = self.prefix_store.generate(engine, prompt_tokens, params, watched, appended=appended)
             except GenerationCancelled as cancelled:
                 if self.unloading:
                     gone = f"member '{self.name}' was unloaded during this generation"
@@ -187,11 +187,6 @@ class Member:
             return result
 
         return await self.thread.call(job, on_cancel=sink.cancel)
-
-    def resume_policy(self, *, appended: bool) -> ResumePolicy:
-        """Where a generation's prefill starts: the member's prefix store, told whether the
-        output is appended (kept) or a probe's (dropped)."""
-        return self.prefix_store.for_generation(appended=appended)
 
     def _state_words(self) -> str:
         return "unloading" if self.unloading else self.state
