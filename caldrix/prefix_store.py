@@ -62,13 +62,11 @@ class _Entry:
 
 @dataclass
 class _LastStart:
-    """What :meth:`PrefixStore.prepare` chose for the latest generation, kept until its
-    compute time is known (from ``remember(prefill_ms=…)`` or :meth:`PrefixStore.observe`)."""
+    """Where :meth:`PrefixStore.prepare` started the latest generation, kept until
+    :meth:`PrefixStore.remember` reports how long computing the rest took."""
 
     start: int
     prompt_rows: int
-    prepare_seconds: float
-    timed: bool = False
 
 
 def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
@@ -115,7 +113,6 @@ class PrefixStore:
     def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
         """Put the cheapest start for ``prompt_tokens`` in the engine's live rows and return
         its row count (always leaving at least ``MIN_FILL_ROWS`` to evaluate)."""
-        began = time.perf_counter()
         decision, stored = self._decide(engine, prompt_tokens)
         chosen = decision.chosen.candidate
         if chosen.source == "stored" and stored is not None:
@@ -127,7 +124,7 @@ class PrefixStore:
             self._hits += 1
         else:
             self._misses += 1
-        self._last = _LastStart(chosen.start, len(prompt_tokens), time.perf_counter() - began)
+        self._last = _LastStart(chosen.start, len(prompt_tokens))
         logger.info("%s: %s", self.member, decision.describe())
         return chosen.start
 
@@ -139,10 +136,12 @@ class PrefixStore:
         appended: bool = True,
         prefill_ms: float | None = None,
     ) -> None:
-        """After a generation: learn from its prefill timing and store its rows — prompt and
-        output for an appended turn, the prompt alone for a probe (``appended=False``)."""
-        if prefill_ms is not None:
-            self._time_last(prompt_len, prefill_ms)
+        """After a generation: learn from its compute time (``prefill_ms``: rows ``k`` to
+        ``prompt_len``, restores excluded) and store its rows — prompt and output for an
+        appended turn, the prompt alone for a probe (``appended=False``)."""
+        last, self._last = self._last, None
+        if prefill_ms is not None and last is not None and last.prompt_rows == prompt_len:
+            self.record_compute(last.start, prompt_len, prefill_ms / 1000.0)
         self.store(engine, self._settle_rows(engine, prompt_len, appended))
 
     def for_generation(self, *, appended: bool) -> GenerationResume:
@@ -159,29 +158,13 @@ class PrefixStore:
         *,
         appended: bool,
     ) -> GenerationResult:
-        """Run one generation through this store: resume, generate, store the rows, and learn
-        from its timing. What a member calls for every ``generate`` request."""
+        """Run one generation with this store as its resume policy (a convenience for
+        callers that drive an engine directly, such as the benchmarks)."""
         from caldrix.decoding import run_generation
 
-        result = run_generation(engine, prompt_tokens, params, sink, self.for_generation(appended=appended))
-        self.observe(result)
-        return result
+        return run_generation(engine, prompt_tokens, params, sink, self.for_generation(appended=appended))
 
     # -- measurements -----------------------------------------------------------------------
-
-    def observe(self, result: GenerationResult) -> None:
-        """Learn the prefill or fill rate from a finished generation's ``prefill_ms``."""
-        if self._last is not None and result.recomputed_from == self._last.start:
-            self._time_last(result.prompt_tokens, result.prefill_ms)
-
-    def _time_last(self, prompt_rows: int, prefill_ms: float) -> None:
-        # The generation loop's prefill_ms runs from before prepare() to the last prompt row,
-        # so the time prepare itself took (a restore) is taken out to leave the compute time.
-        last = self._last
-        if last is None or last.timed or last.prompt_rows != prompt_rows:
-            return
-        last.timed = True
-        self.record_compute(last.start, prompt_rows, prefill_ms / 1000.0 - last.prepare_seconds)
 
     def record_compute(self, start: int, prompt_rows: int, seconds: float) -> None:
         """A prompt's rows from ``start`` on were computed in ``seconds``: a cold prefill

@@ -63,7 +63,7 @@ def context(*extra: dict[str, object]) -> list[dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[LlamaCppEngine]:
-    loaded = open_llamacpp(SMOLLM2, ServingFlags(ctx=2048, threads=2))
+    loaded = open_llamacpp(SMOLLM2, ServingFlags(ctx=2048, threads=1))
     yield loaded
     loaded.close()
 
