@@ -20,19 +20,41 @@ DEFAULT_IDLE_TIMEOUT_SECS = 1800
 def add_serving_flags(parser: argparse.ArgumentParser) -> None:
     """The flags that shape how a model is served, shared by ``run`` and ``pool``."""
     group = parser.add_argument_group("serving flags")
-    group.add_argument("--ctx", type=int, metavar="N", help="context window in tokens (default: the model's, at most 8192)")
+    group.add_argument(
+        "--ctx", type=int, metavar="N", help="context window in tokens (default: the model's, at most 8192)"
+    )
     group.add_argument("--threads", type=int, metavar="N", help="CPU threads for the engine")
-    group.add_argument("--batch", type=int, metavar="N", help="rows evaluated per prefill batch (default 256)")
-    group.add_argument("--max-batch", type=int, default=1, metavar="N", help="streams per member; only 1 is served")
-    group.add_argument("--engine", choices=["auto", "llamacpp", "ctransformers", "scripted"], default="auto",
-                       help="which engine opens the file (default: by the file's magic; scripted is for tests)")
-    group.add_argument("--script", metavar="FILE",
-                       help="with --engine scripted: a JSON file of completions, one per generation")
-    group.add_argument("--chat-template", metavar="TEMPLATE",
-                       help="Jinja chat template or 'chatml', for model files that carry none")
-    group.add_argument("--model-type", metavar="ARCH", help="architecture of a legacy GGML file (gpt2, llama, …)")
-    group.add_argument("--memory-limit", type=int, metavar="BYTES",
-                       help="memory the loaded models may use (default: a share of available memory)")
+    group.add_argument(
+        "--batch", type=int, metavar="N", help="rows evaluated per prefill batch (default 256)"
+    )
+    group.add_argument(
+        "--max-batch", type=int, default=1, metavar="N", help="streams per member; only 1 is served"
+    )
+    group.add_argument(
+        "--engine",
+        choices=["auto", "llamacpp", "ctransformers", "scripted"],
+        default="auto",
+        help="which engine opens the file (default: by the file's magic; scripted is for tests)",
+    )
+    group.add_argument(
+        "--script",
+        metavar="FILE",
+        help="with --engine scripted: a JSON file of completions, one per generation",
+    )
+    group.add_argument(
+        "--chat-template",
+        metavar="TEMPLATE",
+        help="Jinja chat template or 'chatml', for model files that carry none",
+    )
+    group.add_argument(
+        "--model-type", metavar="ARCH", help="architecture of a legacy GGML file (gpt2, llama, …)"
+    )
+    group.add_argument(
+        "--memory-limit",
+        type=int,
+        metavar="BYTES",
+        help="memory the loaded models may use (default: a share of available memory)",
+    )
 
 
 def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
@@ -53,43 +75,83 @@ def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="caldrix",
-        description="caldrix serves local models: a pool daemon on a Unix socket, or one model in the terminal.",
+        description="caldrix serves local models: a pool daemon on a Unix socket, or one model in a shell.",
         epilog="Model references: a path to a .gguf file, the embedded name smollm2-135m, "
         "an https:// URL, or hf:owner/repo/file.gguf. Downloads go to $XDG_CACHE_HOME/caldrix/models.",
     )
     parser.add_argument("--version", action="version", version=f"caldrix {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = commands.add_parser("run", help="chat with a model in the terminal, or answer one prompt",
-                              description="Open a model and chat with it, or answer one prompt with -p and exit.")
+    run = commands.add_parser(
+        "run",
+        help="chat with a model in the terminal, or answer one prompt",
+        description="Open a model and chat with it, or answer one prompt with -p and exit.",
+    )
     run.add_argument("model", metavar="MODEL", help="model reference (path, smollm2-135m, URL, hf:…)")
     run.add_argument("-p", "--prompt", help="answer this prompt and exit")
     run.add_argument("--system", help="a system message to start the chat with")
-    run.add_argument("--max-new-tokens", type=int, default=512, metavar="N", help="tokens per answer (default 512)")
+    run.add_argument(
+        "--max-new-tokens", type=int, default=512, metavar="N", help="tokens per answer (default 512)"
+    )
     run.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     run.add_argument("--seed", type=int, help="sampling seed")
     add_serving_flags(run)
 
-    pool = commands.add_parser("pool", help="run the pool daemon, or stop it / ask its status",
-                               description="Run the model-pool daemon on a Unix socket (caldrix-protocol 2).")
-    pool.add_argument("action", nargs="?", choices=["stop", "status"], help="stop a running pool, or print its status")
-    pool.add_argument("--socket", type=Path, default=None, metavar="PATH",
-                      help=f"Unix socket path (default {default_socket_path()})")
-    pool.add_argument("--load", action="append", default=[], metavar="MODEL",
-                      help="load this model as a member before binding (repeatable; the first is 'main')")
+    pool = commands.add_parser(
+        "pool",
+        help="run the pool daemon, or stop it / ask its status",
+        description="Run the model-pool daemon on a Unix socket (caldrix-protocol 2).",
+    )
+    pool.add_argument(
+        "action", nargs="?", choices=["stop", "status"], help="stop a running pool, or print its status"
+    )
+    pool.add_argument(
+        "--socket",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"Unix socket path (default {default_socket_path()})",
+    )
+    pool.add_argument(
+        "--load",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="load this model as a member before binding (repeatable; the first is 'main')",
+    )
     pool.add_argument("--decision", metavar="MODEL", help="load this model as the 'decision' member")
-    pool.add_argument("--frames", choices=["cbor", "json"], default="cbor", help="frame payload encoding (default cbor)")
-    pool.add_argument("--context-budget", type=int, metavar="BYTES",
-                      help="prefix-store bytes per member (default a quarter of the memory limit, at most 8 GiB; 0 keeps none)")
-    pool.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT_SECS, metavar="SECS",
-                      help="exit after this long with no connection open (default 1800; 0 = never)")
-    pool.add_argument("--max-connections", type=int, default=None, metavar="N",
-                      help="concurrent generations served (default 4)")
+    pool.add_argument(
+        "--frames", choices=["cbor", "json"], default="cbor", help="frame payload encoding (default cbor)"
+    )
+    pool.add_argument(
+        "--context-budget",
+        type=int,
+        metavar="BYTES",
+        help="prefix-store bytes per member "
+        "(default: a quarter of the memory limit, at most 8 GiB; 0 keeps none)",
+    )
+    pool.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT_SECS,
+        metavar="SECS",
+        help="exit after this long with no connection open (default 1800; 0 = never)",
+    )
+    pool.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="concurrent generations served (default 4)",
+    )
     pool.add_argument("--json", action="store_true", help="with 'status': print the raw reply as JSON")
     add_serving_flags(pool)
 
-    models = commands.add_parser("models", help="the model cache: list, pull, check",
-                                 description="Manage the model cache in $XDG_CACHE_HOME/caldrix/models.")
+    models = commands.add_parser(
+        "models",
+        help="the model cache: list, pull, check",
+        description="Manage the model cache in $XDG_CACHE_HOME/caldrix/models.",
+    )
     model_commands = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     model_commands.add_parser("list", help="list cached models")
     pull = model_commands.add_parser("pull", help="download or copy a model into the cache")

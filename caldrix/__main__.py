@@ -1,0 +1,7 @@
+"""``python -m caldrix``: the same as the ``caldrix`` command."""
+
+import sys
+
+from caldrix.cli import main
+
+sys.exit(main())
