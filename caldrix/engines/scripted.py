@@ -150,11 +150,11 @@ class _Vocabulary:
         eos = _token_text(vocab, _llama_c.llama_vocab_eos(vocab))
         return cls(model, ChatTemplateSource(source=source, bos_token=bos, eos_token=eos))
 
-    def tokenize(self, text: str) -> list[int]:
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
         data = text.encode("utf-8")
         capacity = len(data) + 8
         buffer = (_llama_c.llama_token * capacity)()
-        n = _llama_c.llama_tokenize(self.vocab, data, len(data), buffer, capacity, False, True)
+        n = _llama_c.llama_tokenize(self.vocab, data, len(data), buffer, capacity, False, special)
         if n < 0:
             raise InternalError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
         return list(buffer[:n])
@@ -249,8 +249,8 @@ class ScriptedEngine:
 
     # -- tokens and rows ------------------------------------------------------------------
 
-    def tokenize(self, text: str) -> list[int]:
-        return self._vocabulary.tokenize(text)
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
+        return self._vocabulary.tokenize(text, special=special)
 
     def lltokenizer(self) -> LLTokenizer:
         return self._vocabulary.lltokenizer()

@@ -1,0 +1,300 @@
+"""The turn loop of one agent (spec, "The turn", "Context management", "Every loop's bound").
+
+Each turn:
+
+1. Check between turns: a cancel ends the agent ``killed`` (``cancelled``); a used-up turn
+   budget ends it ``budget``.
+2. Context management: over the soft limit, or without room for the turn, the context is
+   compacted; still no room is a hard-limit hit (the first cuts this turn's ``max_new_tokens``
+   to the room left when that is at least 64; the second ends the agent ``killed`` with
+   ``context floor: no room …``). A turn asks ``min(context.max_new_tokens, W / 4)``.
+3. One generation, under the ``json`` constraint built from the callable tools when the member
+   has it, appended to the context as the assistant segment ``<agent>.m<turn>``. A ``message``
+   event carries the answer and the pool's usage.
+4. Parsing (``aerix.domain.turns.parse_turn``). An answer that does not parse (a member without
+   the constraint), or that hit ``max_new_tokens`` before its JSON closed, is removed from the
+   context, a note tells the model what went wrong (for a cut: to answer shorter), and the turn
+   is asked again — at most TURN_RETRIES more times, then the agent ends ``failed``.
+5. A final ends the agent ``done`` unless background jobs are still running (their reports are
+   waited for, appended, and the agent gets another turn). Otherwise the calls run
+   (:mod:`aerix.app.tool_dispatch`) and their results are appended.
+
+Every way out records ``agent.end``; background jobs still running are killed first. The pool's
+errors end the agent ``failed`` with the error's line as the reason.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import anyio
+
+from aerix.app.agent_env import AgentEnvironment, AgentResult, AgentSpec, Outcome, ToolRunner, UsageTotals
+from aerix.app.agent_tools import PlanState
+from aerix.app.live_context import ContextSegment, LiveContext, compact_if_needed
+from aerix.app.ports import GenerationDone, SegmentAppend
+from aerix.app.tool_dispatch import Dispatcher
+from aerix.domain import bounds
+from aerix.domain import events as ev
+from aerix.domain.compaction import ContextBudget, check_room
+from aerix.domain.turns import Turn, TurnParseError, parse_turn, turn_schema
+from aerix.errors import PoolError
+
+CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class _Ended:
+    outcome: Outcome
+    reason: str | None = None
+    final: str | None = None
+    verdict: ev.Verdict | None = None
+
+
+class _Cancelled(Exception):
+    """The run's cancel event was set while a generation streamed."""
+
+
+async def run_agent(spec: AgentSpec, env: AgentEnvironment) -> AgentResult:
+    """Run ``spec``'s turns on its pool context until a final, its budget or a named failure;
+    record ``agent.end`` and return how it ended."""
+    return await _AgentRun(spec, env).run()
+
+
+def cut_turn_note(max_new_tokens: int) -> str:
+    return (
+        f"Your last answer was cut off at {max_new_tokens} tokens, before its JSON object closed, and "
+        "was removed. Answer again, shorter: a brief thought and fewer or smaller calls (write a long "
+        "file in several steps)."
+    )
+
+
+class _AgentRun:
+    def __init__(self, spec: AgentSpec, env: AgentEnvironment) -> None:
+        self.spec = spec
+        self.env = env
+        budget = ContextBudget.from_settings(spec.window, env.settings.context)
+        self.live = LiveContext(env.pool, env.events, spec.agent_id, spec.context_id, budget)
+        self.runner = env.tools or _local_tools(env)
+        self.thread_cancel = threading.Event()
+        self.plan = PlanState(spec.plan)
+        self.dispatcher = Dispatcher(
+            self.live, self.runner, env.prompts, env.spool, env.settings.context.tool_caps, self.plan,
+            self.thread_cancel,
+        )
+        self.usage = UsageTotals()
+        self.turns = 0
+        self.hard_limit_hits = 0
+        self._generation_scope: anyio.CancelScope | None = None
+
+    @property
+    def agent_id(self) -> str:
+        return self.spec.agent_id
+
+    async def run(self) -> AgentResult:
+        ended = _Ended("killed", CANCELLED)  # what stands if the run is cancelled from outside
+        error: Exception | None = None
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._watch_cancel)
+                try:
+                    ended = await self._turns()
+                except _Cancelled:
+                    ended = _Ended("killed", CANCELLED)
+                except PoolError as exc:
+                    ended = _Ended("failed", str(exc))
+                except Exception as exc:  # raised after the task group, not inside an exception group
+                    error = exc
+                    ended = _Ended("failed", str(exc) or type(exc).__name__)
+                finally:
+                    tasks.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                killed = await anyio.to_thread.run_sync(self.runner.jobs.kill_all)
+                self.dispatcher.record_killed(killed)
+                self._record_end(ended)
+        if error is not None:
+            raise error
+        return self._result(ended)
+
+    async def _watch_cancel(self) -> None:
+        await self.env.cancel.wait()
+        self.thread_cancel.set()
+        if self._generation_scope is not None:
+            self._generation_scope.cancel()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def _turns(self) -> _Ended:
+        await self.live.open(self.spec.segments)
+        constraint = await self._constraint()
+        while True:
+            if self.env.cancel.is_set():
+                return _Ended("killed", CANCELLED)
+            if self.turns >= self.spec.max_turns:
+                return _Ended("budget", f"the turn budget ran out ({self.spec.max_turns} turns)")
+            asked = await self._room_for_turn()
+            if isinstance(asked, _Ended):
+                return asked
+            self.turns += 1
+            turn_number = self.live.next_number("m")
+            turn = await self._ask(turn_number, asked, constraint)
+            if isinstance(turn, _Ended):
+                return turn
+            if turn.is_final:
+                if await self._jobs_reported(turn_number):
+                    continue
+                return _final(turn)
+            await self.dispatcher.run_turn(turn, turn_number)
+
+    async def _constraint(self) -> dict[str, Any] | None:
+        supported = self.spec.json_constraint
+        if supported is None:
+            members = await self.env.pool.member_list()
+            member = next((m for m in members if m.name == self.spec.member), None)
+            supported = member is not None and "json" in member.constraints
+        if not supported:
+            return None
+        return {"json": turn_schema(self.spec.tools, verifier=self.spec.verifier)}
+
+    async def _room_for_turn(self) -> int | _Ended:
+        """Compact when needed, then this turn's max_new_tokens (or the context floor)."""
+        await compact_if_needed(self.live, self.env.prompts)
+        check = check_room(self.live.tokens, self.live.budget, self.hard_limit_hits)
+        self.hard_limit_hits = check.hard_limit_hits
+        if check.outcome == "floor":
+            return _Ended("killed", check.reason)
+        return check.max_new_tokens
+
+    # -- one turn, re-asked ----------------------------------------------------------------
+
+    async def _ask(
+        self, turn_number: int, max_new_tokens: int, constraint: Mapping[str, Any] | None
+    ) -> Turn | _Ended:
+        problem = ""
+        for attempt in range(bounds.TURN_RETRIES + 1):
+            room = min(max_new_tokens, self.live.room)
+            if room < bounds.MIN_CUT_TURN_TOKENS:
+                reason = f"context floor: no room to ask turn {turn_number} again ({room} tokens left)"
+                return _Ended("killed", reason)
+            segment_id = f"{self.agent_id}.m{turn_number}"
+            done = await self._generate(segment_id, room, constraint)
+            if done.finish == "length":
+                problem = f"cut at max_new_tokens ({room}) before its JSON closed"
+                note = cut_turn_note(room)
+            else:
+                try:
+                    turn = parse_turn(
+                        done.text, self.spec.tools, verifier=self.spec.verifier,
+                        first_call_number=self.live.peek("c"),
+                    )
+                except TurnParseError as exc:
+                    problem, note = exc.problem, exc.message
+                else:
+                    self._record_turn(turn_number, attempt, done, turn)
+                    return turn
+            self._record_attempt(turn_number, attempt, done, problem)
+            await self.live.remove([segment_id])
+            if attempt < bounds.TURN_RETRIES:
+                await self.live.add_note(note)
+        asked = bounds.TURN_RETRIES + 1
+        return _Ended("failed", f"turn {turn_number} was asked {asked} times and never parsed: {problem}")
+
+    async def _generate(
+        self, segment_id: str, max_new_tokens: int, constraint: Mapping[str, Any] | None
+    ) -> GenerationDone:
+        on_token = None
+        if self.env.on_token is not None:
+            sink, agent_id = self.env.on_token, self.agent_id
+            on_token = lambda text: sink(agent_id, text)  # noqa: E731
+        with anyio.CancelScope() as scope:
+            self._generation_scope = scope
+            if self.env.cancel.is_set():
+                scope.cancel()
+            done = await self.env.pool.generate(
+                self.spec.context_id, max_new_tokens, constraint, append=SegmentAppend(segment_id),
+                on_token=on_token,
+            )
+        self._generation_scope = None
+        if scope.cancelled_caught:
+            raise _Cancelled
+        self.usage = self.usage.plus(done.prompt_tokens, done.completion_tokens)
+        turn_label = f"turn {segment_id.rsplit('.m', 1)[-1]}"
+        self.live.adopt(ContextSegment(segment_id, "assistant", "assistant", done.text, label=turn_label))
+        await self.live.refresh()
+        return done
+
+    def _usage(self, done: GenerationDone) -> ev.Usage:
+        return ev.Usage(
+            prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
+            recomputed_from=done.recomputed_from, prefill_ms=done.timings.prefill_ms,
+            decode_ms=done.timings.decode_ms, member=self.spec.member,
+        )
+
+    def _record_attempt(self, turn_number: int, attempt: int, done: GenerationDone, problem: str) -> None:
+        self.env.events.record(
+            ev.Message, agent=self.agent_id, role="assistant", turn=turn_number, text=done.text,
+            attempt=attempt, parse_error=problem, usage=self._usage(done),
+        )
+
+    def _record_turn(self, turn_number: int, attempt: int, done: GenerationDone, turn: Turn) -> None:
+        self.live.reserve("c", len(turn.calls))
+        segment = self.live.get(f"{self.agent_id}.m{turn_number}")
+        if segment is not None:
+            self.live.record_segment(segment)
+        verdict = turn.verdict
+        self.env.events.record(
+            ev.Message, agent=self.agent_id, role="assistant", turn=turn_number, text=done.text,
+            segment=segment.id if segment else None, thought=turn.thought,
+            calls=[ev.ToolCall(id=c.id, tool=c.tool, input=dict(c.input)) for c in turn.calls],
+            final=turn.final, verdict=verdict.verdict if verdict else None,
+            reason=verdict.reason if verdict else None, attempt=attempt, usage=self._usage(done),
+        )
+
+    # -- the end -------------------------------------------------------------------------------
+
+    async def _jobs_reported(self, turn_number: int) -> bool:
+        """At a final: reports of jobs that ended (waiting for one while any still runs) are
+        appended, and the agent gets another turn to read them if its budget allows."""
+        jobs = self.runner.jobs
+        reports = list(jobs.take_finished())
+        if not reports and jobs.running_ids():
+            reports = list(await anyio.to_thread.run_sync(jobs.wait_for_one, self.thread_cancel))
+        if not reports:
+            return False
+        await self.dispatcher.append_jobs(reports, turn_number)
+        return self.turns < self.spec.max_turns
+
+    def _record_end(self, ended: _Ended) -> None:
+        self.env.events.record(
+            ev.AgentEnd, agent=self.agent_id, outcome=ended.outcome, reason=ended.reason, summary=ended.final,
+            turns=self.turns, verdict=ended.verdict, files_touched=list(self.dispatcher.files_touched),
+            checks_run=list(self.dispatcher.checks_run),
+        )
+
+    def _result(self, ended: _Ended) -> AgentResult:
+        return AgentResult(
+            outcome=ended.outcome, final=ended.final, reason=ended.reason, turns=self.turns, usage=self.usage,
+            verdict=ended.verdict, files_touched=tuple(self.dispatcher.files_touched),
+            checks_run=tuple(self.dispatcher.checks_run), plan=self.plan.text,
+        )
+
+
+def _final(turn: Turn) -> _Ended:
+    if turn.verdict is not None:
+        return _Ended("done", final=turn.verdict.reason, verdict=cast(ev.Verdict, turn.verdict.verdict))
+    return _Ended("done", final=turn.final)
+
+
+def _local_tools(env: AgentEnvironment) -> ToolRunner:
+    """The default runner: the local tools on the working directory, with their own job table.
+    Imported here, not at the top, because the application layer otherwise talks to ports only;
+    callers that wire their own runner never load it."""
+    from aerix.adapters.skills import SkillCatalog
+    from aerix.adapters.tools import LocalTools
+
+    skills = env.skills if isinstance(env.skills, SkillCatalog) else None
+    return cast(ToolRunner, LocalTools(env.cwd, skills=skills))

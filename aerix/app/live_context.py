@@ -1,0 +1,242 @@
+"""An agent's context as the loop sees it: the pool's segments with what the loop knows of each
+(kind, label, pinned, the call a result answers), kept in step with the pool's counts.
+
+Every change goes through the pool's ``context.edit`` and takes the counts from its reply: the
+token figures here are always the pool's own. Segments the loop adds are recorded as
+``segment`` events with their counts (``add``); removals and replacements are recorded by the
+caller as the event that explains them (``compaction``, ``context.op``), which is how the
+context projection rebuilds the same context from the log.
+
+Compaction (spec, "Context management") is planned by :mod:`aerix.domain.compaction` and applied
+here: markers replace segments in place, a ``compaction`` event lists them, and a note tells the
+model what happened (``compacted.md``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from aerix.app.agent_env import SegmentLike
+from aerix.app.ports import ContextCounts, EventRecorder, PoolPort, PromptSource
+from aerix.domain import events as ev
+from aerix.domain.compaction import (
+    ContextBudget,
+    SegmentInfo,
+    SegmentKind,
+    needs_compaction,
+    plan_compaction,
+)
+
+#: Segment kinds ``context drop`` and ``context summarize`` refuse.
+PROTECTED_KINDS: frozenset[str] = frozenset({"system", "instructions", "scratchpad"})
+#: The label of the runtime's notes to the model (re-asks, dropped calls, compaction).
+NOTE_LABEL = "note"
+
+#: The event kinds, as the compaction planner names them.
+_PLANNER_KINDS: dict[str, SegmentKind] = {
+    "system": SegmentKind.SYSTEM,
+    "instructions": SegmentKind.INSTRUCTIONS,
+    "hook": SegmentKind.HOOK_CONTEXT,
+    "prompt": SegmentKind.USER,
+    "tool_result": SegmentKind.TOOL_RESULT,
+    "assistant": SegmentKind.ASSISTANT,
+    "brief": SegmentKind.BRIEF,
+    "summary": SegmentKind.SUMMARY,
+    "scratchpad": SegmentKind.SCRATCHPAD,
+    "marker": SegmentKind.MARKER,
+}
+_NUMBERED_ID = re.compile(r"\.([a-z])(\d+)(?:\.|$)")
+
+
+@dataclass(frozen=True)
+class ContextSegment:
+    """One segment of the agent's context; ``tokens`` is the pool's count."""
+
+    id: str
+    role: ev.SegmentRole
+    kind: ev.SegmentKind
+    text: str | None = None  # None for opening segments whose text the loop was not given
+    pinned: bool = False
+    label: str | None = None
+    tokens: int = 0
+    call: str | None = None
+    tool: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return {"id": self.id, "role": self.role, "text": self.text or "", "pinned": self.pinned}
+
+    def planner_info(self) -> SegmentInfo:
+        kind = _PLANNER_KINDS.get(self.kind, SegmentKind.USER)
+        if self.label == NOTE_LABEL:
+            kind = SegmentKind.NOTE
+        return SegmentInfo(self.id, kind, self.role, self.pinned, self.tokens, self.call, self.tool)
+
+
+class LiveContext:
+    """The agent's context in the pool, and the loop's knowledge of its segments."""
+
+    def __init__(
+        self, pool: PoolPort, events: EventRecorder, agent_id: str, context_id: str, budget: ContextBudget
+    ) -> None:
+        self.pool = pool
+        self.events = events
+        self.agent_id = agent_id
+        self.context_id = context_id
+        self.budget = budget
+        self.segments: list[ContextSegment] = []
+        self.tokens = 0
+        self._next: dict[str, int] = {}
+
+    async def open(self, known: Sequence[SegmentLike]) -> None:
+        """Read the pool's segments; kinds come from ``known`` (others count as user turns)."""
+        by_id = {segment.id: segment for segment in known}
+        counts = await self.pool.get_context(self.context_id)
+        for count in counts.segments:
+            given = by_id.get(count.id)
+            if given is None:
+                self.segments.append(ContextSegment(count.id, "user", "prompt", label=count.id))
+            else:
+                text = getattr(given, "text", None)
+                self.segments.append(
+                    ContextSegment(
+                        count.id, given.role, given.kind, text if isinstance(text, str) else None,
+                        given.pinned, given.label, call=getattr(given, "call", None),
+                        tool=getattr(given, "tool", None),
+                    )
+                )
+        self._apply(counts)
+        self._continue_numbering(segment.id for segment in self.segments)
+
+    # -- ids -------------------------------------------------------------------------------
+
+    def next_number(self, letter: str) -> int:
+        """Take the next free number for ids like ``a1.m4`` (``m``), ``a1.c7`` (``c``),
+        ``a1.n2`` (``n``): a resumed context continues where its log stopped, so ids never
+        repeat."""
+        return self.reserve(letter, 1)
+
+    def peek(self, letter: str) -> int:
+        """The number ``next_number`` would give, without taking it."""
+        return self._next.get(letter, 1)
+
+    def reserve(self, letter: str, count: int) -> int:
+        """Take ``count`` numbers in a row; returns the first."""
+        first = self.peek(letter)
+        self._next[letter] = first + count
+        return first
+
+    def _continue_numbering(self, ids: Iterable[str]) -> None:
+        highest: dict[str, int] = {}
+        for segment_id in ids:
+            if not segment_id.startswith(self.agent_id + "."):
+                continue
+            match = _NUMBERED_ID.match(segment_id, len(self.agent_id))
+            if match:
+                letter, number = match.group(1), int(match.group(2))
+                highest[letter] = max(highest.get(letter, 0), number)
+        for letter, number in highest.items():
+            self._next[letter] = max(self.peek(letter), number + 1)
+
+    # -- lookups ---------------------------------------------------------------------------
+
+    def get(self, segment_id: str) -> ContextSegment | None:
+        return next((segment for segment in self.segments if segment.id == segment_id), None)
+
+    @property
+    def room(self) -> int:
+        """Tokens a generation could ask for now and stay inside the window."""
+        return self.budget.room(self.tokens)
+
+    def has_turn_room(self) -> bool:
+        """Whether a whole turn's ask still fits after what the context holds."""
+        return self.tokens + self.budget.ask < self.budget.window
+
+    # -- changes ---------------------------------------------------------------------------
+
+    async def edit(self, edits: Sequence[dict[str, Any]]) -> ContextCounts:
+        counts = await self.pool.edit_context(self.context_id, edits)
+        self._apply(counts)
+        return counts
+
+    async def refresh(self) -> None:
+        """Take the pool's counts again (after a generation appended a segment)."""
+        self._apply(await self.pool.get_context(self.context_id))
+
+    async def append(self, segment: ContextSegment, *, record: bool = True) -> ContextSegment:
+        """Append a segment; with ``record``, a ``segment`` event with the pool's count."""
+        self.segments.append(segment)
+        try:
+            await self.edit([{"op": "append", "segment": segment.wire()}])
+        except BaseException:
+            self.segments.remove(segment)
+            raise
+        added = self.get(segment.id) or segment
+        if record:
+            self.record_segment(added)
+        return added
+
+    def adopt(self, segment: ContextSegment) -> None:
+        """A segment the pool appended itself (a generation's output): known from now on."""
+        if self.get(segment.id) is None:
+            self.segments.append(segment)
+
+    def record_segment(self, segment: ContextSegment) -> None:
+        self.events.record(
+            ev.Segment, agent=self.agent_id, id=segment.id, role=segment.role, kind=segment.kind,
+            label=segment.label, text=segment.text or "", pinned=segment.pinned, tokens=segment.tokens,
+            call=segment.call, tool=segment.tool,
+        )
+
+    async def remove(self, segment_ids: Sequence[str]) -> None:
+        await self.edit([{"op": "remove", "id": segment_id} for segment_id in segment_ids])
+
+    async def add_note(self, text: str, *, label: str = NOTE_LABEL) -> ContextSegment:
+        """A note from the runtime to the model, as a user segment."""
+        note_id = f"{self.agent_id}.n{self.next_number('n')}"
+        return await self.append(ContextSegment(note_id, "user", "prompt", text, label=label))
+
+    def _apply(self, counts: ContextCounts) -> None:
+        tokens = {count.id: count.tokens for count in counts.segments}
+        self.segments = [
+            replace(segment, tokens=tokens[segment.id]) for segment in self.segments if segment.id in tokens
+        ]
+        self.tokens = counts.tokens
+
+    def changed(self, segment_id: str, **fields: Any) -> None:
+        """Update what the loop knows of a segment after an edit the pool applied."""
+        self.segments = [replace(s, **fields) if s.id == segment_id else s for s in self.segments]
+
+
+Trigger = Literal["auto", "manual", "hard_limit"]
+
+
+async def compact(live: LiveContext, prompts: PromptSource, trigger: Trigger = "auto") -> bool:
+    """One compaction pass: markers replace unpinned tool results oldest first, then unpinned
+    assistant turns, until the target; a ``compaction`` event and a note. False when there was
+    nothing to take."""
+    plan = plan_compaction([segment.planner_info() for segment in live.segments], live.budget)
+    if not plan.replacements:
+        return False
+    before = live.tokens
+    await live.edit([{"op": "replace", "id": r.segment_id, "text": r.marker} for r in plan.replacements])
+    replaced = []
+    for replacement in plan.replacements:
+        live.changed(replacement.segment_id, kind="marker", text=replacement.marker, pinned=False)
+        segment = live.get(replacement.segment_id)
+        tokens = segment.tokens if segment else None
+        replaced.append(ev.Replaced(id=replacement.segment_id, marker=replacement.marker, tokens=tokens))
+    live.events.record(
+        ev.Compaction, agent=live.agent_id, trigger=trigger, replaced=replaced, tokens_before=before,
+        tokens_after=live.tokens,
+    )
+    await live.add_note(prompts.get("compacted").strip())
+    return True
+
+
+async def compact_if_needed(live: LiveContext, prompts: PromptSource) -> None:
+    """Before a turn: over the soft limit, or no room for the turn, means compacting."""
+    if needs_compaction(live.tokens, live.budget):
+        await compact(live, prompts)

@@ -1,0 +1,220 @@
+"""Running one turn's calls and appending their results.
+
+The calls run in order; ``agent`` calls run after the others (delegation is not built yet, so
+each is the result ``error: delegation is not available yet``). Results are appended in call
+order as user segments headed ``[<tool> <id>]``, each within its ``context.tool_caps`` entry and
+fitted to the room the window leaves (:mod:`aerix.app.tool_output`): fitted, fitted after one
+compaction, else the spool pointer alone. A tool error is a result like any other.
+
+Background jobs: a ``bash`` call with ``background`` starts a job (a ``job`` event); finished
+jobs' reports (``[job jN exited N]`` with the output) are appended after the turn's results,
+each with its ``job`` event.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+
+from aerix.app.agent_env import JobReportLike, ToolRunner
+from aerix.app.agent_tools import DELEGATION_UNAVAILABLE, ContextTool, PlanState, plan_tool
+from aerix.app.live_context import ContextSegment, LiveContext, compact
+from aerix.app.ports import PromptSource, SpoolWriter
+from aerix.app.tool_output import ToolOutput, append_result
+from aerix.domain import bounds
+from aerix.domain import events as ev
+from aerix.domain.settings import ToolCaps
+from aerix.domain.turns import ToolCall, Turn
+
+_JOB_STARTED = re.compile(r"^started job (j\d+)")
+#: Results whose tool changed files, and the input field naming the file.
+_WRITING_TOOLS = ("write", "edit")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One call's result on its way into the context."""
+
+    call_id: str
+    tool: str
+    text: str
+
+    @property
+    def is_error(self) -> bool:
+        return self.text.startswith("error:")
+
+
+@dataclass
+class Dispatcher:
+    """Runs an agent's calls; one per agent run."""
+
+    live: LiveContext
+    runner: ToolRunner
+    prompts: PromptSource
+    spool: SpoolWriter
+    caps: ToolCaps
+    plan: PlanState
+    cancel: threading.Event
+    files_touched: list[str] = field(default_factory=list)
+    checks_run: list[str] = field(default_factory=list)
+    #: Background job id -> (the call that started it, its command).
+    jobs: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def agent_id(self) -> str:
+        return self.live.agent_id
+
+    async def run_turn(self, turn: Turn, turn_number: int) -> None:
+        """Run the turn's calls, then append their results, its notes and finished jobs."""
+        context_tool = ContextTool(self.live)
+        results: dict[str, Result] = {}
+        for call in turn.calls:
+            if call.tool != "agent":
+                results[call.id] = Result(call.id, call.tool, await self._run(call, context_tool))
+        for call in turn.calls:
+            if call.tool == "agent":
+                results[call.id] = Result(call.id, call.tool, DELEGATION_UNAVAILABLE)
+        for call in turn.calls:
+            await self.append(results[call.id], turn_number)
+        for note in turn.notes:
+            await self.live.add_note(note)
+        await self.append_jobs(self.runner.jobs.take_finished(), turn_number)
+
+    async def _run(self, call: ToolCall, context_tool: ContextTool) -> str:
+        args = dict(call.input)
+        if call.tool == "plan":
+            return plan_tool(self.agent_id, self.plan, self.live.events, args)
+        if call.tool == "context":
+            return await context_tool.run(args)
+        text = await anyio.to_thread.run_sync(self.runner.run, call.tool, args, self.cancel)
+        self._note_effects(call, args, text)
+        return text
+
+    def _note_effects(self, call: ToolCall, args: Mapping[str, Any], text: str) -> None:
+        if text.startswith("error:"):
+            return
+        path = args.get("path")
+        if call.tool in _WRITING_TOOLS and isinstance(path, str) and path not in self.files_touched:
+            self.files_touched.append(path)
+        if call.tool != "bash":
+            return
+        command = str(args.get("command", ""))
+        self.checks_run.append(command)
+        started = _JOB_STARTED.match(text)
+        if started:
+            job_id = started.group(1)
+            self.jobs[job_id] = (call.id, command)
+            self.live.events.record(
+                ev.Job, agent=self.agent_id, job=job_id, command=command, state="started", call=call.id
+            )
+
+    # -- results ---------------------------------------------------------------------------
+
+    async def append(self, result: Result, turn_number: int) -> None:
+        header = f"[{result.tool} {result.call_id}]"
+        segment_id = f"{self.agent_id}.{result.call_id}"
+        output = ToolOutput(result.text, self.caps.cap_for(result.tool), self.spool, segment_id)
+        await self._append_output(
+            output, segment_id, header, result.tool, result.call_id, turn_number, result.is_error
+        )
+
+    async def append_jobs(self, reports: Sequence[JobReportLike], turn_number: int) -> None:
+        """Append finished jobs' reports (each already headed ``[job jN …]``) with their events."""
+        for report in reports:
+            call_id, command = self.jobs.get(report.job_id, ("", report.command))
+            self.live.events.record(
+                ev.Job, agent=self.agent_id, job=report.job_id, command=command, state=job_state(report),
+                exit=report.outcome.returncode, call=call_id or None,
+            )
+            segment_id = f"{self.agent_id}.{call_id or 'job'}.{report.job_id}"
+            output = ToolOutput(report.text, self.caps.job, self.spool, segment_id)
+            await self._append_output(output, segment_id, None, "bash", call_id or None, turn_number, False)
+
+    def record_killed(self, reports: Sequence[JobReportLike]) -> None:
+        """Jobs stopped because the agent ended: their ``job`` events only."""
+        for report in reports:
+            call_id, command = self.jobs.get(report.job_id, ("", report.command))
+            self.live.events.record(
+                ev.Job, agent=self.agent_id, job=report.job_id, command=command, state=job_state(report),
+                exit=report.outcome.returncode, call=call_id or None,
+            )
+
+    async def _append_output(
+        self, output: ToolOutput, segment_id: str, header: str | None, tool: str, call_id: str | None,
+        turn_number: int, is_error: bool,
+    ) -> None:
+        target = _ResultTarget(self.live, self.prompts, segment_id, header, tool, call_id)
+        outcome = await append_result(target, output)
+        if not outcome.appended:
+            # Even the pointer alone did not leave a turn's room: append it all the same, so the
+            # model learns where its result is; the next turn's room check decides what follows.
+            await target.append_anyway(outcome.text)
+        segment = target.appended
+        assert segment is not None
+        self.live.record_segment(segment)
+        self.live.events.record(
+            ev.Message, agent=self.agent_id, role="tool", turn=turn_number, text=segment.text or "",
+            segment=segment.id, call=call_id, tool=tool, is_error=is_error,
+            spool=str(output.spool_path) if output.spool_path else None,
+        )
+
+
+JobState = Literal["exited", "killed", "timeout"]
+
+
+def job_state(report: JobReportLike) -> JobState:
+    outcome = report.outcome
+    if outcome.timed_out:
+        return "timeout"
+    if outcome.stopped or (outcome.returncode is not None and outcome.returncode < 0):
+        return "killed"
+    return "exited"
+
+
+class _ResultTarget:
+    """``tool_output.ResultTarget`` on the live context: a result fits when a whole turn's
+    ask still fits after it (by the pool's count)."""
+
+    def __init__(
+        self, live: LiveContext, prompts: PromptSource, segment_id: str, header: str | None, tool: str,
+        call_id: str | None,
+    ) -> None:
+        self.live = live
+        self.prompts = prompts
+        self.segment_id = segment_id
+        self.header = header
+        self.tool = tool
+        self.call_id = call_id
+        self.appended: ContextSegment | None = None
+
+    async def room_tokens(self) -> int:
+        header_tokens = math.ceil(len((self.header or "").encode("utf-8")) / bounds.BYTES_PER_TOKEN) + 1
+        return max(0, self.live.budget.result_room(self.live.tokens) - header_tokens)
+
+    async def try_append(self, text: str) -> bool:
+        segment = await self._append(text)
+        if self.live.has_turn_room():
+            self.appended = segment
+            return True
+        await self.live.remove([segment.id])
+        return False
+
+    async def compact(self) -> None:
+        await compact(self.live, self.prompts)
+
+    async def append_anyway(self, text: str) -> None:
+        self.appended = await self._append(text)
+
+    async def _append(self, text: str) -> ContextSegment:
+        body = f"{self.header}\n{text}" if self.header else text
+        segment = ContextSegment(
+            self.segment_id, "user", "tool_result", body, label=f"{self.tool} {self.call_id or ''}".strip(),
+            call=self.call_id, tool=self.tool,
+        )
+        return await self.live.append(segment, record=False)

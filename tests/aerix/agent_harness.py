@@ -1,0 +1,190 @@
+"""Run agents against the real pool daemon with scripted members.
+
+One pool process serves a test module (``caldrix pool --engine scripted``, on a socket in a
+temporary folder). Each test loads its own member with its own script — the real GGUF
+vocabulary, the real daemon, tokenizer and llguidance constraint, with answers taken from the
+script — and unloads it afterwards. Agents run through the real pool adapter
+(``aerix.adapters.pool.CaldrixPool``) and record into a real session log, which the tests read
+back line by line (``parse_event`` validates each one).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.skills import SkillCatalog
+from aerix.app import sessions as use
+from aerix.app.agent_env import AgentEnvironment, AgentResult, AgentSpec
+from aerix.app.agent_loop import run_agent
+from aerix.domain import events as ev
+from aerix.domain.settings import ContextSettings, Settings, ToolCaps
+from aerix.domain.tools import TOOLS, ToolSpec
+from aerix.projections.contexts import contexts_at
+from caldrix.protocol import connect
+from tests.caldrix.pool_harness import PoolProcess, start_pool
+
+#: The embedded default model's file: the scripted engine reads its vocabulary.
+MODEL_REFERENCE = "smollm2-135m"
+#: A short system segment: the scripted member computes nothing, but every token is counted.
+SYSTEM_TEXT = "You are Aerix, a coding agent. Answer each turn with one JSON object."
+
+_names = itertools.count(1)
+
+
+def start_scripted_pool(folder: Path) -> PoolProcess:
+    """A pool whose ``main`` is a scripted member with an empty script (tests load their own)."""
+    empty = folder / "empty-script.json"
+    empty.write_text("[]")
+    return start_pool(
+        folder, "--load", MODEL_REFERENCE, "--engine", "scripted", "--script", str(empty), "--ctx", "1024",
+        "--idle-timeout", "0",
+    )
+
+
+@dataclass(frozen=True)
+class OpeningSegment:
+    """An opening segment as a caller knows it (the loop's ``SegmentLike``)."""
+
+    id: str
+    role: ev.SegmentRole
+    kind: ev.SegmentKind
+    text: str
+    pinned: bool
+    label: str
+
+    def wire(self) -> dict[str, Any]:
+        return {"id": self.id, "role": self.role, "text": self.text, "pinned": self.pinned}
+
+
+def opening(prompt: str, system: str = SYSTEM_TEXT, *, pin_prompt: bool = False) -> list[OpeningSegment]:
+    return [
+        OpeningSegment("a1.system", "system", "system", system, True, "system"),
+        OpeningSegment("a1.p1", "user", "prompt", prompt, pin_prompt, "prompt 1"),
+    ]
+
+
+def settings_with(max_new_tokens: int = 512, **caps: int) -> Settings:
+    return Settings(context=ContextSettings(max_new_tokens=max_new_tokens, tool_caps=ToolCaps(**caps)))
+
+
+@dataclass
+class AgentRun:
+    """One test's member, session and agent, ready to run."""
+
+    pool: CaldrixPool
+    socket: Path
+    member: str
+    window: int
+    writer: use.SessionWriter
+    cwd: Path
+    segments: list[OpeningSegment] = field(default_factory=list)
+    context: str = ""
+
+    async def start(self, segments: Sequence[OpeningSegment]) -> None:
+        """Create the agent's context and record what a caller records before the loop."""
+        self.segments = list(segments)
+        counts = await self.pool.create_context(self.member, [s.wire() for s in segments])
+        self.context = counts.context
+        for segment in segments:
+            self.writer.record(
+                ev.Segment, agent="a1", id=segment.id, role=segment.role, kind=segment.kind,
+                label=segment.label, text=segment.text, pinned=segment.pinned,
+                tokens=counts.tokens_of(segment.id),
+            )
+        self.writer.record(ev.AgentSpawn, agent="a1", kind="root", member=self.member)
+
+    async def run(
+        self,
+        *,
+        max_turns: int = 10,
+        settings: Settings | None = None,
+        tools: Sequence[ToolSpec] = TOOLS,
+        environment: dict[str, Any] | None = None,
+    ) -> AgentResult:
+        spec = AgentSpec(
+            agent_id="a1", member=self.member, context_id=self.context, window=self.window,
+            tools=tuple(tools), max_turns=max_turns, segments=self.segments,
+        )
+        env = AgentEnvironment(
+            pool=self.pool, events=self.writer, prompts=EmbeddedPrompts(),
+            settings=settings or settings_with(), cwd=self.cwd, spool=self.writer, skills=SkillCatalog(()),
+            **(environment or {}),
+        )
+        return await run_agent(spec, env)
+
+    def events(self) -> list[ev.EventBase]:
+        """Every line of the session log, validated."""
+        lines = self.writer.log_path.read_text(encoding="utf-8").splitlines()
+        return [ev.parse_event(json.loads(line)) for line in lines]
+
+    def of(self, event_type: type[ev.EventBase]) -> list[Any]:
+        return [event for event in self.events() if isinstance(event, event_type)]
+
+    async def pool_segments(self) -> list[dict[str, Any]]:
+        """The context as the pool holds it (ids, roles, texts, pinned flags, counts)."""
+        client = await connect(self.socket)
+        try:
+            reply = await client.request("context.get", context=self.context)
+        finally:
+            await client.aclose()
+        segments: list[dict[str, Any]] = reply["segments"]
+        return segments
+
+    async def assert_log_rebuilds_the_context(self) -> None:
+        """The context projection over the log holds exactly the pool's segments."""
+        rebuilt = contexts_at(self.events()).agents["a1"].ordered()
+        pool = await self.pool_segments()
+        assert [(s.id, s.role, s.text, s.pinned, s.tokens) for s in rebuilt] == [
+            (s["id"], s["role"], s["text"], s["pinned"], s["tokens"]) for s in pool
+        ]
+
+
+async def load_member(
+    pool: CaldrixPool, folder: Path, completions: Sequence[str], *, ctx: int = 2048,
+    constraints: Sequence[str] | None = None,
+) -> tuple[str, int]:
+    """Load a scripted member answering ``completions`` in order; (its name, its window)."""
+    name = f"t{next(_names)}"
+    script = folder / f"{name}-script.json"
+    data: Any = list(completions)
+    if constraints is not None:
+        data = {"completions": list(completions), "constraints": list(constraints)}
+    script.write_text(json.dumps(data))
+    member = await pool.member_load(
+        name, MODEL_REFERENCE, {"engine": "scripted", "script": str(script), "ctx": ctx}
+    )
+    return name, member.n_ctx
+
+
+async def unload_member(socket: Path, name: str) -> None:
+    client = await connect(socket)
+    try:
+        await client.request("member.unload", name=name)
+    finally:
+        await client.aclose()
+
+
+def new_writer(folder: Path, cwd: Path) -> use.SessionWriter:
+    files = SessionFiles(folder / "sessions")
+    return use.start_session(
+        files, use.utc_now, session=uuid.uuid4().hex, cwd=str(cwd), project="agent-tests",
+        model=MODEL_REFERENCE, prompt="(test)", aerix_version="0.1.0",
+    )
+
+
+def turn(thought: str, *calls: tuple[str, dict[str, Any]]) -> str:
+    """A calls turn as the model writes it."""
+    return json.dumps({"thought": thought, "calls": [{"tool": tool, "input": args} for tool, args in calls]})
+
+
+def final(thought: str, text: str) -> str:
+    return json.dumps({"thought": thought, "final": text})
