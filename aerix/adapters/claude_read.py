@@ -10,9 +10,14 @@ Records repeated across files (same ``uuid``) are read once.
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_ID_NAMESPACE = uuid.UUID("0f6b6d7e-3c1a-4f8e-9a61-2b7d1c9e5a40")
 
 MAIN_AGENT = ""
 INLINE_SIDECHAIN = "sidechain"
@@ -64,11 +69,11 @@ def read_sessions(files: list[Path]) -> dict[str, ClaudeSession]:
     # copied from a full transcript, say) is read once, keeping its longest copy.
     placed: dict[tuple[str, str], tuple[list[ClaudeLine], int]] = {}
     for path in files:
-        current = _first_session_id(path) or path.stem
+        current = _first_session_id(path) or safe_session_id(path.stem)
         for line in _lines(path):
             record = line.record
             if record is not None and isinstance(record.get("sessionId"), str):
-                current = record["sessionId"]
+                current = safe_session_id(record["sessionId"])
             session = sessions.setdefault(current, ClaudeSession(current))
             session.files.add(path)
             uid = record.get("uuid") if record is not None else None
@@ -94,8 +99,16 @@ def _agent_key(record: dict[str, Any] | None) -> str:
 def _first_session_id(path: Path) -> str | None:
     for line in _lines(path):
         if line.record is not None and isinstance(line.record.get("sessionId"), str):
-            return str(line.record["sessionId"])
+            return safe_session_id(line.record["sessionId"])
     return None
+
+
+def safe_session_id(value: str) -> str:
+    """The id as it is when it can name a file (Claude Code's are UUIDs), else a UUID made from it,
+    so a transcript can never make aerix write outside the store."""
+    if _SAFE_ID.match(value) and not value.endswith((".jsonl", ".claude")):
+        return value
+    return str(uuid.uuid5(_ID_NAMESPACE, value))
 
 
 def _lines(path: Path) -> list[ClaudeLine]:

@@ -22,6 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 SCHEMA_VERSION = 2
 """The version this aerix writes. History: 1 was the development draft (see UPCASTERS)."""
 
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+"""A session id is a file name: letters, digits, ``.``, ``_`` and ``-``."""
+
 AgentKind = Literal["root", "implementer", "verifier"]
 Route = Literal["answer", "edit", "investigate", "plan"]
 SegmentRole = Literal["system", "user", "assistant"]
@@ -58,7 +61,7 @@ class SessionStart(EventBase):
     """A request starts: the first of a session, or a later one (``request`` > 1) on resume."""
 
     type: Literal["session.start"] = "session.start"
-    session: str
+    session: str = Field(pattern=SESSION_ID_PATTERN, description="The session id; also its file name.")
     cwd: str
     project: str = Field(description="The project key: the folder the session lives in.")
     model: str = Field(description="The main member's model.")
