@@ -10,6 +10,9 @@ rendering the first *i* segments adds to the rendering of the first *i - 1*. Tha
 on nothing after segment *i*. A template that adds a default system message when the first
 message is not a system one (SmolLM2's does) adds it in the first render, so it is counted in
 the first segment.
+
+Only the template's own markup may produce special tokens: a segment's text is tokenized as
+plain text, whatever it spells (see :mod:`caldrix.segment_tokens`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import jinja2
 
 from caldrix.errors import BadRequest
+from caldrix.segment_tokens import SegmentTokenizer
 
 if TYPE_CHECKING:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -113,6 +117,7 @@ class SegmentRenderer:
         template = engine.chat_template
         self._plain = _formatter(template, add_generation_prompt=False)
         self._opening = _formatter(template, add_generation_prompt=True)
+        self._tokenizer = SegmentTokenizer(engine)
         self._cache: OrderedDict[bytes, list[int]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -125,7 +130,7 @@ class SegmentRenderer:
         for i in range(first_missing, len(messages)):
             current = self._render(messages[: i + 1])
             if segment_tokens[i] is None:
-                tokens = self._engine.tokenize(_added_text(previous, current))
+                tokens = self._segment_tokens(messages[: i + 1], previous, current)
                 segment_tokens[i] = tokens
                 self._store(keys[i], tokens)
             previous = current
@@ -133,13 +138,27 @@ class SegmentRenderer:
         opening = self._cached(generation_key)
         if opening is None:
             full = self._render(messages)
-            opening = self._engine.tokenize(_added_text(full, self._render(messages, opening=True)))
+            opening_text = _added_text(full, self._render(messages, opening=True))
+            opening = self._engine.tokenize(opening_text, special=True)  # the template's alone
             self._store(generation_key, opening)
         return RenderedContext(
             segment_ids=[_segment_id(segment) for segment in segments],
             segment_tokens=[list(t) for t in segment_tokens if t is not None],
             generation_prompt=list(opening),
         )
+
+    def _segment_tokens(self, messages: list[dict[str, str]], previous: str, current: str) -> list[int]:
+        """The tokens the last of ``messages`` adds: its markup with special tokens parsed,
+        its content as plain text (rendered once more with a sentinel to tell them apart)."""
+        content = messages[-1]["content"]
+        sentinel = self._tokenizer.sentinel_for(content)
+        try:
+            outline: str | None = _added_text(
+                previous, self._render([*messages[:-1], {**messages[-1], "content": sentinel}])
+            )
+        except BadRequest:
+            outline = None  # a template that inspects the content; the tokenizer falls back
+        return self._tokenizer.tokenize(_added_text(previous, current), content, outline, sentinel)
 
     def _render(self, messages: list[dict[str, str]], *, opening: bool = False) -> str:
         if not messages and not opening:

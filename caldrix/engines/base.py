@@ -109,8 +109,11 @@ class Engine(Protocol):
         """Weights + KV for the window + compute buffers, when known."""
         ...
 
-    def tokenize(self, text: str) -> list[int]:
-        """Token ids of ``text`` with special tokens parsed and no BOS added. Thread-safe."""
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
+        """Token ids of ``text``, no BOS added. Thread-safe. With ``special`` (the default) the
+        text of a special token such as ``<|im_end|>`` becomes that token; with
+        ``special=False`` it is plain text like any other, which is how segment text is
+        tokenized (:mod:`caldrix.segment_tokens`)."""
         ...
 
     def lltokenizer(self) -> LLTokenizer:

@@ -244,10 +244,11 @@ class CtransformersEngine:
 
     # -- tokens -------------------------------------------------------------------------
 
-    def tokenize(self, text: str) -> list[int]:
-        """Token ids of ``text``: control tokens such as ``<|endoftext|>`` parsed, the rest
-        through the model's own tokenizer, no BOS. Thread-safe."""
-        if not self._specials:
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
+        """Token ids of ``text``: control tokens such as ``<|endoftext|>`` parsed (unless
+        ``special`` is False: then none is), the rest through the model's own tokenizer, no
+        BOS. Thread-safe."""
+        if not special or not self._specials:
             return self._tokenize_plain(text)
         pattern = b"|".join(re.escape(token) for token in self._specials)
         ids: list[int] = []

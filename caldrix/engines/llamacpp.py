@@ -205,17 +205,18 @@ class LlamaCppEngine:
 
     # -- tokens -------------------------------------------------------------------------
 
-    def tokenize(self, text: str) -> list[int]:
-        """Token ids of ``text``, special tokens parsed, no BOS. Thread-safe: llama.cpp's
-        tokenizer only reads the vocabulary, and each call has its own buffer."""
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
+        """Token ids of ``text``, special tokens parsed unless ``special`` is False, no BOS.
+        Thread-safe: llama.cpp's tokenizer only reads the vocabulary, and each call has its
+        own buffer."""
         data = text.encode("utf-8")
         capacity = len(data) + 8
         buffer = (_llama_c.llama_token * capacity)()
-        n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, True)
+        n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, special)
         if n < 0:  # never expected (a token holds at least one byte), but the API allows it
             capacity = -n
             buffer = (_llama_c.llama_token * capacity)()
-            n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, True)
+            n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, special)
         if n < 0:
             raise InternalError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
         return list(buffer[:n])
