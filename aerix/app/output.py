@@ -1,0 +1,173 @@
+"""The headless output formats, shaped the way Claude Code's ``-p`` users expect.
+
+- ``text``: the final answer on stdout, then the diff of what the request changed (with
+  ``untracked: <path>`` lines). Notes and the one-line banner go to stderr.
+- ``json``: one object at the end: ``type: "result"``, ``subtype``, ``is_error``, ``result``,
+  ``session_id``, ``num_turns``, ``duration_ms``, ``usage``, and aerix's own ``outcome``,
+  ``reason``, ``route``, ``exit_code``, ``model`` and ``diff``.
+- ``stream-json``: one JSON object a line as things happen: ``system``/``init`` when the session
+  starts, ``assistant`` for each turn (thinking, text and ``tool_use`` blocks), ``user`` for each
+  tool result, ``system`` with the event's type for every other session event, and the same
+  ``result`` object as ``json`` last.
+
+Exit codes: 0 done, 1 failed (or an error before the request could run), 2 budget, 3 killed,
+130 cancelled (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final, Literal, TextIO
+
+from aerix.app.request import RequestObserver, RequestResult
+from aerix.domain import events as ev
+
+OutputFormat = Literal["text", "json", "stream-json"]
+OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json", "stream-json")
+
+#: Claude Code's result subtypes, by aerix outcome.
+RESULT_SUBTYPES: Final = {
+    "done": "success",
+    "budget": "error_max_turns",
+    "failed": "error_during_execution",
+    "killed": "error_during_execution",
+    "cancelled": "error_during_execution",
+}
+_RETRY_OR_VERIFY = re.compile(r"\.[rv]\d+$")
+
+
+class HeadlessOutput(RequestObserver):
+    """Prints a request as one of the formats; ``finish`` prints its end."""
+
+    def __init__(self, fmt: OutputFormat, out: TextIO, err: TextIO) -> None:
+        self.format = fmt
+        self.out = out
+        self.err = err
+
+    def note(self, line: str) -> None:
+        print(f"aerix: {line}", file=self.err, flush=True)
+
+    def event(self, record: ev.EventBase) -> None:
+        if isinstance(record, ev.SessionStart):
+            self.note(banner(record))
+        if self.format == "stream-json":
+            for line in stream_lines(record):
+                self.json_line(line)
+
+    def finish(self, result: RequestResult) -> int:
+        """Print the end of the request; returns the exit code."""
+        for line in result.notes:
+            self.note(line)
+        if self.format == "text":
+            self._text(result)
+        else:
+            self.json_line(result_object(result))
+        return result.exit_code
+
+    def _text(self, result: RequestResult) -> None:
+        if result.outcome != "done":
+            self.note(f"{result.outcome}: {result.reason or 'no reason given'} (session {result.session_id})")
+        if result.result:
+            print(result.result.rstrip("\n"), file=self.out)
+        diff = result.diff.render()
+        if diff:
+            print(file=self.out)
+            print(diff, end="", file=self.out)
+        self.out.flush()
+
+    def json_line(self, value: dict[str, Any]) -> None:
+        print(json.dumps(value, ensure_ascii=False), file=self.out, flush=True)
+
+
+def banner(start: ev.SessionStart) -> str:
+    """The headless run's one-line banner (stderr)."""
+    state = f"resumed, request {start.request}" if start.resumed else "new"
+    window = f", {start.window} tokens" if start.window else ""
+    return f"aerix {start.aerix_version} · {start.model}{window} · session {start.session} ({state})"
+
+
+def result_object(result: RequestResult) -> dict[str, Any]:
+    """The ``json`` format's object, and ``stream-json``'s last line."""
+    diff = result.diff
+    return {
+        "type": "result",
+        "subtype": RESULT_SUBTYPES.get(result.outcome, "error_during_execution"),
+        "is_error": result.outcome != "done",
+        "result": result.result,
+        "session_id": result.session_id,
+        "num_turns": result.turns,
+        "duration_ms": result.duration_ms,
+        "usage": {
+            "input_tokens": result.usage.prompt_tokens,
+            "output_tokens": result.usage.completion_tokens,
+            "generations": result.usage.generations,
+        },
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "route": result.route,
+        "exit_code": result.exit_code,
+        "model": result.model,
+        "request": result.request,
+        "resumed": result.resumed,
+        "diff": {
+            "text": diff.text,
+            "added": diff.added,
+            "removed": diff.removed,
+            "files": diff.files,
+            "numstat": [{"path": s.path, "added": s.added, "removed": s.removed} for s in diff.stats],
+            "untracked": list(diff.untracked),
+            "touched": list(diff.touched),
+            "in_git": diff.in_git,
+        },
+    }
+
+
+def error_object(message: str, exit_code: int) -> dict[str, Any]:
+    """The ``json`` result of a request that could not start (no session was made)."""
+    return {
+        "type": "result", "subtype": "error_during_execution", "is_error": True, "result": "",
+        "session_id": None, "outcome": "failed", "reason": message, "exit_code": exit_code,
+    }
+
+
+def stream_lines(record: ev.EventBase) -> list[dict[str, Any]]:
+    """The ``stream-json`` lines of one session event."""
+    if isinstance(record, ev.SessionStart):
+        return [{
+            "type": "system", "subtype": "init", "session_id": record.session, "cwd": record.cwd,
+            "model": record.model, "request": record.request, "resumed": record.resumed,
+        }]
+    if isinstance(record, ev.Message):
+        return [_message_line(record)]
+    fields = record.model_dump(mode="json", exclude_none=True)
+    return [{"type": "system", "subtype": fields.pop("type"), **fields}]
+
+
+def _message_line(record: ev.Message) -> dict[str, Any]:
+    parent = None if record.agent == "a1" else _RETRY_OR_VERIFY.sub("", record.agent)
+    usage = record.usage.model_dump(mode="json", exclude_none=True) if record.usage else None
+    if record.role == "tool":
+        block = {
+            "type": "tool_result", "tool_use_id": f"{record.agent}.{record.call}",
+            "content": record.text, "is_error": record.is_error,
+        }
+        message: dict[str, Any] = {"role": "user", "content": [block]}
+        return {"type": "user", "agent": record.agent, "parent_tool_use_id": parent, "message": message}
+    content: list[dict[str, Any]] = []
+    if record.thought:
+        content.append({"type": "thinking", "thinking": record.thought})
+    if record.final is not None:
+        content.append({"type": "text", "text": record.final})
+    elif record.verdict is not None:
+        content.append({"type": "text", "text": f"{record.verdict}: {record.reason or ''}".strip()})
+    content += [
+        {"type": "tool_use", "id": f"{record.agent}.{call.id}", "name": call.tool, "input": call.input}
+        for call in record.calls
+    ]
+    if not content:
+        content.append({"type": "text", "text": record.text})
+    message = {"role": "assistant", "content": content, "usage": usage}
+    if record.parse_error:
+        message["parse_error"] = record.parse_error
+    return {"type": "assistant", "agent": record.agent, "parent_tool_use_id": parent, "message": message}

@@ -1,0 +1,263 @@
+"""A request, end to end (``aerix -p``): startup, the session, routing, the root agent, the end.
+
+    project = read settings, instructions, skills, agents, hooks      (ProjectSource)
+    resume  = the session to continue, refused at once if imported     (SessionStorage)
+    snapshot of the working tree                                       (DiffSource)
+    pool    = found or started, members bound                          (PoolStarter)
+    session.start → route → a1's context (segment events) → run_agent → session.end → the diff
+
+Every dependency comes in through ``RequestDeps``; ``aerix.wiring`` builds the real ones.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from aerix import __version__
+from aerix.app import sessions as use
+from aerix.app.ports import DiffSource, PoolPort, PromptSource, SpoolWriter
+from aerix.app.request_run import EXIT_CODES, RootEnded, RootRun, run_root
+from aerix.app.root_context import (
+    SegmentPlan,
+    prompt_text,
+    rebuilt_segments,
+    request_segments,
+    shared_prefix,
+    system_text,
+)
+from aerix.app.routing import route_request
+from aerix.app.startup import BoundMembers, PoolStarter, Project, ProjectSource, bind_members
+from aerix.domain import events as ev
+from aerix.domain.diffs import RequestDiff, Snapshot
+from aerix.errors import AerixError, UsageError
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What the command line asked for."""
+
+    prompt: str
+    cwd: Path
+    resume: str | None = None
+    continue_latest: bool = False
+    max_turns: int | None = None
+
+
+class RequestObserver:
+    """Hears what happens while a request runs; the output formats subclass it."""
+
+    def note(self, line: str) -> None:
+        """A startup or end note for stderr."""
+
+    def event(self, record: ev.EventBase) -> None:
+        """A session event, just recorded."""
+
+    def token(self, agent: str, text: str) -> None:
+        """A piece of a generation's text as it streams."""
+
+
+@dataclass
+class RequestDeps:
+    projects: ProjectSource
+    pools: PoolStarter
+    sessions: use.SessionStorage
+    diffs: DiffSource
+    prompts: PromptSource
+    spool_for: Callable[[use.SessionWriter], SpoolWriter]
+    clock: use.Clock = use.utc_now
+    #: Extra keyword arguments for the loop's AgentEnvironment (tools runner, agent catalog …).
+    agent_extras: Callable[[Project, use.SessionWriter], dict[str, Any]] = lambda project, writer: {}
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    generations: int = 0
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    """What a request ended with: everything the output formats print."""
+
+    session_id: str
+    outcome: str  # done | failed | killed | budget | cancelled
+    exit_code: int
+    result: str
+    reason: str | None
+    route: str | None
+    turns: int
+    usage: Usage
+    diff: RequestDiff
+    duration_ms: float
+    request: int = 1
+    resumed: bool = False
+    model: str | None = None
+    log: Path | None = None
+    notes: tuple[str, ...] = ()
+
+
+class Tap:
+    """The session writer, watched: every event goes to the observer, and the tap keeps the
+    request's usage totals and the paths its write/edit calls touched."""
+
+    def __init__(self, writer: use.SessionWriter, observer: RequestObserver) -> None:
+        self.writer = writer
+        self.observer = observer
+        self.touched: list[str] = []
+        self.prompt_tokens = self.completion_tokens = self.generations = 0
+
+    def record(self, event_cls: type[use.E], **fields: Any) -> use.E:
+        record = self.writer.record(event_cls, **fields)
+        if isinstance(record, ev.Message):
+            self._message(record)
+        elif isinstance(record, ev.AgentEnd):
+            self.touched.extend(record.files_touched)
+        self.observer.event(record)
+        return record
+
+    def _message(self, record: ev.Message) -> None:
+        if record.usage is not None:
+            self.prompt_tokens += record.usage.prompt_tokens
+            self.completion_tokens += record.usage.completion_tokens
+            self.generations += 1
+        for call in record.calls:
+            path = call.input.get("path")
+            if call.tool in ("write", "edit") and isinstance(path, str):
+                self.touched.append(path)
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.prompt_tokens, self.completion_tokens, self.generations)
+
+
+async def run_request(options: RequestOptions, deps: RequestDeps, observer: RequestObserver) -> RequestResult:
+    """Run one request and return how it ended. Errors before the session exists raise; after,
+    they end the request as ``failed`` with the error's line as its reason."""
+    began = time.monotonic()
+    project = deps.projects.load(options.cwd)
+    for line in project.notes:
+        observer.note(line)
+    resume = _resume_state(options, deps, project)
+    snapshot = deps.diffs.snapshot(project.cwd)
+    opened = await deps.pools.open(project.settings.pool)
+    try:
+        members = await bind_members(opened.pool, project.settings.pool)
+        for line in members.notes:
+            observer.note(line)
+        writer = _open_session(options, deps, project, members, resume, snapshot)
+        try:
+            request = _Request(options, deps, project, members, opened.pool, Tap(writer, observer), resume)
+            return await request.run(snapshot, began)
+        finally:
+            writer.close()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await opened.aclose()
+
+
+def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> use.ResumeState | None:
+    if options.resume and options.continue_latest:
+        raise UsageError("--resume and --continue both name a session; give one of them")
+    session_id = options.resume
+    if options.continue_latest:
+        session_id = use.latest_session(deps.sessions, project.key)
+        if session_id is None:
+            raise UsageError("no session to continue in this project; run without --continue to start one")
+    return use.load_for_resume(deps.sessions, session_id) if session_id else None
+
+
+def _open_session(
+    options: RequestOptions, deps: RequestDeps, project: Project, members: BoundMembers,
+    resume: use.ResumeState | None, snapshot: Snapshot,
+) -> use.SessionWriter:
+    start: dict[str, Any] = {
+        "cwd": str(project.cwd), "project": project.key, "model": members.main.model,
+        "prompt": options.prompt, "aerix_version": __version__, "window": members.main.n_ctx,
+        "base_commit": snapshot.base,
+    }
+    if resume is None:
+        return use.start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
+    writer = use.reopen_session(deps.sessions, deps.clock, resume.session)
+    writer.record(ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start)
+    return writer
+
+
+@dataclass
+class _Request:
+    """One request once its session is open: route, run the root, end."""
+
+    options: RequestOptions
+    deps: RequestDeps
+    project: Project
+    members: BoundMembers
+    pool: PoolPort
+    tap: Tap
+    resume: use.ResumeState | None
+    route: str | None = None
+
+    @property
+    def number(self) -> int:
+        return self.resume.requests + 1 if self.resume else 1
+
+    async def run(self, snapshot: Snapshot, began: float) -> RequestResult:
+        try:
+            ended = await self._route_and_run()
+        except AerixError as exc:
+            ended = _failure(str(exc))
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                self._finish(snapshot, _failure("cancelled", "cancelled"), began)
+            raise
+        return self._finish(snapshot, ended, began)
+
+    async def _route_and_run(self) -> RootEnded:
+        deps, project = self.deps, self.project
+        prompt = project.skills.expand_prompt(self.options.prompt)
+        choice = await route_request(self.pool, self.members.router.name, prompt, deps.prompts, self.tap)
+        self.route = choice.choice
+        rebuilt, added = self._segments(prompt, choice.choice)
+        return await run_root(RootRun(
+            pool=self.pool, events=self.tap, prompts=deps.prompts, project=project, member=self.members.main,
+            rebuilt=rebuilt, added=added, route=choice.choice, max_turns=self.options.max_turns,
+            plan=self.resume.plan if self.resume else None, spool=deps.spool_for(self.tap.writer),
+            extras=deps.agent_extras(project, self.tap.writer), on_token=self.tap.observer.token,
+        ))
+
+    def _segments(self, prompt: str, route: str) -> tuple[list[SegmentPlan], list[SegmentPlan]]:
+        """(a resumed root's segments, already in the log; this request's new segments)."""
+        prompts = self.deps.prompts
+        added = request_segments(self.number, prompt_text(prompt, route, prompts))
+        if self.resume is not None and self.resume.root.segments:
+            return rebuilt_segments(self.resume.root.ordered()), added
+        system = system_text(prompts, self.project.skills, self.project.settings)
+        return [], [*shared_prefix(system, self.project.instructions), *added]
+
+    def _finish(self, snapshot: Snapshot, ended: RootEnded, began: float) -> RequestResult:
+        tap = self.tap
+        diff = self.deps.diffs.diff(snapshot, tap.touched)
+        duration_ms = round((time.monotonic() - began) * 1000, 1)
+        stats = None
+        if diff.in_git:
+            stats = ev.DiffStats(added=diff.added, removed=diff.removed, files=diff.files)
+        tap.record(
+            ev.SessionEnd, outcome=ended.outcome, exit_code=ended.exit_code, reason=ended.reason,
+            diff=stats, untracked=list(diff.untracked), duration_ms=duration_ms,
+        )
+        return RequestResult(
+            session_id=tap.writer.ref.id, outcome=ended.outcome, exit_code=ended.exit_code,
+            result=ended.result, reason=ended.reason, route=self.route, turns=ended.turns, usage=tap.usage,
+            diff=diff, duration_ms=duration_ms, request=self.number, resumed=self.resume is not None,
+            model=self.members.main.model, log=tap.writer.log_path, notes=(*ended.notes, *diff.notes),
+        )
+
+
+def _failure(reason: str, outcome: str = "failed") -> RootEnded:
+    return RootEnded(outcome, EXIT_CODES[outcome], reason=reason)

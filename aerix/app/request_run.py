@@ -1,0 +1,107 @@
+"""The root agent's run within a request: its pool context, its spawn, the loop, its end.
+
+The context is created in the pool with every segment at once; each new segment becomes a
+``segment`` event with the pool's token count (a resumed root's earlier segments are in the log
+already). Then ``agent.spawn`` for ``a1``, the turn loop (``aerix.app.agent_loop.run_agent``,
+the loop's own module), and the pool context is dropped: the log is the record, and the next
+request rebuilds the root from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+
+from aerix.app.agent_env import AgentEnvironment, AgentResult, AgentSpec
+from aerix.app.agent_loop import run_agent
+from aerix.app.ports import EventRecorder, MemberInfo, PoolPort, PromptSource, SpoolWriter
+from aerix.app.root_context import ROOT_AGENT, SegmentPlan, record_segments, root_tools
+from aerix.app.sessions import utc_now
+from aerix.app.startup import Project
+from aerix.domain import events as ev
+from aerix.domain.bounds import EXIT_BUDGET
+from aerix.errors import PoolError
+
+#: The exit status of each way an agent ends (``budget`` is the spec's; see docs/configuration.md).
+EXIT_CODES: Final[dict[str, int]] = {
+    "done": 0, "failed": 1, "budget": EXIT_BUDGET, "killed": 3, "cancelled": 130,
+}
+
+
+@dataclass(frozen=True)
+class RootEnded:
+    """How the root agent (and so the request) ended."""
+
+    outcome: str
+    exit_code: int
+    result: str = ""
+    reason: str | None = None
+    turns: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass
+class RootRun:
+    """Everything the root agent's run needs."""
+
+    pool: PoolPort
+    events: EventRecorder
+    prompts: PromptSource
+    project: Project
+    member: MemberInfo
+    rebuilt: list[SegmentPlan]  # a resumed root's segments, already in the log
+    added: list[SegmentPlan]  # this request's new segments
+    route: str
+    max_turns: int | None
+    plan: str | None
+    spool: SpoolWriter
+    extras: dict[str, Any]
+    on_token: Callable[[str, str], None] | None = None
+
+
+async def run_root(run: RootRun) -> RootEnded:
+    """Create a1's context, spawn it, run its turns, drop the context."""
+    counts = await run.pool.create_context(run.member.name, [s.wire() for s in (*run.rebuilt, *run.added)])
+    try:
+        record_segments(run.events, run.added, counts)
+        tools = root_tools(run.route, run.project.settings)
+        max_turns = run.max_turns or run.project.settings.delegation.max_turns
+        run.events.record(
+            ev.AgentSpawn, agent=ROOT_AGENT, kind="root", member=run.member.name, model=run.member.model,
+            tools=[tool.name for tool in tools], depth=0, max_turns=max_turns,
+        )
+        spec = AgentSpec(
+            agent_id=ROOT_AGENT, member=run.member.name, context_id=counts.context, window=run.member.n_ctx,
+            tools=tools, max_turns=max_turns, verifier=False, segments=(*run.rebuilt, *run.added),
+            plan=run.plan,
+        )
+        result = await run_agent(spec, _environment(run))
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _drop_quietly(run.pool, counts.context)
+    return ended_from(result)
+
+
+def _environment(run: RootRun) -> AgentEnvironment:
+    return AgentEnvironment(
+        pool=run.pool, events=run.events, prompts=run.prompts, settings=run.project.settings,
+        cwd=run.project.cwd, spool=run.spool, skills=run.project.skills, clock=utc_now,
+        on_token=run.on_token, **run.extras,
+    )
+
+
+def ended_from(result: AgentResult) -> RootEnded:
+    outcome = str(result.outcome)
+    return RootEnded(
+        outcome=outcome, exit_code=EXIT_CODES.get(outcome, 1), result=result.final or "",
+        reason=result.reason, turns=result.turns,
+    )
+
+
+async def _drop_quietly(pool: PoolPort, context: str) -> None:
+    with contextlib.suppress(PoolError):  # the pool went away: the context went with it
+        await pool.drop_context(context)
