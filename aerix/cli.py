@@ -32,6 +32,7 @@ NO_AGENT_YET = "the agent itself is not wired in this build; try `aerix sessions
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aerix", description="A local-first coding agent for the terminal.")
     parser.add_argument("--version", action="version", version=f"aerix {__version__}")
+    _add_request_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_sessions(commands)
     _add_import(commands)
@@ -70,8 +71,54 @@ def _add_import(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     claude.set_defaults(handler=cmd_import_claude)
 
 
+def _add_request_flags(parser: argparse.ArgumentParser) -> None:
+    """The agent's own flags (``aerix -p``); the request itself is ``aerix.wiring``."""
+    group = parser.add_argument_group("one request (headless)")
+    group.add_argument("-p", "--print", dest="print_prompt", nargs="?", const=STDIN_PROMPT, default=None,
+                       metavar="PROMPT", help="run one request and exit; without PROMPT, read it from stdin")
+    group.add_argument("--resume", metavar="ID", help="continue this session (id or unique prefix)")
+    group.add_argument("--continue", dest="continue_latest", action="store_true",
+                       help="continue this project's latest session")
+    group.add_argument("--max-turns", type=int, metavar="N", help="the root agent's turn budget")
+    group.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
+                       help="text (default), json (one object) or stream-json (one event a line)")
+    group.add_argument("--in-place", action="store_true", help="accepted; -p always runs in place")
+    group.add_argument("--cwd", type=Path, metavar="DIR", help="run in DIR instead of the current directory")
+
+
+STDIN_PROMPT = "\0stdin"
+
+
+def cmd_print(args: argparse.Namespace) -> int:
+    from aerix.app.request import RequestOptions
+    from aerix.wiring import run_headless
+
+    prompt = sys.stdin.read() if args.print_prompt == STDIN_PROMPT else args.print_prompt
+    if not prompt.strip():
+        print("aerix: the prompt is empty; give it after -p or on stdin", file=sys.stderr)
+        return 2
+    if args.max_turns is not None and args.max_turns < 1:
+        print("aerix: --max-turns must be 1 or more", file=sys.stderr)
+        return 2
+    options = RequestOptions(
+        prompt=prompt, cwd=args.cwd or Path.cwd(), resume=args.resume,
+        continue_latest=args.continue_latest, max_turns=args.max_turns,
+    )
+    try:
+        return run_headless(options, args.output_format)
+    except KeyboardInterrupt:
+        print("aerix: cancelled", file=sys.stderr)
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command is None and args.print_prompt is not None:
+        return cmd_print(args)
+    if args.command is None and (args.resume or args.continue_latest):
+        print("aerix: --resume and --continue need -p PROMPT (the interactive screen is not built yet)",
+              file=sys.stderr)
+        return 2
     handler = getattr(args, "handler", None)
     if handler is None:
         print(f"aerix: {NO_AGENT_YET}", file=sys.stderr)
