@@ -243,10 +243,6 @@ class ScriptedEngine:
     def footprint_bytes(self) -> int | None:
         return None  # the fit's estimate from the file stands (it over-counts: no weights here)
 
-    @property
-    def completions_used(self) -> int:
-        return self._next_completion
-
     # -- tokens and rows ------------------------------------------------------------------
 
     def tokenize(self, text: str, *, special: bool = True) -> list[int]:
