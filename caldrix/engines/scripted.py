@@ -170,7 +170,7 @@ class _Vocabulary:
             return self._lltokenizer
 
     def is_control(self, token: int) -> bool:
-        return bool(_llama_c.llama_token_get_attr(self.vocab, token) & _llama_c.LLAMA_TOKEN_ATTR_CONTROL)
+        return bool(_llama_c.llama_vocab_get_attr(self.vocab, token) & _llama_c.LLAMA_TOKEN_ATTR_CONTROL)
 
     def close(self) -> None:
         if self._model:

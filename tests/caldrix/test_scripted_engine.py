@@ -1,0 +1,97 @@
+"""The scripted engine on the real model's vocabulary, through the shared generation loop."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from caldrix.decoding import run_generation
+from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engines.loader import open_engine
+from caldrix.engines.scripted import ScriptedEngine
+from caldrix.errors import BadRequest
+from caldrix.models import resolve_model
+from caldrix.templates import render_context
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"thought": {"type": "string"}, "final": {"type": "string"}},
+    "required": ["thought", "final"],
+    "additionalProperties": False,
+    "x-guidance": {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "},
+}
+
+
+class _Sink:
+    def progress(self, done: int, total: int) -> None:
+        pass
+
+    def token(self, text: str) -> None:
+        pass
+
+    def cancelled(self) -> bool:
+        return False
+
+
+@pytest.fixture(scope="module")
+def model_path() -> Path:
+    return resolve_model("smollm2-135m").path
+
+
+def _engine(model_path: Path, folder: Path, script: object) -> ScriptedEngine:
+    path = folder / "script.json"
+    path.write_text(json.dumps(script))
+    engine = open_engine(model_path, ServingFlags(engine="scripted", script=str(path), ctx=1024))
+    assert isinstance(engine, ScriptedEngine)
+    return engine
+
+
+@pytest.fixture
+def engine(model_path: Path, tmp_path: Path) -> Iterator[ScriptedEngine]:
+    engine = _engine(model_path, tmp_path, [
+        '{"thought": "t", "final": "exact"}',
+        'Sure! {"thought": "x", "final": "y"} Hope that helps.',
+        "plain words only",
+        "free text, no constraint",
+    ])
+    yield engine
+    engine.close()
+
+
+def _generate(engine: ScriptedEngine, prompt: str, constraint: dict[str, object] | None) -> str:
+    tokens = render_context(engine, [{"role": "user", "text": prompt}]).prompt_tokens
+    params = GenerationParams(max_new_tokens=80, constraint=constraint)
+    return run_generation(engine, tokens, params, _Sink()).text
+
+
+def test_each_generation_takes_the_next_completion_and_the_constraint_wins(engine: ScriptedEngine) -> None:
+    constraint: dict[str, object] = {"json": SCHEMA}
+    assert _generate(engine, "one", constraint) == '{"thought": "t", "final": "exact"}'
+    assert _generate(engine, "two", constraint) == '{"thought": "x", "final": "y"}'
+    third = json.loads(_generate(engine, "three", constraint))
+    assert third["thought"] == "plain words only"
+    assert _generate(engine, "four", None) == "free text, no constraint"
+    assert _generate(engine, "five", None) == ""  # the script ran out: EOS at once
+
+
+def test_the_script_declares_the_constraints_the_member_claims(model_path: Path, tmp_path: Path) -> None:
+    engine = _engine(model_path, tmp_path, {"completions": ["x"], "constraints": ["regex"]})
+    try:
+        assert engine.capabilities.constraints == ("regex",)
+        assert engine.capabilities.snapshots is False
+    finally:
+        engine.close()
+
+
+def test_a_missing_or_bad_script_is_one_line(model_path: Path, tmp_path: Path) -> None:
+    with pytest.raises(BadRequest, match=r"^--engine scripted needs --script FILE"):
+        open_engine(model_path, ServingFlags(engine="scripted"))
+    with pytest.raises(BadRequest, match=r"^no script file at "):
+        open_engine(model_path, ServingFlags(engine="scripted", script=str(tmp_path / "none.json")))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"completions": [1, 2]}')
+    with pytest.raises(BadRequest, match=r"must be a JSON list of strings"):
+        open_engine(model_path, ServingFlags(engine="scripted", script=str(bad)))
