@@ -50,7 +50,7 @@ class HeadlessOutput(RequestObserver):
 
     def event(self, record: ev.EventBase) -> None:
         if isinstance(record, ev.SessionStart):
-            self.note(banner(record))
+            print(banner(record), file=self.err, flush=True)
         if self.format == "stream-json":
             for line in stream_lines(record):
                 self.json_line(line)

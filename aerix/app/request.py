@@ -152,7 +152,8 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
-        writer = _open_session(options, deps, project, members, resume, snapshot)
+        writer, start = _open_session(options, deps, project, members, resume, snapshot)
+        observer.event(start)
         try:
             request = _Request(options, deps, project, members, opened.pool, Tap(writer, observer), resume)
             return await request.run(snapshot, began)
@@ -177,17 +178,23 @@ def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) 
 def _open_session(
     options: RequestOptions, deps: RequestDeps, project: Project, members: BoundMembers,
     resume: use.ResumeState | None, snapshot: Snapshot,
-) -> use.SessionWriter:
+) -> tuple[use.SessionWriter, ev.SessionStart]:
+    """The session's writer and the ``session.start`` of this request (written already)."""
     start: dict[str, Any] = {
         "cwd": str(project.cwd), "project": project.key, "model": members.main.model,
         "prompt": options.prompt, "aerix_version": __version__, "window": members.main.n_ctx,
         "base_commit": snapshot.base,
     }
     if resume is None:
-        return use.start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
+        writer = use.start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
+        if writer.session.start is None:  # Session.begin records it; never None here
+            raise RuntimeError("a new session without its session.start")
+        return writer, writer.session.start
     writer = use.reopen_session(deps.sessions, deps.clock, resume.session)
-    writer.record(ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start)
-    return writer
+    record = writer.record(
+        ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start
+    )
+    return writer, record
 
 
 @dataclass

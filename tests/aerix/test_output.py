@@ -1,0 +1,104 @@
+"""The headless output formats, rendered into strings and compared exactly."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aerix.app.output import HeadlessOutput, result_object, stream_lines
+from aerix.app.request import RequestResult, Usage
+from aerix.domain import events as ev
+from aerix.domain.diffs import FileStat, RequestDiff
+
+AT = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+DIFF = RequestDiff(
+    text="diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n one\n+two\n",
+    stats=(FileStat("a.txt", 1, 0),), untracked=("new.py",),
+)
+
+
+def result(outcome: str = "done", exit_code: int = 0, diff: RequestDiff = DIFF) -> RequestResult:
+    return RequestResult(
+        session_id="s1", outcome=outcome, exit_code=exit_code, result="Added two.", reason=None,
+        route="edit", turns=2, usage=Usage(900, 40, 2), diff=diff, duration_ms=1234.5, model="m",
+        log=Path("/x/s1.jsonl"),
+    )
+
+
+def render(fmt: str, value: RequestResult) -> tuple[str, str, int]:
+    out, err = io.StringIO(), io.StringIO()
+    code = HeadlessOutput(fmt, out, err).finish(value)  # type: ignore[arg-type]
+    return out.getvalue(), err.getvalue(), code
+
+
+def test_text_is_the_answer_a_blank_line_and_the_diff() -> None:
+    out, err, code = render("text", result())
+    assert out == (
+        "Added two.\n\ndiff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n one\n+two\n"
+        "untracked: new.py\n"
+    )
+    assert (err, code) == ("", 0)
+
+
+def test_text_without_changes_is_the_answer_alone_and_a_budget_says_why_on_stderr() -> None:
+    budget = dataclasses.replace(
+        result(), outcome="budget", exit_code=2, reason="out of turns (1)", diff=RequestDiff()
+    )
+    out, err, code = render("text", budget)
+    assert out == "Added two.\n"
+    assert err == "aerix: budget: out of turns (1) (session s1)\n" and code == 2
+
+
+def test_json_is_one_object_with_claude_codes_keys_first() -> None:
+    out, _, code = render("json", result("budget", 2))
+    value = json.loads(out)
+    assert out.count("\n") == 1 and code == 2
+    claude_keys = ["type", "subtype", "is_error", "result", "session_id", "num_turns", "duration_ms", "usage"]
+    assert list(value)[:8] == claude_keys
+    assert value["subtype"] == "error_max_turns" and value["is_error"] is True
+    assert value["usage"] == {"input_tokens": 900, "output_tokens": 40, "generations": 2}
+    assert value["diff"]["numstat"] == [{"path": "a.txt", "added": 1, "removed": 0}]
+    assert (value["diff"]["files"], value["diff"]["untracked"]) == (2, ["new.py"])
+    assert result_object(result())["subtype"] == "success"
+
+
+def test_stream_json_lines_shape_turns_like_claude_code() -> None:
+    turn = ev.Message(
+        seq=5, time=AT, agent="a1.c3.r1", role="assistant", turn=1, text="{}", thought="Look first.",
+        calls=[ev.ToolCall(id="c1", tool="read", input={"path": "a.txt"})],
+        usage=ev.Usage(prompt_tokens=10, completion_tokens=3, recomputed_from=8),
+    )
+    [line] = stream_lines(turn)
+    assert line == {
+        "type": "assistant", "agent": "a1.c3.r1", "parent_tool_use_id": "a1.c3",
+        "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Look first."},
+            {"type": "tool_use", "id": "a1.c3.r1.c1", "name": "read", "input": {"path": "a.txt"}},
+        ], "usage": {"prompt_tokens": 10, "completion_tokens": 3, "recomputed_from": 8}},
+    }
+    tool = ev.Message(seq=6, time=AT, agent="a1", role="tool", text="[read c1] one", call="c1", tool="read")
+    assert stream_lines(tool)[0]["message"]["content"] == [
+        {"type": "tool_result", "tool_use_id": "a1.c1", "content": "[read c1] one", "is_error": False}
+    ]
+    route = ev.RouteDecision(seq=2, time=AT, choice="answer", scores={"answer": -0.1})
+    assert stream_lines(route)[0] == {
+        "type": "system", "subtype": "route", "seq": 2, "time": "2025-01-02T03:04:05Z", "v": 2,
+        "choice": "answer", "scores": {"answer": -0.1},
+    }
+
+
+def test_the_banner_is_one_line_on_stderr() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    start = ev.SessionStart(
+        seq=1, time=AT, session="s1", cwd="/p", project="k", model="m", prompt="hi",
+        aerix_version="0.1.0", window=8192, request=2, resumed=True,
+    )
+    HeadlessOutput("stream-json", out, err).event(start)
+    assert err.getvalue() == "aerix 0.1.0 · m, 8192 tokens · session s1 (resumed, request 2)\n"
+    assert json.loads(out.getvalue()) == {
+        "type": "system", "subtype": "init", "session_id": "s1", "cwd": "/p", "model": "m",
+        "request": 2, "resumed": True,
+    }
