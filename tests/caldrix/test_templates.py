@@ -235,6 +235,22 @@ def test_a_template_that_changes_the_text_falls_back_safely(special_ids: set[int
         trimming.close()
 
 
+def test_a_template_without_special_tokens_keeps_whole_runs_plain(special_ids: set[int]) -> None:
+    markdown = ("{% for m in messages %}### {{ m['role'] }}:\n{{ m['content'] }}\n\n{% endfor %}"
+                "{% if add_generation_prompt %}### assistant:\n{% endif %}")
+    plain = open_llamacpp(MODEL, ServingFlags(threads=1, ctx=512, chat_template=markdown))
+    try:
+        # Each segment as the old way tokenized it (its rendered text, whole). Not the whole
+        # prompt in one go: a segment ending in "\n\n" before "###" is tokenized on its own.
+        rendered = SegmentRenderer(plain).render(ORDINARY)
+        assert rendered.segment_tokens == [plain.tokenize(d) for d in _reference_deltas(plain, ORDINARY)]
+        injected = SegmentRenderer(plain).render([{"id": "file", "role": "user", "text": INJECTION}])
+        assert injected.segment_tokens[0] == plain.tokenize(f"### user:\n{INJECTION}\n\n", special=False)
+        assert not special_ids & set(injected.prompt_tokens)
+    finally:
+        plain.close()
+
+
 def test_the_ggml_engine_tokenizes_plain_text_without_control_tokens(tmp_path: Path) -> None:
     from caldrix.engines.ctransformers import open_ctransformers
     from tests.caldrix.ggml_writer import write_tiny_gpt2
