@@ -113,7 +113,7 @@ class Engine(Protocol):
         """Token ids of ``text``, no BOS added. Thread-safe. With ``special`` (the default) the
         text of a special token such as ``<|im_end|>`` becomes that token; with
         ``special=False`` it is plain text like any other, which is how segment text is
-        tokenized (:mod:`caldrix.segment_tokens`)."""
+        tokenized (:mod:`caldrix._segment_tokens`)."""
         ...
 
     def lltokenizer(self) -> LLTokenizer:
