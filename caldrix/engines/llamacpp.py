@@ -274,7 +274,9 @@ class LlamaCppEngine:
 
     def load_rows(self, data: bytes, tokens: Sequence[int]) -> None:
         self.truncate(0)
-        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        # llama.cpp only reads the snapshot, so point it at the bytes object's own buffer: copying
+        # a 47 MB snapshot into a ctypes array first took 30 ms, the restore itself 3 ms.
+        buffer = ctypes.cast(ctypes.c_char_p(data), ctypes.POINTER(ctypes.c_uint8))
         if _llama_c.llama_state_seq_set_data(self._llm._ctx.ctx, buffer, len(data), SEQ_ID) == 0:
             raise InternalError("llama.cpp refused a stored KV snapshot (made by another model?)")
         token_list = [int(t) for t in tokens]
