@@ -10,7 +10,8 @@ generation start from the longest prefix already computed:
 - **The cost model** (:mod:`caldrix.resume_cost`) resumes only when restoring and filling the
   rest is expected to cost less than prefilling the whole prompt, with rates measured here.
 - **Storing** happens after every generation: an appended turn keeps its prompt and output
-  rows, a probe (no ``append``) only its prompt rows. A snapshot that another snapshot already
+  rows (the output recomputed as one batch first, see :data:`MIN_FILL_ROWS`), a probe (no
+  ``append``) only its prompt rows. A snapshot that another snapshot already
   contains is not stored again; one that contains older snapshots replaces them.
 - **Budget**: snapshots are dropped least recently used first to stay under ``budget`` bytes;
   ``0`` keeps none (the live rows still serve). An evicted prefix only costs a prefill.
@@ -158,8 +159,8 @@ class PrefixStore:
         *,
         appended: bool,
     ) -> GenerationResult:
-        """Run one generation with this store as its resume policy (a convenience for
-        callers that drive an engine directly, such as the benchmarks)."""
+        """Run one generation with this store as its resume policy: what a member does for
+        every ``generate`` request (and the benchmarks and tests, driving an engine directly)."""
         from caldrix.decoding import run_generation
 
         return run_generation(engine, prompt_tokens, params, sink, self.for_generation(appended=appended))
