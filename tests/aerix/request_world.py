@@ -1,0 +1,102 @@
+"""Helpers for the end-to-end request tests: a temporary world (XDG folders, a git project,
+settings), the real ``aerix`` console script as a subprocess, and reading its session log."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+AERIX = str(BIN / "aerix")
+CALDRIX = str(BIN / "caldrix")
+MODEL = "smollm2-135m"
+RUN_TIMEOUT_SECS = 480
+
+
+@dataclass
+class World:
+    root: Path
+    env: dict[str, str]
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "run" / "pool.sock"
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "data" / "aerix" / "sessions"
+
+    @property
+    def pool_start_log(self) -> Path:
+        return self.root / "state" / "aerix" / "pool-start.log"
+
+
+def make_world(root: Path, settings: dict[str, Any]) -> World:
+    env = dict(os.environ)
+    for var, name in (("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state"),
+                      ("XDG_CONFIG_HOME", "config"), ("XDG_RUNTIME_DIR", "run")):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        env[var] = str(root / name)
+    env["CLAUDE_CONFIG_DIR"] = str(root / "claude")
+    (root / "config" / "aerix").mkdir(parents=True)
+    (root / "config" / "aerix" / "settings.json").write_text(json.dumps(settings))
+    return World(root, env)
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def make_project(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "t@example.org")
+    git(path, "config", "user.name", "t")
+    for name, text in files.items():
+        (path / name).write_text(text)
+    git(path, "add", ".")
+    git(path, "commit", "-qm", "start")
+    return path
+
+
+def aerix(world: World, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [AERIX, *args], cwd=cwd, env=world.env, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECS,
+        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
+
+
+def session_events(world: World, session_id: str) -> list[dict[str, Any]]:
+    [log] = list(world.sessions.glob(f"*/{session_id}.jsonl"))
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def start_scripted_pool(world: World, socket: Path, completions: list[str]) -> subprocess.Popen[bytes]:
+    """A pool whose main member plays back ``completions`` through the real tokenizer and
+    constraints (caldrix's scripted engine); returns once it answers."""
+    socket.parent.mkdir(parents=True, exist_ok=True)
+    script = socket.with_suffix(".script.json")
+    script.write_text(json.dumps(completions))
+    process = subprocess.Popen(
+        [CALDRIX, "pool", "--socket", str(socket), "--load", MODEL, "--engine", "scripted",
+         "--script", str(script), "--ctx", "4096"],
+        env=world.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while not socket.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the scripted pool did not start (status {process.poll()})")
+        time.sleep(0.2)
+    return process
+
+
+def stop_pool(world: World, socket: Path) -> None:
+    if socket.exists():
+        subprocess.run([CALDRIX, "pool", "stop", "--socket", str(socket)], env=world.env,
+                       capture_output=True, timeout=60)

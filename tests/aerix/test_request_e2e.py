@@ -1,0 +1,227 @@
+"""``aerix -p`` end to end: the real console script, a real caldrix pool started by autostart on
+the embedded model, in a temporary git repository; the session log read back from disk.
+
+The model is tiny, so what it answers is not checked, only that the machinery ran: a route, the
+root's segments with the pool's counts, turns carrying the pool's usage, ``session.end`` with a
+named outcome. Cases that need a particular answer (budget, the diff of a write) run on
+caldrix's scripted member, which plays back given completions through the real tokenizer,
+template and constraints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aerix.adapters.session_store import SessionFiles
+from aerix.app import sessions as use
+from aerix.domain.session import CLAUDE_CODE_TAG
+from tests.aerix.request_world import (
+    World,
+    aerix,
+    make_project,
+    make_world,
+    session_events,
+    start_scripted_pool,
+    stop_pool,
+)
+
+pytestmark = [pytest.mark.model, pytest.mark.e2e]
+
+OUTCOMES = {"done", "failed", "killed", "budget"}
+EXIT_OF = {"done": 0, "failed": 1, "budget": 2, "killed": 3}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("request")
+    settings = {
+        "pool": {"socket": str(root / "run" / "pool.sock"), "main_flags": {"ctx": 4096}},
+        # Small turns and budgets: a weak model's rambling must not cost minutes.
+        "context": {"max_new_tokens": 96},
+        "delegation": {"max_turns": 3},
+    }
+    world = make_world(root, settings)
+    try:
+        yield world
+    finally:
+        stop_pool(world, world.socket)
+
+
+@pytest.fixture(scope="module")
+def project(world: World) -> Path:
+    files = {"README.md": "# Demo\nA demo project.\n", "AGENTS.md": "Be brief.\n"}
+    return make_project(world.root / "proj", files)
+
+
+@pytest.fixture(scope="module")
+def first(world: World, project: Path) -> dict[str, Any]:
+    """The first request in the project: it autostarts the pool."""
+    done = aerix(world, project, "-p", "What is this project?", "--output-format", "json")
+    assert done.stdout.strip(), done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    result["_exit"] = done.returncode
+    result["_stderr"] = done.stderr
+    return result
+
+
+def by_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [event for event in events if event["type"] == kind]
+
+
+def test_first_request_writes_a_complete_session(world: World, first: dict[str, Any]) -> None:
+    assert first["outcome"] in OUTCOMES and first["_exit"] == EXIT_OF[first["outcome"]]
+    assert first["type"] == "result" and first["is_error"] == (first["outcome"] != "done")
+    events = session_events(world, first["session_id"])
+    types = [event["type"] for event in events]
+    assert types[0] == "session.start" and types[-1] == "session.end"
+    assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
+
+    [route] = by_type(events, "route")
+    assert route["choice"] in {"answer", "edit", "investigate", "plan"} and route["scores"]
+    segments = [event for event in by_type(events, "segment") if event["agent"] == "a1"]
+    assert [s["kind"] for s in segments[:3]] == ["system", "instructions", "prompt"]
+    assert all(isinstance(s["tokens"], int) and s["tokens"] > 0 for s in segments)
+    assert "# Tools" in segments[0]["text"] and "# Turns" in segments[0]["text"]
+    assert "Be brief." in segments[1]["text"]
+
+    turns = [m for m in by_type(events, "message") if m["role"] == "assistant" and m["agent"] == "a1"]
+    assert turns and all(m["usage"]["prompt_tokens"] > 0 for m in turns)
+    assert turns[0]["usage"]["recomputed_from"] is not None
+    [end] = by_type(events, "session.end")
+    assert end["outcome"] == first["outcome"] and end["exit_code"] == first["_exit"]
+    assert first["usage"]["input_tokens"] >= sum(m["usage"]["prompt_tokens"] for m in turns)
+    assert first["num_turns"] >= 1 and first["diff"]["in_git"] is True
+
+
+def test_the_first_request_started_the_pool(world: World, first: dict[str, Any]) -> None:
+    log = world.pool_start_log.read_text()
+    assert log.count(" starts: ") == 1
+    assert f"pool --socket {world.socket} --load smollm2-135m --ctx 4096" in log
+
+
+def test_a_new_session_in_the_same_directory_resumes_after_the_shared_prefix(
+    world: World, project: Path, first: dict[str, Any]
+) -> None:
+    done = aerix(world, project, "-p", "List the files here.", "--output-format", "json")
+    second = json.loads(done.stdout)
+    assert second["session_id"] != first["session_id"]
+    events = session_events(world, second["session_id"])
+    shared = sum(s["tokens"] for s in by_type(events, "segment") if s["kind"] in ("system", "instructions"))
+    first_turn = next(m for m in by_type(events, "message") if m["role"] == "assistant")
+    usage = first_turn["usage"]
+    # The system and instruction rows come from the prefix store; only the prompt is computed.
+    assert usage["recomputed_from"] >= shared - 8
+    assert usage["prompt_tokens"] - usage["recomputed_from"] < usage["prompt_tokens"] // 4
+
+
+def test_continue_appends_to_the_latest_session_as_stream_json(world: World, project: Path) -> None:
+    args = ("-p", "Thanks. Anything else?", "--continue", "--output-format", "stream-json")
+    done = aerix(world, project, *args)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    init, result = lines[0], lines[-1]
+    assert init["type"] == "system" and init["subtype"] == "init" and init["resumed"] is True
+    assert result["type"] == "result" and result["session_id"] == init["session_id"]
+    assert result["request"] == init["request"] >= 2 and done.returncode == result["exit_code"]
+    assert any(line["type"] == "system" and line.get("subtype") == "route" for line in lines)
+    events = session_events(world, init["session_id"])
+    starts = by_type(events, "session.start")
+    assert [s["request"] for s in starts] == list(range(1, len(starts) + 1)) and starts[-1]["resumed"]
+    [prompt] = [s for s in by_type(events, "segment") if s["id"] == f"a1.p{init['request']}"]
+    assert prompt["kind"] == "prompt" and prompt["text"].startswith("Thanks.")
+    assert len(by_type(events, "session.end")) == len(starts)
+    # The rebuilt root starts with the rows the earlier requests left in the prefix store.
+    latest = [e for e in events if e["seq"] > starts[-1]["seq"]]
+    first_turn = next(m for m in by_type(latest, "message") if m["role"] == "assistant")
+    system = next(s for s in by_type(events, "segment") if s["kind"] == "system")
+    assert first_turn["usage"]["recomputed_from"] >= system["tokens"]
+
+
+def test_resume_by_id_prefix_with_text_output(world: World, project: Path, first: dict[str, Any]) -> None:
+    session = first["session_id"]
+    done = aerix(world, project, "-p", "--resume", session[:12], stdin="One more question: why?\n")
+    assert done.returncode in EXIT_OF.values()
+    assert f"session {session} (resumed, request 2)" in done.stderr
+    events = session_events(world, session)
+    assert by_type(events, "session.start")[-1]["prompt"] == "One more question: why?\n"
+
+
+def test_an_imported_session_is_refused_in_one_line(world: World, project: Path) -> None:
+    files = SessionFiles(world.sessions)
+    writer = use.start_session(
+        files, use.utc_now, session="imported-1", project="claude-code", cwd=str(project), model="claude",
+        prompt="hello", aerix_version="0.1.0", tags=[CLAUDE_CODE_TAG],
+    )
+    writer.close()
+    files.close()
+    done = aerix(world, project, "-p", "continue that", "--resume", "imported-1")
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().count("\n") == 0 and "cannot be resumed" in done.stderr
+
+
+def test_an_empty_prompt_and_a_bad_flag_are_refused(world: World, project: Path) -> None:
+    done = aerix(world, project, "-p", stdin="  \n")
+    assert done.returncode == 2 and "prompt is empty" in done.stderr
+    done = aerix(world, project, "-p", "x", "--max-turns", "0")
+    assert done.returncode == 2 and "--max-turns" in done.stderr
+
+
+# ---- on the scripted member ----------------------------------------------------------------------
+
+WRITE_TURN = json.dumps({"thought": "Write the file.", "calls": [
+    {"tool": "write", "input": {"path": "hello.txt", "content": "hi\n"}}]})
+FINAL_TURN = json.dumps({"thought": "Done.", "final": "I wrote hello.txt."})
+
+
+@pytest.fixture
+def scripted(world: World, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A project whose settings point at its own pool socket (started by each test)."""
+    socket = tmp_path / "scripted" / "pool.sock"
+    proj = make_project(tmp_path / "proj", {"a.txt": "one\n"})
+    (proj / ".aerix").mkdir()
+    (proj / ".aerix" / "settings.json").write_text(json.dumps({"pool": {"socket": str(socket)}}))
+    (proj / ".git" / "info" / "exclude").write_text(".aerix/\n")
+    try:
+        yield proj, socket
+    finally:
+        stop_pool(world, socket)
+
+
+def test_text_output_is_the_answer_then_the_diff(world: World, scripted: tuple[Path, Path]) -> None:
+    proj, socket = scripted
+    (proj / "a.txt").write_text("one\nmine\n")  # the user's own edit, before the request
+    start_scripted_pool(world, socket, ["answer", WRITE_TURN, FINAL_TURN])
+    done = aerix(world, proj, "-p", "write hello.txt")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "I wrote hello.txt.\n\nuntracked: hello.txt\n"
+    assert (proj / "hello.txt").read_text() == "hi\n"
+
+
+def test_out_of_turns_is_budget_with_exit_2(world: World, scripted: tuple[Path, Path]) -> None:
+    proj, socket = scripted
+    start_scripted_pool(world, socket, ["investigate", WRITE_TURN, WRITE_TURN])
+    done = aerix(world, proj, "-p", "write hello.txt", "--max-turns", "1", "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert done.returncode == 2
+    assert (result["outcome"], result["subtype"], result["exit_code"]) == ("budget", "error_max_turns", 2)
+    assert result["route"] == "investigate" and result["diff"]["untracked"] == ["hello.txt"]
+    [end] = by_type(session_events(world, result["session_id"]), "session.end")
+    assert (end["outcome"], end["exit_code"], end["untracked"]) == ("budget", 2, ["hello.txt"])
+
+
+def test_an_edit_route_makes_the_root_a_limited_planner(world: World, scripted: tuple[Path, Path]) -> None:
+    proj, socket = scripted
+    start_scripted_pool(world, socket, ["edit", FINAL_TURN])
+    done = aerix(world, proj, "-p", "change things", "--output-format", "json")
+    result = json.loads(done.stdout)
+    events = session_events(world, result["session_id"])
+    [spawn] = by_type(events, "agent.spawn")
+    assert result["route"] == "edit" and spawn["tools"] == ["repo_map", "agent", "plan", "context"]
+    prompt = next(s for s in by_type(events, "segment") if s["kind"] == "prompt")
+    assert "You are the planner" in prompt["text"]
+    system = next(s for s in by_type(events, "segment") if s["kind"] == "system")
+    assert "- bash:" in system["text"]  # the system segment still lists every tool
