@@ -184,18 +184,32 @@ class Connection:
         outcome: dict[str, Any] | CaldrixError
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._forward, receiver, sink)
-            tasks.start_soon(self._keep_alive_while_queued, sink, request.context)
+            try:
+                outcome = await self._run_while_kept_alive(request, sink)
+            finally:
+                # When the generation returns, its last frames may still wait in the stream:
+                # closing the sink lets the forwarder send them all and then end, so the task
+                # group exits only after every token frame is out, and ``done`` follows them.
+                sink.close()
+        if isinstance(outcome, CaldrixError):
+            await self._send_error(outcome, request.rid)
+        else:
+            await self._send({"op": "done", "rid": request.rid, **outcome})
+
+    async def _run_while_kept_alive(
+        self, request: Generate, sink: FrameSink
+    ) -> dict[str, Any] | CaldrixError:
+        """The generation's ``done`` fields or its error, with queued keep-alives sent meanwhile."""
+        outcome: dict[str, Any] | CaldrixError
+        async with anyio.create_task_group() as keep_alive:
+            keep_alive.start_soon(self._keep_alive_while_queued, sink, request.context)
             try:
                 outcome = await self._pool.generate(request, sink)
             except CaldrixError as exc:
                 outcome = exc
             finally:
-                sink.close()
-                tasks.cancel_scope.cancel()  # the keep-alive; the frames are already forwarded
-        if isinstance(outcome, CaldrixError):
-            await self._send_error(outcome, request.rid)
-        else:
-            await self._send({"op": "done", "rid": request.rid, **outcome})
+                keep_alive.cancel_scope.cancel()
+        return outcome
 
     async def _keep_alive_while_queued(self, sink: FrameSink, context_id: str) -> None:
         """While the generation waits behind others, send ``progress`` with nothing done yet

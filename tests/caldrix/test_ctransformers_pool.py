@@ -152,3 +152,24 @@ def test_a_repeated_generation_resumes_from_the_live_rows(pool_socket: Path) -> 
             assert again.recomputed_from == again.prompt_tokens - 1
 
     anyio.run(run)
+
+
+#: Generations in the frame-order test. A forced constraint emits its last tokens and ends at
+#: once, so ``done`` is ready right behind them: a server that could send it before forwarding
+#: them all loses a tail within the first few of these (it did, every run), in well under a second.
+FRAME_ORDER_GENERATIONS = 40
+
+
+def test_every_token_frame_arrives_before_done(pool_socket: Path) -> None:
+    async def run() -> None:
+        async with await connect(pool_socket) as client:
+            context = (await client.request("context.create", member="main", segments=SEGMENTS))["context"]
+            constraint = {"one_of": ["investigate", "answer"]}
+            for seed in range(FRAME_ORDER_GENERATIONS):
+                done, streamed = await generate(
+                    client, context, constraint=constraint, temperature=1.0, seed=seed
+                )
+                assert streamed == done.text, f"generation {seed}: the token frames spelled {streamed!r}"
+            await client.request("context.drop", context=context)
+
+    anyio.run(run)
