@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from rich.console import Console
 
@@ -23,14 +24,25 @@ from aerix.adapters.project_key import project_key
 from aerix.adapters.session_render import render_list, render_replay
 from aerix.adapters.session_store import SessionFiles
 from aerix.app import sessions as use
+from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.errors import AerixError, ClaudeImportError
 
 NO_AGENT_YET = "the agent itself is not wired in this build; try `aerix sessions list`"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a refused command line exits with EXIT_USAGE: 2 is the budget's status."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="aerix", description="A local-first coding agent for the terminal.")
+    parser: argparse.ArgumentParser = _Parser(
+        prog="aerix", description="A local-first coding agent for the terminal."
+    )
     parser.add_argument("--version", action="version", version=f"aerix {__version__}")
     _add_request_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -96,10 +108,10 @@ def cmd_print(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.print_prompt == STDIN_PROMPT else args.print_prompt
     if not prompt.strip():
         print("aerix: the prompt is empty; give it after -p or on stdin", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.max_turns is not None and args.max_turns < 1:
         print("aerix: --max-turns must be 1 or more", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     options = RequestOptions(
         prompt=prompt, cwd=args.cwd or Path.cwd(), resume=args.resume,
         continue_latest=args.continue_latest, max_turns=args.max_turns,
@@ -108,7 +120,7 @@ def cmd_print(args: argparse.Namespace) -> int:
         return run_headless(options, args.output_format)
     except KeyboardInterrupt:
         print("aerix: cancelled", file=sys.stderr)
-        return 130
+        return EXIT_CANCELLED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -118,11 +130,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None and (args.resume or args.continue_latest):
         print("aerix: --resume and --continue need -p PROMPT (the interactive screen is not built yet)",
               file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     handler = getattr(args, "handler", None)
     if handler is None:
         print(f"aerix: {NO_AGENT_YET}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         return int(handler(args))
     except AerixError as error:

@@ -23,6 +23,8 @@ into these at the adapter that met them and re-raised ``from`` the original.
 
 from __future__ import annotations
 
+from aerix.domain.bounds import EXIT_USAGE
+
 
 class AerixError(Exception):
     """Base of every aerix error; ``str()`` is the one line shown to the user."""
@@ -33,7 +35,7 @@ class AerixError(Exception):
 class UsageError(AerixError):
     """The command line asked for something that cannot be done as written."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class SessionError(AerixError):

@@ -23,12 +23,13 @@ from aerix.app.root_context import ROOT_AGENT, SegmentPlan, record_segments, roo
 from aerix.app.sessions import utc_now
 from aerix.app.startup import Project
 from aerix.domain import events as ev
-from aerix.domain.bounds import EXIT_BUDGET
+from aerix.domain.bounds import EXIT_BUDGET, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED, EXIT_KILLED
 from aerix.errors import PoolError
 
 #: The exit status of each way an agent ends (``budget`` is the spec's; see docs/configuration.md).
 EXIT_CODES: Final[dict[str, int]] = {
-    "done": 0, "failed": 1, "budget": EXIT_BUDGET, "killed": 3, "cancelled": 130,
+    "done": EXIT_DONE, "failed": EXIT_FAILED, "budget": EXIT_BUDGET, "killed": EXIT_KILLED,
+    "cancelled": EXIT_CANCELLED,
 }
 
 

@@ -87,5 +87,15 @@ REMOTE_LOOKUP_TIMEOUT_SECS: Final = 10.0
 CAS_RETRIES: Final = 3
 
 # --- Exit codes -----------------------------------------------------------------------------
-#: A run that exhausted a bound (turns, retries …) exits with this status.
+#: The root agent gave its final answer.
+EXIT_DONE: Final = 0
+#: A named failure, or a request that could not start.
+EXIT_FAILED: Final = 1
+#: A run that exhausted a bound (turns, retries …) exits with this status (the spec's).
 EXIT_BUDGET: Final = 2
+#: The runtime ended the agent (``context floor: no room …``, a hook's ``continue: false``).
+EXIT_KILLED: Final = 3
+#: A command line that cannot be used as written (BSD's EX_USAGE), kept apart from the budget's 2.
+EXIT_USAGE: Final = 64
+#: Ctrl-C.
+EXIT_CANCELLED: Final = 130

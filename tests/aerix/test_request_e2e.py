@@ -19,6 +19,7 @@ import pytest
 
 from aerix.adapters.session_store import SessionFiles
 from aerix.app import sessions as use
+from aerix.domain.bounds import EXIT_USAGE
 from aerix.domain.session import CLAUDE_CODE_TAG
 from tests.aerix.request_world import (
     World,
@@ -165,9 +166,9 @@ def test_an_imported_session_is_refused_in_one_line(world: World, project: Path)
 
 def test_an_empty_prompt_and_a_bad_flag_are_refused(world: World, project: Path) -> None:
     done = aerix(world, project, "-p", stdin="  \n")
-    assert done.returncode == 2 and "prompt is empty" in done.stderr
+    assert done.returncode == EXIT_USAGE and "prompt is empty" in done.stderr
     done = aerix(world, project, "-p", "x", "--max-turns", "0")
-    assert done.returncode == 2 and "--max-turns" in done.stderr
+    assert done.returncode == EXIT_USAGE and "--max-turns" in done.stderr
 
 
 # ---- on the scripted member ----------------------------------------------------------------------
