@@ -10,7 +10,8 @@ generation start from the longest prefix already computed:
 - **The cost model** (:mod:`caldrix.resume_cost`) resumes only when restoring and filling the
   rest is expected to cost less than prefilling the whole prompt, with rates measured here.
 - **Storing** happens after every generation: an appended turn keeps its prompt and output
-  rows (the output recomputed as one batch first, see :data:`MIN_FILL_ROWS`), a probe (no
+  rows (the output recomputed as one batch first where the engine needs it, see
+  :data:`~caldrix.engines.base.MIN_FILL_ROWS`), a probe (no
   ``append``) only its prompt rows. A snapshot that another snapshot already
   contains is not stored again; one that contains older snapshots replaces them.
 - **Budget**: snapshots are dropped least recently used first to stay under ``budget`` bytes;
@@ -35,11 +36,14 @@ from caldrix.resume_cost import Candidate, MemberRates, ResumeDecision, decide
 logger = logging.getLogger("caldrix.prefix_store")
 
 GIB = 1 << 30
-#: Rows always left to compute after a resume. llama.cpp evaluates a one-row batch through a
-#: different matmul path than a longer one, and its rows and logits differ slightly (up to
-#: ~0.6 in a logit on SmolLM2-135M); filling two or more rows gives exactly the logits that a
-#: whole prefill gives, so a resumed greedy generation matches a fresh one.
-MIN_FILL_ROWS = 2
+# Rows always left to compute after a resume: the engine's ``capabilities.min_fill_rows``,
+# MIN_FILL_ROWS (2) unless it declares fewer. llama.cpp evaluates a one-row batch through a
+# different matmul path than a longer one, and its rows and logits differ slightly (up to ~0.6
+# in a logit on SmolLM2-135M); filling two or more rows gives exactly the logits that a whole
+# prefill gives, so a resumed greedy generation matches a fresh one. An engine whose one-row
+# batches compute what longer ones do (ctransformers) declares 1: then only the prompt's last
+# row is recomputed, and decoded rows are kept as they are.
+
 #: ``--context-budget`` defaults to this share of the memory limit…
 CONTEXT_BUDGET_SHARE = 0.25
 #: …and to at most this many bytes.
@@ -71,15 +75,16 @@ class _LastStart:
 
 
 def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
-    """Evaluate ``tokens`` in batches of the engine's prefill size, never leaving a one-row
-    batch at the end (see :data:`MIN_FILL_ROWS`)."""
-    size = max(MIN_FILL_ROWS, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
+    """Evaluate ``tokens`` in batches of the engine's prefill size, never leaving a last batch
+    shorter than the engine's ``min_fill_rows`` (see :data:`~caldrix.engines.base.MIN_FILL_ROWS`)."""
+    fill = engine.capabilities.min_fill_rows
+    size = max(fill, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
     done = 0
     while done < len(tokens):
         rest = len(tokens) - done
         take = min(size, rest)
-        if rest - take == 1:
-            take -= 1  # leave two rows for the last batch rather than one
+        if 0 < rest - take < fill:
+            take = rest - fill  # leave a whole last batch rather than a shorter one
         engine.evaluate(tokens[done : done + take])
         done += take
 
@@ -113,7 +118,7 @@ class PrefixStore:
 
     def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
         """Put the cheapest start for ``prompt_tokens`` in the engine's live rows and return
-        its row count (always leaving at least ``MIN_FILL_ROWS`` to evaluate)."""
+        its row count (always leaving at least the engine's ``min_fill_rows`` to evaluate)."""
         decision, stored = self._decide(engine, prompt_tokens)
         chosen = decision.chosen.candidate
         if chosen.source == "stored" and stored is not None:
@@ -244,11 +249,16 @@ class PrefixStore:
         batched ones (enough to change a greedy choice later). So the output rows are computed
         again as a batch, from the prompt's last row (whose batch may also have been a single
         row). A probe's output is never kept, and its last prompt row is left out for the same
-        reason."""
+        reason. An engine whose one-row batches compute what longer ones do
+        (``min_fill_rows`` 1) keeps its rows as they are."""
         live = tuple(engine.live_tokens)
         keep = live if appended else live[:prompt_len]
+        fill = engine.capabilities.min_fill_rows
+        if fill <= 1:
+            engine.truncate(len(keep))
+            return keep
         redo_from = max(0, min(prompt_len, len(keep)) - 1)
-        if len(keep) - redo_from < MIN_FILL_ROWS:
+        if len(keep) - redo_from < fill:
             engine.truncate(redo_from)
             return keep[:redo_from]
         engine.truncate(redo_from)
@@ -260,9 +270,9 @@ class PrefixStore:
     def _decide(self, engine: Engine, prompt_tokens: Sequence[int]) -> tuple[ResumeDecision, _Entry | None]:
         """Price the whole prefill, the live rows and the best stored snapshot (the smallest
         one holding the longest shared prefix); return the decision and that snapshot."""
-        # Some prompt rows must be evaluated: logits are not part of the KV rows, and the last
-        # batch must hold more than one row (MIN_FILL_ROWS).
-        limit = max(0, len(prompt_tokens) - MIN_FILL_ROWS)
+        # Some prompt rows must be evaluated: logits are not part of the KV rows, and on some
+        # engines the last batch must hold more than one row (``min_fill_rows``, by default 2).
+        limit = max(0, len(prompt_tokens) - max(1, engine.capabilities.min_fill_rows))
         live_start = min(common_prefix_length(engine.live_tokens, prompt_tokens), limit)
         candidates = [Candidate("live", live_start)]
         match = self._trie.longest_prefix(prompt_tokens)

@@ -30,6 +30,11 @@ ALL_CONSTRAINTS: tuple[ConstraintKind, ...] = ("json", "one_of", "regex", "lark"
 DEFAULT_CTX = 8192
 #: Rows evaluated per batch during a prefill; small enough that progress is reported often.
 DEFAULT_BATCH = 256
+#: The fewest prompt rows a resumed generation computes, unless its engine declares fewer
+#: (:attr:`EngineCapabilities.min_fill_rows`): llama.cpp computes a one-row batch through
+#: another matrix-multiply path, whose rows and logits differ from a prefill's
+#: (docs/prefix-store.md, Correctness), so two is the safe default.
+MIN_FILL_ROWS = 2
 
 
 class ServingFlags(BaseModel):
@@ -65,6 +70,11 @@ class EngineCapabilities:
     snapshots: bool = False
     """Whether :meth:`Engine.save_rows` / :meth:`Engine.load_rows` work (the prefix store)."""
     lane: Literal["cpu", "gpu"] = "cpu"
+    min_fill_rows: int = MIN_FILL_ROWS
+    """The fewest prompt rows to compute after resuming from kept rows, so that the logits and
+    the rows kept are what a whole prefill computes: 2 where a one-row batch takes another
+    compute path (llama.cpp), 1 where it computes what a longer batch does (at least the
+    prompt's last row is always computed: its logits are not part of the kept rows)."""
 
 
 @dataclass(frozen=True)

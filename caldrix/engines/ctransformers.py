@@ -164,7 +164,14 @@ def _create(lib: Any, path: Path, model_type: str, context_length: int) -> int:
 class CtransformersEngine:
     """A loaded legacy GGML model serving one sequence; see :class:`caldrix.engines.base.Engine`."""
 
-    capabilities = EngineCapabilities(constraints=ALL_CONSTRAINTS, snapshots=False, lane="cpu")
+    # ggml's old loaders compute a one-row batch the way they compute a longer one: how the
+    # rows are split into batches moves a logit by float rounding only (~1e-6 on the tiny test
+    # model, the same for one-row batches as for longer ones), and the last prompt row computed
+    # alone after the rest gives the prefill's logits exactly. So a resume recomputes only that
+    # row, and an unchanged prompt costs one row: llama.cpp's rule of two buys nothing here.
+    capabilities = EngineCapabilities(
+        constraints=ALL_CONSTRAINTS, snapshots=False, lane="cpu", min_fill_rows=1
+    )
 
     def __init__(
         self,

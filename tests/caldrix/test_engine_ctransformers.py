@@ -189,6 +189,29 @@ def test_resuming_from_live_rows_equals_a_cold_prefill(engine: CtransformersEngi
     assert int(np.argmax(resumed)) == int(np.argmax(cold))
 
 
+#: How far batching may move a logit on this engine: float rounding, nothing like the ~0.5 of
+#: llama.cpp's one-row path (docs/prefix-store.md).
+ROUNDING_ONLY = 1e-4
+
+
+def test_a_one_row_batch_computes_what_a_longer_one_does(engine: CtransformersEngine) -> None:
+    # What capabilities.min_fill_rows == 1 declares: the prefix store may resume one row short
+    # of the prompt, and keep rows the decode loop computed one at a time.
+    assert engine.capabilities.min_fill_rows == 1
+    prompt = chat_prompt(engine, "Tell me a story about the sea.")
+    engine.truncate(0)
+    engine.evaluate(prompt)
+    whole = engine.logits()
+    engine.truncate(len(prompt) - 1)
+    engine.evaluate(prompt[-1:])
+    assert np.array_equal(engine.logits(), whole)  # the last row alone, after the rest
+    for size in (1, 2, 7):
+        engine.truncate(0)
+        for start in range(0, len(prompt), size):
+            engine.evaluate(prompt[start : start + size])
+        assert np.abs(engine.logits() - whole).max() < ROUNDING_ONLY, f"batches of {size}"
+
+
 def test_logits_are_refused_once_the_rows_they_follow_are_gone(engine: CtransformersEngine) -> None:
     engine.truncate(0)
     engine.evaluate(engine.tokenize("abc"))

@@ -13,11 +13,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from caldrix.engines.base import EngineCapabilities
+from caldrix.engines.base import MIN_FILL_ROWS, EngineCapabilities
 from caldrix.prefix_store import (
     CONTEXT_BUDGET_MAX,
     GIB,
-    MIN_FILL_ROWS,
     PrefixStore,
     common_prefix_length,
     default_context_budget,
@@ -244,6 +243,33 @@ def test_a_probe_keeps_its_prompt_rows_and_an_appended_turn_its_output() -> None
     run(store, engine, turn, output=[50, 51], appended=True)
     assert store.stats()["entries"] == 2
     assert store.stats()["bytes"] == (len(probe) - 1 + len(turn) + 2) * ROW_BYTES
+
+
+class OneRowExactEngine(RowsEngine):
+    """An engine whose one-row batches compute what longer ones do (ctransformers)."""
+
+    capabilities = EngineCapabilities(snapshots=False, min_fill_rows=1)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def evaluate(self, tokens: Sequence[int]) -> None:
+        self.batches.append(len(tokens))
+        super().evaluate(tokens)
+
+
+def test_an_engine_exact_in_one_row_batches_recomputes_only_the_last_prompt_row() -> None:
+    store, engine = PrefixStore(10**6), OneRowExactEngine()
+    prompt = [*SYSTEM, 5, 5]
+    run(store, engine, prompt, output=[40, 41], appended=False)
+    assert engine.live == prompt  # the probe's output dropped, every prompt row kept
+    assert run(store, engine, prompt, appended=False) == len(prompt) - 1
+    engine.batches.clear()
+    run(store, engine, prompt, output=[50, 51], appended=True)
+    assert engine.batches == [1, 2]  # the last prompt row and the output: nothing recomputed
+    assert engine.live == [*prompt, 50, 51]
+    assert run(store, engine, [*prompt, 50, 51, 52]) == len(prompt) + 2
 
 
 def test_a_snapshot_already_contained_in_another_is_not_stored_again() -> None:
