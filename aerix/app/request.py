@@ -228,7 +228,10 @@ class _Request:
     async def _route_and_run(self) -> RootEnded:
         deps, project = self.deps, self.project
         prompt = project.skills.expand_prompt(self.options.prompt)
-        choice = await route_request(self.pool, self.members.router.name, prompt, deps.prompts, self.tap)
+        router = self.members.router
+        choice = await route_request(
+            self.pool, router.name, prompt, deps.prompts, self.tap, one_of="one_of" in router.constraints
+        )
         self.route = choice.choice
         rebuilt, added = self._segments(prompt, choice.choice)
         return await run_root(RootRun(

@@ -2,7 +2,9 @@
 
 The decision member (else main) classifies the request on a throwaway context holding only
 ``routing.md`` and the request: one generation of at most ROUTING_MAX_TOKENS tokens,
-constrained to one of the four words, with logprobs. An answer that matches none is ``edit``.
+constrained to one of the four words, with logprobs. An answer that matches none is ``edit``
+(the constraint makes that impossible, so it happens on a router that does not declare
+``one_of``: it is asked without the constraint, as the loop asks a member without ``json``).
 The choice and its scores are a ``route`` event. Routing picks the shape only; the root
 always runs on main. Every routing context starts with the same ``routing.md`` segment, so the
 pool's prefix store computes those rows once.
@@ -34,9 +36,11 @@ class RouteChoice:
 
 
 async def route_request(
-    pool: PoolPort, member: str, prompt: str, prompts: PromptSource, events: EventRecorder
+    pool: PoolPort, member: str, prompt: str, prompts: PromptSource, events: EventRecorder,
+    *, one_of: bool = True,
 ) -> RouteChoice:
-    """Classify ``prompt`` on ``member`` and record the ``route`` event."""
+    """Classify ``prompt`` on ``member`` and record the ``route`` event. ``one_of``: whether
+    the member declares the ``one_of`` constraint (``MemberInfo.constraints``)."""
     context = await pool.create_context(
         member,
         [
@@ -45,7 +49,7 @@ async def route_request(
         ],
     )
     try:
-        constraint = {"one_of": list(ROUTES)}
+        constraint = {"one_of": list(ROUTES)} if one_of else None
         done = await pool.generate(
             context.context, ROUTING_MAX_TOKENS, constraint=constraint, logprobs=ROUTING_LOGPROBS
         )
