@@ -175,5 +175,7 @@ class AutostartPool:
 
     async def open(self, settings: PoolSettings) -> OpenedPool:
         found = await find_or_start_pool(settings)
-        pool = CaldrixPool(found.socket, settings.max_connections)
+        pool = CaldrixPool(
+            found.socket, settings.max_connections, member_load_timeout=settings.start_timeout_secs
+        )
         return OpenedPool(pool, found.socket, found.pid, found.started)

@@ -58,8 +58,13 @@ async def _translated() -> AsyncIterator[None]:
 class CaldrixPool:
     """:class:`aerix.app.ports.PoolPort` on a caldrix pool's socket."""
 
-    def __init__(self, socket_path: Path, max_connections: int = 4) -> None:
+    def __init__(
+        self, socket_path: Path, max_connections: int = 4, member_load_timeout: float | None = None
+    ) -> None:
+        """``member_load_timeout``: how long a ``member.load`` may take (the spec bounds it by
+        ``pool.start_timeout_secs``); None leaves the protocol client's default."""
         self.socket_path = socket_path
+        self.member_load_timeout = member_load_timeout
         self._control: PoolClient | None = None
         self._control_lock = anyio.Lock()
         self._generations = anyio.CapacityLimiter(max_connections)
@@ -90,7 +95,7 @@ class CaldrixPool:
         fields: dict[str, Any] = {"name": name, "model": model}
         if flags:
             fields["flags"] = dict(flags)
-        reply = await self._request("member.load", **fields)
+        reply = await self._request("member.load", timeout=self.member_load_timeout, **fields)
         return _member(reply["member"])
 
     # ---- contexts ---------------------------------------------------------------------------

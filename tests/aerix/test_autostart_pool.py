@@ -22,7 +22,7 @@ from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.ports import SegmentAppend
 from aerix.app.routing import ROUTES, route_request
-from aerix.app.startup import bind_members
+from aerix.app.startup import BoundMembers, bind_members
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolUnavailable
 
@@ -157,3 +157,54 @@ def test_member_flags_become_the_autostart_command() -> None:
     settings = PoolSettings(main="m.gguf", main_flags=MemberFlags(ctx=4096, threads=2))
     command = start_command(settings, Path("/s"))
     assert command[1:] == ["pool", "--socket", "/s", "--load", "m.gguf", "--ctx", "4096", "--threads", "2"]
+
+
+# Last in the module: it leaves a decision member in the pool, which later binds would use.
+def test_a_decision_member_is_loaded_within_the_start_timeout_and_routes(world: dict[str, Any]) -> None:
+    """A configured ``pool.decision`` is loaded with ``member.load``, bounded by
+    ``pool.start_timeout_secs``: with a bound no load can meet, main routes and a note says why;
+    once the pool has it, it routes."""
+    socket = world["socket"]
+
+    def settings(timeout: float) -> PoolSettings:
+        return PoolSettings(
+            socket=str(socket), decision="smollm2-135m", decision_flags=MemberFlags(ctx=512),
+            start_timeout_secs=timeout,
+        )
+
+    async def bind(timeout: float) -> BoundMembers:
+        opened = await AutostartPool().open(settings(timeout))
+        try:
+            return await bind_members(opened.pool, settings(timeout))
+        finally:
+            await opened.aclose()
+
+    async def wait_while_loading() -> None:
+        async with CaldrixPool(socket) as pool:
+            while any(m.name == "decision" and m.state == "loading" for m in await pool.member_list()):
+                await anyio.sleep(0.2)
+
+    async def route_on_the_decision_member() -> tuple[BoundMembers, list[dict[str, Any]]]:
+        recorded: list[dict[str, Any]] = []
+
+        class Recorder:
+            def record(self, event_cls: type[Any], **fields: Any) -> Any:
+                recorded.append(fields)
+
+        members = await bind(900)
+        async with CaldrixPool(socket) as pool:
+            prompt = "Fix the typo in README.md."
+            await route_request(pool, members.router.name, prompt, EmbeddedPrompts(), Recorder())
+        return members, recorded
+
+    hurried = anyio.run(bind, 0.001)
+    assert hurried.decision is None and hurried.router.name == "main"
+    [note] = hurried.notes
+    assert note.startswith("decision member smollm2-135m not loaded (") and "member.load" in note
+    assert note.endswith("; main routes")
+
+    anyio.run(wait_while_loading)
+    members, [route] = anyio.run(route_on_the_decision_member)
+    assert members.decision is not None and members.decision.name == "decision"
+    assert members.router.name == "decision" and members.decision.n_ctx == 512
+    assert route["member"] == "decision" and route["choice"] in ROUTES
