@@ -244,7 +244,8 @@ class _Request:
     def _segments(self, prompt: str, route: str) -> tuple[list[SegmentPlan], list[SegmentPlan]]:
         """(a resumed root's segments, already in the log; this request's new segments)."""
         prompts = self.deps.prompts
-        added = request_segments(self.number, prompt_text(prompt, route, prompts))
+        planner_tools = self.project.settings.delegation.planner_tools
+        added = request_segments(self.number, prompt_text(prompt, route, prompts, planner_tools))
         if self.resume is not None and self.resume.root.segments:
             return rebuilt_segments(self.resume.root.ordered()), added
         system = system_text(prompts, self.project.skills, self.project.settings)

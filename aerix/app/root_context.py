@@ -17,7 +17,7 @@ from typing import Any, Final
 from aerix.app.ports import ContextCounts, EventRecorder, PromptSource, SkillSource
 from aerix.domain import events as ev
 from aerix.domain.settings import Settings
-from aerix.domain.tools import TOOLS, ToolSpec, render_tool_descriptions, tool_spec
+from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOLS, ToolSpec, render_tool_descriptions, tool_spec
 from aerix.domain.turns import render_turns_section
 from aerix.projections.contexts import SegmentView
 
@@ -59,11 +59,22 @@ def root_tools(route: str, settings: Settings) -> tuple[ToolSpec, ...]:
     return TOOLS
 
 
-def prompt_text(prompt: str, route: str, prompts: PromptSource) -> str:
-    """The prompt segment: the request, and for a planner the note that it must delegate."""
+def prompt_text(
+    prompt: str, route: str, prompts: PromptSource, planner_tools: Sequence[str] = DEFAULT_PLANNER_TOOLS
+) -> str:
+    """The prompt segment: the request, and for a planner the note that it must delegate,
+    naming the tools it has (``{tools}`` in planner.md: ``delegation.planner_tools``)."""
     if route in PLANNER_ROUTES:
-        return f"{prompt}\n\n{prompts.get('planner').strip()}"
+        note = prompts.get("planner").strip().replace("{tools}", spoken_list(planner_tools))
+        return f"{prompt}\n\n{note}"
     return prompt
+
+
+def spoken_list(names: Sequence[str]) -> str:
+    """``a, b and c``."""
+    if len(names) < 2:
+        return "".join(names) or "no tools"
+    return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def shared_prefix(system: str, instructions: str) -> list[SegmentPlan]:

@@ -1,0 +1,25 @@
+"""The root agent's prompt note and tools for a planner, from the embedded prompts and the
+settings as a user writes them."""
+
+from __future__ import annotations
+
+from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.adapters.settings_files import parse_settings
+from aerix.app.root_context import prompt_text, root_tools
+from aerix.domain.tools import TOOL_NAMES
+
+
+def test_the_planner_note_names_the_configured_tools() -> None:
+    settings = parse_settings({"delegation.planner_tools": ["repo_map", "plan", "agent"]})
+    planner_tools = settings.delegation.planner_tools
+    text = prompt_text("Split the parser.", "plan", EmbeddedPrompts(), planner_tools)
+    assert text.startswith("Split the parser.\n\nYou are the planner for this request.")
+    assert "You may only use repo_map, plan and agent." in text and "{tools}" not in text
+    assert [tool.name for tool in root_tools("plan", settings)] == ["repo_map", "plan", "agent"]
+
+
+def test_the_default_planner_note_and_the_other_routes() -> None:
+    default = prompt_text("Fix it.", "edit", EmbeddedPrompts())
+    assert "You may only use repo_map, agent, plan and context." in default
+    assert prompt_text("Why?", "answer", EmbeddedPrompts()) == "Why?"
+    assert [tool.name for tool in root_tools("investigate", parse_settings({}))] == list(TOOL_NAMES)
