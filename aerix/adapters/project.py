@@ -1,5 +1,5 @@
-"""``ProjectFiles``: the startup reads — settings, instruction files, skills, agent definitions
-and hooks — gathered for one working directory."""
+"""``ProjectFiles``: the startup reads — settings, instruction files, plugins, skills, agent
+definitions and hooks — gathered for one working directory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aerix.adapters.agent_definitions import load_agent_definitions
 from aerix.adapters.instructions import load_instruction_files, project_root, render_instructions
+from aerix.adapters.plugins import load_plugins
 from aerix.adapters.project_key import project_key
 from aerix.adapters.settings_files import load_settings
 from aerix.adapters.skills import load_skills
@@ -24,6 +25,7 @@ class ProjectFiles:
         root = project_root(cwd)
         loaded = load_settings(root)
         instruction_files, instruction_notes = load_instruction_files(cwd)
+        plugins = load_plugins(root, loaded.settings.enabled_plugins)
         skills = load_skills(root)
         agents = load_agent_definitions(root)
         settings = loaded.settings
@@ -38,5 +40,6 @@ class ProjectFiles:
             skills=skills,
             agents=agents,
             hooks=hook_listing(settings.hooks, settings.disable_all_hooks),
-            notes=(*instruction_notes, *skills.notes, *agents.notes),
+            plugins=plugins.plugins,
+            notes=(*instruction_notes, *plugins.notes, *skills.notes, *agents.notes),
         )

@@ -6,12 +6,13 @@
   ``session_id``, ``num_turns``, ``duration_ms``, ``usage``, and aerix's own ``outcome``,
   ``reason``, ``route``, ``exit_code``, ``model`` and ``diff``.
 - ``stream-json``: one JSON object a line as things happen: ``system``/``init`` when the session
-  starts, ``assistant`` for each turn (thinking, text and ``tool_use`` blocks), ``user`` for each
-  tool result, ``system`` with the event's type for every other session event, and the same
+  starts (with what startup found: tools, skills, agents, plugins, hooks, instruction files),
+  ``assistant`` for each turn (thinking, text and ``tool_use`` blocks), ``user`` for each tool
+  result, ``system`` with the event's type for every other session event, and the same
   ``result`` object as ``json`` last.
 
 Exit codes: 0 done, 1 failed (or an error before the request could run), 2 budget, 3 killed,
-130 cancelled (Ctrl-C).
+130 cancelled (Ctrl-C); a refused command line is the CLI's 64.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class HeadlessOutput(RequestObserver):
         self.format = fmt
         self.out = out
         self.err = err
+        self.listing: dict[str, Any] = {}
+
+    def startup(self, listing: dict[str, Any]) -> None:
+        self.listing = listing
 
     def note(self, line: str) -> None:
         print(f"aerix: {line}", file=self.err, flush=True)
@@ -52,7 +57,7 @@ class HeadlessOutput(RequestObserver):
         if isinstance(record, ev.SessionStart):
             print(banner(record), file=self.err, flush=True)
         if self.format == "stream-json":
-            for line in stream_lines(record):
+            for line in stream_lines(record, self.listing):
                 self.json_line(line)
 
     def finish(self, result: RequestResult) -> int:
@@ -131,12 +136,14 @@ def error_object(message: str, exit_code: int) -> dict[str, Any]:
     }
 
 
-def stream_lines(record: ev.EventBase) -> list[dict[str, Any]]:
-    """The ``stream-json`` lines of one session event."""
+def stream_lines(record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The ``stream-json`` lines of one session event; ``listing`` (what startup found, see
+    ``aerix.app.startup.startup_listing``) joins the ``init`` line."""
     if isinstance(record, ev.SessionStart):
         return [{
             "type": "system", "subtype": "init", "session_id": record.session, "cwd": record.cwd,
             "model": record.model, "request": record.request, "resumed": record.resumed,
+            **(listing or {}),
         }]
     if isinstance(record, ev.Message):
         return [_message_line(record)]

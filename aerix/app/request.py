@@ -33,7 +33,14 @@ from aerix.app.root_context import (
     system_text,
 )
 from aerix.app.routing import route_request
-from aerix.app.startup import BoundMembers, PoolStarter, Project, ProjectSource, bind_members
+from aerix.app.startup import (
+    BoundMembers,
+    PoolStarter,
+    Project,
+    ProjectSource,
+    bind_members,
+    startup_listing,
+)
 from aerix.domain import events as ev
 from aerix.domain.diffs import RequestDiff, Snapshot
 from aerix.errors import AerixError, UsageError
@@ -55,6 +62,10 @@ class RequestObserver:
 
     def note(self, line: str) -> None:
         """A startup or end note for stderr."""
+
+    def startup(self, listing: dict[str, Any]) -> None:
+        """What startup found and bound (``aerix.app.startup.startup_listing``), once the
+        members are bound and before the session starts."""
 
     def event(self, record: ev.EventBase) -> None:
         """A session event, just recorded."""
@@ -152,6 +163,7 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
+        observer.startup(startup_listing(project, members))
         writer, start = _open_session(options, deps, project, members, resume, snapshot)
         observer.event(start)
         try:

@@ -1,11 +1,12 @@
 """Startup: what a request needs before its first generation.
 
-In the spec's order: resolve the directory, the settings, instruction files, skills, agent
-definitions and hooks (``ProjectSource``); then find or start the pool and bind the members
+In the spec's order: resolve the directory, the settings, instruction files, enabled plugins,
+skills, agent definitions and hooks (``ProjectSource``); then find or start the pool and bind the members
 (``PoolStarter``, then :func:`bind_members`). Opening the session is the request's own step
 (``aerix.app.request``), because a resumed session is refused before any pool is started.
 
-Hooks are discovered and listed here only; what they do is another piece of work.
+Plugins and hooks are discovered and listed here only (``startup_listing``, which the output
+shows); what they do is another piece of work.
 """
 
 from __future__ import annotations
@@ -13,14 +14,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from aerix.app.ports import AgentDefinitionSource, MemberInfo, PoolPort, SkillSource
 from aerix.domain.settings import PoolSettings, Settings
+from aerix.domain.tools import TOOL_NAMES
 from aerix.errors import PoolError
 
 MAIN_MEMBER = "main"
 DECISION_MEMBER = "decision"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """A plugin found at startup, with what it would bring. Listed only: its skills, agents,
+    commands and hooks do not act yet."""
+
+    name: str
+    path: Path
+    scope: str  # "user" or "project"
+    enabled: bool
+    version: str | None = None
+    description: str = ""
+    skills: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    hooks: tuple[str, ...] = ()  # "PreToolUse (2)", as hook_listing gives them
 
 
 @dataclass(frozen=True)
@@ -37,6 +56,7 @@ class Project:
     skills: SkillSource
     agents: AgentDefinitionSource
     hooks: tuple[str, ...]  # "PreToolUse (2)": configured events and their handler counts
+    plugins: tuple[PluginInfo, ...] = ()
     notes: tuple[str, ...] = ()
 
 
@@ -121,3 +141,29 @@ async def bind_members(pool: PoolPort, settings: PoolSettings) -> BoundMembers:
     if decision is not None and decision.state != "ready":
         decision = None
     return BoundMembers(main, decision, tuple(notes))
+
+
+def startup_listing(project: Project, members: BoundMembers) -> dict[str, Any]:
+    """What startup found and bound, as plain data for the output (stream-json's ``init``
+    line names its keys as Claude Code's does: ``tools``, ``skills``, ``agents``, ``plugins``)."""
+    return {
+        "tools": list(TOOL_NAMES),
+        "members": {
+            "main": members.main.model,
+            "decision": members.decision.model if members.decision else None,
+        },
+        "settings_files": [str(path) for path in project.settings_files],
+        "instruction_files": [str(path) for path in project.instruction_files],
+        "skills": list(project.skills.names),
+        "agents": list(project.agents.names),
+        "plugins": [
+            {
+                "name": plugin.name, "path": str(plugin.path), "scope": plugin.scope,
+                "enabled": plugin.enabled, "version": plugin.version, "skills": list(plugin.skills),
+                "agents": list(plugin.agents), "commands": list(plugin.commands),
+                "hooks": list(plugin.hooks),
+            }
+            for plugin in project.plugins
+        ],
+        "hooks": list(project.hooks),
+    }

@@ -1,8 +1,9 @@
 """The settings models: every key a settings file may hold, with its default.
 
 Keys are grouped as the spec names them: ``pool.*``, ``delegation.*``, ``context.*``, ``tune.*``
-and ``hooks`` (Claude Code's shape). Unknown keys are errors, so a typo is reported with the file
-and the key rather than silently ignored. Reading and merging the files is
+and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks`` and
+``enabledPlugins``. Unknown keys are errors, so a typo is reported with the file and the key
+rather than silently ignored. Reading and merging the files is
 ``aerix.adapters.settings_files``.
 """
 
@@ -174,3 +175,6 @@ class Settings(BaseModel):
     tune: TuneSettings = TuneSettings()
     hooks: HooksSettings = Field(default_factory=dict)
     disable_all_hooks: bool = Field(default=False, alias="disableAllHooks")
+    #: Claude Code's key: plugin name (or ``name@marketplace``) -> enabled. A plugin found in a
+    #: plugins folder is enabled unless this says false.
+    enabled_plugins: dict[str, bool] = Field(default_factory=dict, alias="enabledPlugins")

@@ -1,0 +1,110 @@
+"""Plugins found at startup: Claude Code's plugin layout in aerix's user and project plugin
+folders, ``enabledPlugins``, bad files as notes, and the startup listing the output shows.
+Real folders in a real git repository, read through ``ProjectFiles`` as a request reads them."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from aerix.adapters.paths import config_home
+from aerix.adapters.project import ProjectFiles
+from aerix.app.output import HeadlessOutput
+from aerix.app.ports import MemberInfo
+from aerix.app.startup import BoundMembers, startup_listing
+from aerix.domain import events as ev
+from aerix.domain.tools import TOOL_NAMES
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+GUARD = {"type": "command", "command": "./guard.sh", "timeout": 10}
+LINT, TRUE = {"type": "command", "command": "make lint"}, {"type": "command", "command": "true"}
+HOOKS = {"description": "guards", "hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [GUARD]}],
+    "Stop": [{"hooks": [LINT, TRUE]}],
+}}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    user = config_home() / "plugins"
+    manifest = {"name": "reviewer", "version": "1.2.0", "description": "Code review helpers", "author": {}}
+    write(user / "review-kit" / ".claude-plugin" / "plugin.json", json.dumps(manifest))
+    write(user / "review-kit" / "skills" / "review" / "SKILL.md", "Review $ARGUMENTS\n")
+    write(user / "review-kit" / "agents" / "critic.md", "---\nname: critic\n---\nBe critical.\n")
+    write(user / "review-kit" / "hooks" / "hooks.json", json.dumps(HOOKS))
+    write(user / "shared" / "commands" / "ship.md", "Ship it.\n")  # no manifest: named by its folder
+    write(user / "not-a-plugin" / "README.md", "just a folder\n")
+    project = root / ".aerix" / "plugins"
+    write(project / "shared" / ".claude-plugin" / "plugin.json", '{"name": "shared", "version": "2.0"}')
+    write(project / "broken" / ".claude-plugin" / "plugin.json", "{not json")
+    write(project / "loose" / "hooks" / "hooks.json", '{"hooks": {"Stop": "make"}}')
+    return root
+
+
+def test_plugins_are_found_in_user_and_project_folders(repo: Path) -> None:
+    project = ProjectFiles().load(repo / "src")
+    by_name = {plugin.name: plugin for plugin in project.plugins}
+    assert list(by_name) == ["loose", "reviewer", "shared"]
+    reviewer = by_name["reviewer"]
+    assert (reviewer.scope, reviewer.version) == ("user", "1.2.0")
+    assert reviewer.description == "Code review helpers"
+    assert (reviewer.skills, reviewer.agents) == (("review",), ("critic",))
+    assert reviewer.hooks == ("PreToolUse (1)", "Stop (2)")
+    assert reviewer.enabled and reviewer.path == config_home() / "plugins" / "review-kit"
+    shared = by_name["shared"]  # the project's replaces the user's of the same name
+    assert (shared.scope, shared.version, shared.commands) == ("project", "2.0", ())
+    assert by_name["loose"].hooks == ()
+    notes = [note for note in project.notes if note.startswith("plugin ")]
+    assert len(notes) == 2
+    broken = repo / ".aerix" / "plugins" / "broken"
+    assert notes[0].startswith(f"plugin {broken}: skipped (plugin.json is not valid JSON")
+    assert notes[1].startswith("plugin loose: hooks left out (hooks/hooks.json: 'Stop'")
+
+
+def test_enabled_plugins_turns_one_off_by_name_or_marketplace_key(repo: Path) -> None:
+    write(repo / ".aerix" / "settings.json", json.dumps({"enabledPlugins": {"reviewer@acme": False}}))
+    write(repo / ".aerix" / "settings.local.json", json.dumps({"enabledPlugins": {"shared": True}}))
+    project = ProjectFiles().load(repo)
+    enabled = {plugin.name: plugin.enabled for plugin in project.plugins}
+    assert enabled == {"loose": True, "reviewer": False, "shared": True}
+
+
+def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> None:
+    write(repo / "AGENTS.md", "Be brief.\n")
+    write(repo / ".aerix" / "skills" / "deploy" / "SKILL.md", "Deploy.\n")
+    write(repo / ".aerix" / "settings.json", json.dumps({"hooks": HOOKS["hooks"]}))
+    project = ProjectFiles().load(repo)
+    main = MemberInfo("main", "smollm2-135m", "ready", 8192, "cpu", ("json", "one_of"))
+    listing = startup_listing(project, BoundMembers(main))
+    out, err = io.StringIO(), io.StringIO()
+    output = HeadlessOutput("stream-json", out, err)
+    output.startup(listing)
+    output.event(ev.SessionStart(
+        seq=1, time=datetime(2025, 1, 2, tzinfo=UTC), session="s1", cwd=str(repo), project="k",
+        model="smollm2-135m", prompt="hi", aerix_version="0.1.0",
+    ))
+    init = json.loads(out.getvalue())
+    assert (init["type"], init["subtype"], init["session_id"]) == ("system", "init", "s1")
+    assert init["tools"] == list(TOOL_NAMES) and init["skills"] == ["deploy"]
+    assert init["members"] == {"main": "smollm2-135m", "decision": None}
+    assert init["instruction_files"] == [str(repo / "AGENTS.md")]
+    assert init["settings_files"] == [str(repo / ".aerix" / "settings.json")]
+    assert init["hooks"] == ["PreToolUse (1)", "Stop (2)"]
+    assert [(p["name"], p["enabled"], p["scope"]) for p in init["plugins"]] == [
+        ("loose", True, "project"), ("reviewer", True, "user"), ("shared", True, "project"),
+    ]
+    assert init["plugins"][1]["path"] == str(config_home() / "plugins" / "review-kit")
