@@ -226,3 +226,34 @@ def test_an_edit_route_makes_the_root_a_limited_planner(world: World, scripted: 
     assert "You are the planner" in prompt["text"]
     system = next(s for s in by_type(events, "segment") if s["kind"] == "system")
     assert "- bash:" in system["text"]  # the system segment still lists every tool
+
+
+def test_continue_rebuilds_the_plan_and_init_shows_what_startup_found(
+    world: World, scripted: tuple[Path, Path]
+) -> None:
+    """Request 1 writes a plan; request 2 (``--continue``) reads it back from the rebuilt root.
+    The stream-json ``init`` line lists the project's plugin and skill."""
+    proj, socket = scripted
+    (proj / ".aerix" / "plugins" / "helper" / "commands").mkdir(parents=True)
+    (proj / ".aerix" / "plugins" / "helper" / "commands" / "tidy.md").write_text("Tidy up.\n")
+    (proj / ".aerix" / "skills" / "deploy").mkdir(parents=True)
+    (proj / ".aerix" / "skills" / "deploy" / "SKILL.md").write_text("Deploy $ARGUMENTS.\n")
+    write_plan = json.dumps({"thought": "Plan first.", "calls": [
+        {"tool": "plan", "input": {"op": "write", "text": "1. look\n2. fix"}}]})
+    read_plan = json.dumps({"thought": "Where was I?", "calls": [{"tool": "plan", "input": {"op": "read"}}]})
+    start_scripted_pool(world, socket, [
+        "investigate", write_plan, FINAL_TURN, "investigate", read_plan, FINAL_TURN,
+    ])
+    first_run = aerix(world, proj, "-p", "plan the fix", "--output-format", "json")
+    assert first_run.returncode == 0, first_run.stderr
+    done = aerix(world, proj, "-p", "go on", "--continue", "--output-format", "stream-json")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    init = lines[0]
+    assert init["subtype"] == "init" and init["resumed"] is True and init["request"] == 2
+    assert init["session_id"] == json.loads(first_run.stdout)["session_id"]
+    assert [(p["name"], p["commands"], p["enabled"]) for p in init["plugins"]] == [("helper", ["tidy"], True)]
+    assert init["skills"] == ["deploy"] and "plan" in init["tools"]
+    [result] = [line for line in lines if line["type"] == "user"]
+    [block] = result["message"]["content"]
+    assert block["tool_use_id"] == "a1.c2" and block["content"] == "[plan c2]\n1. look\n2. fix"
