@@ -40,6 +40,12 @@ if TYPE_CHECKING:
 PROGRESS_INTERVAL_S = 1.0
 #: Smallest prefill batch when batches are shortened to keep progress frames on time.
 MIN_PREFILL_BATCH = 16
+#: Rows of a prefill's first batch, evaluated before the machine's rate is known: small enough
+#: to take well under a second on a slow, busy CPU (a full 256-row batch took 2.7 s here).
+FIRST_PREFILL_BATCH = 32
+#: Each later batch is sized to take about this long at the rate measured so far, leaving half
+#: of :data:`PROGRESS_INTERVAL_S` for the rate to drop (longer rows, another process's load).
+PREFILL_BATCH_TARGET_S = PROGRESS_INTERVAL_S / 2
 
 
 class GenerationCancelled(Exception):
@@ -168,9 +174,11 @@ def _start_run(engine: Engine, params: GenerationParams, sink: GenerationSink) -
 
 
 def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: float) -> None:
-    """Evaluate ``prompt[start:]`` in batches, with progress before the first token and at
-    least every :data:`PROGRESS_INTERVAL_S`; batches shrink when they run longer than that."""
-    batch = max(1, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
+    """Evaluate ``prompt[start:]`` in batches, with progress before the first batch and after
+    each one. The first batch is small; each later one is sized from the rate measured on the
+    one before, so frames keep coming at least every :data:`PROGRESS_INTERVAL_S`."""
+    most = max(1, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
+    batch = min(most, FIRST_PREFILL_BATCH)
     done = start
     run.sink.progress(done, len(prompt))
     while done < len(prompt):
@@ -181,9 +189,17 @@ def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: 
         elapsed = time.perf_counter() - began
         done += len(rows)
         run.sink.progress(done, len(prompt))
-        if elapsed > PROGRESS_INTERVAL_S / 2 and batch > MIN_PREFILL_BATCH:
-            rate = len(rows) / elapsed
-            batch = max(MIN_PREFILL_BATCH, int(rate * PROGRESS_INTERVAL_S / 2))
+        batch = next_prefill_batch(len(rows), elapsed, most)
+
+
+def next_prefill_batch(rows: int, seconds: float, most: int) -> int:
+    """The rows of the next prefill batch, after ``rows`` took ``seconds``: as many as take
+    about :data:`PREFILL_BATCH_TARGET_S` at that rate, at least :data:`MIN_PREFILL_BATCH`
+    (tiny batches waste llama.cpp's per-call work) and at most ``most`` (the engine's batch)."""
+    if seconds <= 0:
+        return most
+    fitting = int(rows / seconds * PREFILL_BATCH_TARGET_S)
+    return max(min(MIN_PREFILL_BATCH, most), min(most, fitting))
 
 
 def _decode(run: _Run) -> Finish:
@@ -216,10 +232,12 @@ def _decode(run: _Run) -> Finish:
                 return "constraint"
             logits = apply_mask(logits, allowed)
         token = sampler.choose(logits)
+        if token in eos:
+            # Not output: it is neither in the text nor counted, so it has no logprobs entry
+            # either (one entry per completion token, as a client zips them).
+            return "stop"
         if run.logprobs is not None:
             _record_logprobs(run, logits, token)
-        if token in eos:
-            return "stop"
         if matcher is not None and not matcher.consume_token(token):
             return "constraint"
         run.emit([token])

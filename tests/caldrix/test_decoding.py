@@ -3,13 +3,22 @@ progress, cancellation and UTF-8 streaming."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 
 import pytest
 
 from caldrix._text_stream import TextStream
-from caldrix.decoding import GenerationCancelled, LiveRowsPolicy, run_generation
+from caldrix.decoding import (
+    FIRST_PREFILL_BATCH,
+    MIN_PREFILL_BATCH,
+    PREFILL_BATCH_TARGET_S,
+    GenerationCancelled,
+    LiveRowsPolicy,
+    next_prefill_batch,
+    run_generation,
+)
 from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest, ContextOverflow
@@ -147,6 +156,13 @@ def test_logprobs_have_the_protocol_shape(engine: LlamaCppEngine) -> None:
     assert _run(engine, _prompt(engine, "Say hello."), GenerationParams(max_new_tokens=2)).logprobs is None
 
 
+def test_an_answer_ended_by_end_of_turn_has_one_logprob_per_completion_token(engine: LlamaCppEngine) -> None:
+    result = _run(engine, _prompt(engine, "Say hello."), GenerationParams(max_new_tokens=80, logprobs=2))
+    assert result.finish == "stop" and result.logprobs is not None
+    assert len(result.logprobs) == result.completion_tokens == len(result.output_token_ids)
+    assert "".join(str(entry["token"]) for entry in result.logprobs) == result.text
+
+
 def test_sampling_is_reproducible_with_a_seed(engine: LlamaCppEngine) -> None:
     prompt = _prompt(engine, "Invent a name for a cat.")
     params = GenerationParams(max_new_tokens=12, temperature=1.0, seed=7)
@@ -166,6 +182,20 @@ def test_a_long_prefill_reports_progress_before_the_first_token(engine: LlamaCpp
     assert dones == sorted(dones) and dones[0] == 0 and dones[-1] == len(prompt)
     assert all(total == len(prompt) for _, total in sink.progress_frames)
     assert result.recomputed_from == 0
+    # The first batch is small, because the rate is not known yet; no batch is over --batch.
+    steps = [after - before for before, after in itertools.pairwise(dones)]
+    assert steps[0] <= FIRST_PREFILL_BATCH
+    assert all(0 < step <= BATCH for step in steps)
+
+
+def test_prefill_batches_are_sized_from_the_measured_rate() -> None:
+    # 64 rows in 2 s is 32 rows/s: a half-second batch holds 16.
+    assert next_prefill_batch(64, 2.0, most=256) == int(32 * PREFILL_BATCH_TARGET_S)
+    # A fast machine gets the engine's whole batch, never more.
+    assert next_prefill_batch(32, 0.01, most=256) == 256
+    # A very slow one still evaluates a few rows per call, unless the engine's batch is smaller.
+    assert next_prefill_batch(16, 10.0, most=256) == MIN_PREFILL_BATCH
+    assert next_prefill_batch(4, 10.0, most=8) == 8
 
 
 def test_cancelling_during_prefill_stops_between_batches(engine: LlamaCppEngine) -> None:
@@ -176,9 +206,9 @@ def test_cancelling_during_prefill_stops_between_batches(engine: LlamaCppEngine)
     with pytest.raises(GenerationCancelled) as info:
         run_generation(engine, prompt, GenerationParams(max_new_tokens=50), sink)
     assert sink.pieces == []
-    assert len(engine.live_tokens) == BATCH  # one batch computed, then it stopped
+    assert len(engine.live_tokens) == FIRST_PREFILL_BATCH  # one batch computed, then it stopped
     assert info.value.partial.completion_tokens == 0
-    assert list(engine.live_tokens) == prompt[:BATCH]  # the rows stay valid for a resume
+    assert list(engine.live_tokens) == prompt[:FIRST_PREFILL_BATCH]  # the rows stay valid for a resume
 
 
 def test_cancelling_during_decode_stops_at_the_next_token(engine: LlamaCppEngine) -> None:
