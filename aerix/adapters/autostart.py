@@ -80,8 +80,8 @@ async def find_or_start_pool(settings: PoolSettings) -> PoolFound:
             if pid is not None:
                 return PoolFound(socket, pid, started=False)
             command = start_command(settings, socket)
-            process = _spawn(command)
-            pid = await _wait_for_socket(socket, process, settings.start_timeout_secs, command)
+            process, log_start = _spawn(command)
+            pid = await _wait_for_socket(socket, process, settings.start_timeout_secs, command, log_start)
             return PoolFound(socket, pid, started=True, command=tuple(command))
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
@@ -113,18 +113,25 @@ def _caldrix_executable(configured: str) -> list[str]:
     return parts
 
 
-def _spawn(command: list[str]) -> subprocess.Popen[bytes]:
+def _spawn(command: list[str]) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the pool with its output appended to the log; (the process, where its output
+    starts in the log)."""
     log_path = pool_start_log()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        log.write(f"--- {stamp} aerix (pid {os.getpid()}) starts: {shlex.join(command)}\n".encode())
+        # A pool that died mid-line (its last message has no newline) must not swallow the header.
+        separator = "\n" if log.tell() and not _ends_with_newline(log_path) else ""
+        header = f"--- {stamp} aerix (pid {os.getpid()}) starts: {shlex.join(command)}"
+        log.write(f"{separator}{header}\n".encode())
         log.flush()
+        output_start = log.tell()  # before the pool shares (and moves) this file offset
         try:
-            return subprocess.Popen(
+            process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True,
             )
+            return process, output_start
         except OSError as exc:
             raise PoolStartFailed(
                 f"could not run the pool command {command[0]!r} ({exc.strerror}); "
@@ -133,7 +140,7 @@ def _spawn(command: list[str]) -> subprocess.Popen[bytes]:
 
 
 async def _wait_for_socket(
-    socket: Path, process: subprocess.Popen[bytes], timeout: float, command: list[str]
+    socket: Path, process: subprocess.Popen[bytes], timeout: float, command: list[str], log_start: int
 ) -> int:
     deadline = anyio.current_time() + timeout
     while True:
@@ -142,9 +149,11 @@ async def _wait_for_socket(
             return pid
         status = process.poll()
         if status is not None:
+            said = _last_line(pool_start_log(), log_start)
             raise PoolStartFailed(
-                f"the pool exited with status {status} before answering on {socket}; "
-                f"see {pool_start_log()} ({shlex.join(command)})"
+                f"the pool exited with status {status} before answering on {socket}"
+                + (f": {said}" if said else "")
+                + f"; see {pool_start_log()} ({shlex.join(command)})"
             )
         if anyio.current_time() >= deadline:
             raise PoolStartFailed(
@@ -152,6 +161,24 @@ async def _wait_for_socket(
                 f"it is still starting as pid {process.pid}; see {pool_start_log()}"
             )
         await anyio.sleep(AUTOSTART_POLL_SECS)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1) == b"\n"
+
+
+def _last_line(log_path: Path, start: int) -> str:
+    """The last line the pool wrote (its one-line reason when it refuses to start)."""
+    try:
+        with log_path.open("rb") as log:
+            log.seek(start)
+            output = log.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
 
 
 async def _acquire(fd: int, timeout: float, lock_path: Path) -> None:

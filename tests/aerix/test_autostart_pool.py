@@ -17,14 +17,14 @@ from typing import Any
 import anyio
 import pytest
 
-from aerix.adapters.autostart import AutostartPool, pool_start_log
+from aerix.adapters.autostart import AutostartPool, find_or_start_pool, pool_start_log
 from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.ports import SegmentAppend
 from aerix.app.routing import ROUTES, route_request
 from aerix.app.startup import BoundMembers, bind_members
 from aerix.domain.settings import MemberFlags, PoolSettings
-from aerix.errors import ContextOverflow, PoolError, PoolUnavailable
+from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
 
@@ -157,6 +157,21 @@ def test_member_flags_become_the_autostart_command() -> None:
     settings = PoolSettings(main="m.gguf", main_flags=MemberFlags(ctx=4096, threads=2))
     command = start_command(settings, Path("/s"))
     assert command[1:] == ["pool", "--socket", "/s", "--load", "m.gguf", "--ctx", "4096", "--threads", "2"]
+
+
+def test_a_pool_that_cannot_start_is_one_line_with_its_reason(tmp_path: Path) -> None:
+    """The pool's own last line says why; the log keeps each start's header on its own line even
+    when the pool's last message had no newline."""
+    socket = tmp_path / "run" / "p.sock"
+    settings = PoolSettings(socket=str(socket), main=str(tmp_path / "none.gguf"))
+    for _ in range(2):
+        with pytest.raises(PoolStartFailed) as failed:
+            anyio.run(find_or_start_pool, settings)
+    message = str(failed.value)
+    assert message.startswith(f"the pool exited with status 1 before answering on {socket}: caldrix: --load")
+    assert "no model file at" in message and f"; see {pool_start_log()} (" in message and "\n" not in message
+    headers = [line for line in pool_start_log().read_text().splitlines() if " starts: " in line]
+    assert len(headers) == 2 and all(line.startswith("--- ") for line in headers)
 
 
 # Last in the module: it leaves a decision member in the pool, which later binds would use.
