@@ -95,6 +95,8 @@ def _add_request_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
                        help="text (default), json (one object) or stream-json (one event a line)")
     group.add_argument("--in-place", action="store_true", help="accepted; -p always runs in place")
+    group.add_argument("--verbose", action="store_true",
+                       help="accepted, as Claude Code's stream-json needs it; the output is the same")
     group.add_argument("--cwd", type=Path, metavar="DIR", help="run in DIR instead of the current directory")
 
 

@@ -169,6 +169,11 @@ def test_an_empty_prompt_and_a_bad_flag_are_refused(world: World, project: Path)
     assert done.returncode == EXIT_USAGE and "prompt is empty" in done.stderr
     done = aerix(world, project, "-p", "x", "--max-turns", "0")
     assert done.returncode == EXIT_USAGE and "--max-turns" in done.stderr
+    # A Claude Code script's stream-json line (which needs --verbose there) parses here too.
+    done = aerix(world, project, "-p", "--output-format", "stream-json", "--verbose", stdin="")
+    assert done.returncode == EXIT_USAGE and "prompt is empty" in done.stderr
+    done = aerix(world, project, "-p", "x", "--no-such-flag")
+    assert done.returncode == EXIT_USAGE and "unrecognized arguments: --no-such-flag" in done.stderr
 
 
 # ---- on the scripted member ----------------------------------------------------------------------
