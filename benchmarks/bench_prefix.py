@@ -16,6 +16,7 @@ Then restore cost per MB (``load_rows`` of snapshots of several sizes), and how 
 behaves with a budget of none, one entry, or many, over three contexts taking turns.
 
     .venv/bin/python benchmarks/bench_prefix.py [--model PATH] [--threads 1] [--rounds 3]
+                                                [--part all|ttft|restore|budgets]
 """
 
 from __future__ import annotations
@@ -250,12 +251,14 @@ def budgets(bench: Bench, rounds: int) -> None:
     first = next(iter(contexts.values()))
     bench.answer(one_entry_probe, bench.prompt(*first))
     one_entry = one_entry_probe.stats()["bytes"] * 3 // 2
-    print("\n| budget | entries | MB kept | hits | misses | mean TTFT of later turns |")
-    print("|---|---|---|---|---|---|")
+    print("\n| budget | entries | MB kept | hits | misses | rows computed per later turn | "
+          "mean TTFT of later turns |")
+    print("|---|---|---|---|---|---|---|")
     for label, budget in (("none (0)", 0), ("one entry", one_entry), ("many (1 GiB)", BIG_BUDGET)):
         store = PrefixStore(budget, member="bench")
         engine.truncate(0)
         later: list[float] = []
+        computed: list[int] = []
         turns = {name: list(segments) for name, segments in contexts.items()}
         for turn in range(rounds + 1):
             for name, segments in turns.items():
@@ -264,10 +267,12 @@ def budgets(bench: Bench, rounds: int) -> None:
                 result = store.generate(engine, bench.prompt(*segments), ANSWER, sink, appended=True)
                 if turn > 0:
                     later.append((sink.first or time.perf_counter()) - sink.started)
+                    computed.append(result.prompt_tokens - result.recomputed_from)
                 segments.append(assistant(f"{name}{turn}a", result.text))
         stats = store.stats()
         print(f"| {label} | {stats['entries']} | {stats['bytes'] / 1e6:.0f} | {stats['hits']} | "
-              f"{stats['misses']} | {statistics.mean(later) * 1000:.0f} ms |")
+              f"{stats['misses']} | {statistics.mean(computed):.0f} | "
+              f"{statistics.mean(later) * 1000:.0f} ms |")
 
 
 def main() -> None:
@@ -278,15 +283,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="engine threads (default 1)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved warm/cold pairs per case")
     parser.add_argument("--prefix-tokens", type=int, default=PREFIX_TOKENS, help="system + instructions size")
+    parser.add_argument("--part", choices=["all", "ttft", "restore", "budgets"], default="all",
+                        help="run only one part (default all)")
     args = parser.parse_args()
     engine = open_llamacpp(args.model or embedded_model(), ServingFlags(ctx=4096, threads=args.threads))
     try:
         bench = Bench(engine, args.prefix_tokens)
         head = sum(len(t) for t in render_context(engine, bench.head).segment_tokens)
         print(f"shared prefix: {head} tokens (system + instructions); threads {args.threads}\n")
-        ttft_ratios(bench, args.rounds)
-        restore_cost(bench)
-        budgets(bench, args.rounds)
+        if args.part in ("all", "ttft"):
+            ttft_ratios(bench, args.rounds)
+        if args.part in ("all", "restore"):
+            restore_cost(bench)
+        if args.part in ("all", "budgets"):
+            budgets(bench, args.rounds)
     finally:
         engine.close()
 
