@@ -8,9 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from caldrix import __version__
 from caldrix.engines.base import ServingFlags
-from caldrix.errors import CaldrixError
+from caldrix.errors import BadRequest, CaldrixError
 from caldrix.paths import default_socket_path
 
 #: The pool exits after this many seconds with no connection open (0 = never).
@@ -69,7 +71,18 @@ def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
     }
     if args.batch is not None:
         values["batch"] = args.batch
-    return ServingFlags.model_validate(values)
+    try:
+        return ServingFlags.model_validate(values)
+    except ValidationError as exc:
+        raise BadRequest(_flag_problem(exc)) from None
+
+
+def _flag_problem(exc: ValidationError) -> str:
+    """A serving flag's validation error as the one line a person reads, naming the flag."""
+    first = exc.errors()[0]
+    flag = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "a serving flag"
+    reason = str(first["msg"]).removeprefix("Value error, ")
+    return f"{flag}: {reason[0].lower()}{reason[1:]}"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -46,7 +46,6 @@ def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Pa
     _require(args.context_budget is None or args.context_budget >= 0,
              "--context-budget must be 0 or more bytes")
     _require(args.memory_limit is None or args.memory_limit > 0, "--memory-limit must be more than 0 bytes")
-    _require(flags.max_batch == 1, "--max-batch: only 1 (the single-stream loop) is served")
     return PoolSettings(
         socket_path=socket_path,
         frames=args.frames,

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,11 +43,11 @@ class ServingFlags(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    ctx: int | None = None
+    ctx: Annotated[int | None, Field(ge=1)] = None
     """The window in tokens; ``None`` is the model's training window, at most ``DEFAULT_CTX``."""
-    threads: int | None = None
+    threads: Annotated[int | None, Field(ge=1)] = None
     """CPU threads for the engine; ``None`` lets the engine choose."""
-    batch: int = DEFAULT_BATCH
+    batch: Annotated[int, Field(ge=1)] = DEFAULT_BATCH
     """Rows evaluated per batch during a prefill."""
     max_batch: int = 1
     """Concurrent streams per member. Only 1 (the single-stream loop) is served."""
@@ -60,6 +60,13 @@ class ServingFlags(BaseModel):
     """The architecture of a legacy GGML file (``gpt2``, ``llama`` …), for ctransformers."""
     script: str | None = None
     """The ``scripted`` engine's script: a JSON file of completions, one per generation."""
+
+    @field_validator("max_batch")
+    @classmethod
+    def _single_stream(cls, value: int) -> int:
+        if value != 1:
+            raise ValueError("only 1 (the single-stream loop) is served")
+        return value
 
 
 @dataclass(frozen=True)

@@ -271,7 +271,9 @@ def test_a_load_that_does_not_fit_exits_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("flag", "value", "says"),
     [("--max-connections", "0", "--max-connections"), ("--idle-timeout", "-1", "--idle-timeout"),
-     ("--context-budget", "-5", "--context-budget"), ("--max-batch", "2", "--max-batch")],
+     ("--context-budget", "-5", "--context-budget"), ("--max-batch", "2", "--max-batch"),
+     ("--ctx", "0", "--ctx: input should be greater than or equal to 1"), ("--threads", "-2", "--threads"),
+     ("--batch", "0", "--batch")],
 )
 def test_bad_flag_values_are_one_line(tmp_path: Path, flag: str, value: str, says: str) -> None:
     result = _run("--socket", str(tmp_path / "pool.sock"), flag, value)

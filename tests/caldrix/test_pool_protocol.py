@@ -307,6 +307,10 @@ async def test_unknown_op_and_bad_request_keep_the_connection(client: PoolClient
         await client.generate(context="c1", max_new_tokens="lots").result()  # type: ignore[arg-type]
     with pytest.raises(BadRequest, match=r"flags\.window"):
         await client.request("member.load", name="x", model=DEFAULT_MODEL, flags={"window": 5})
+    with pytest.raises(BadRequest, match=r"flags\.ctx"):
+        await client.request("member.load", name="x", model=DEFAULT_MODEL, flags={"ctx": 0})
+    with pytest.raises(BadRequest, match=r"flags\.max_batch': only 1"):
+        await client.request("member.load", name="x", model=DEFAULT_MODEL, flags={"max_batch": 2})
     assert (await client.request("pool.status"))["connections"] >= 1
 
 

@@ -64,6 +64,14 @@ def test_a_damaged_file_is_one_precheck_line(tmp_path: Path) -> None:
     assert_one_line_error(caldrix("run", str(bad), "-p", "hi"), "GGUF version 1 is not supported")
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--ctx", "-5"), ("--threads", "0"), ("--batch", "0"), ("--max-batch", "2")]
+)
+def test_a_bad_serving_flag_is_one_line_naming_it(flag: str, value: str) -> None:
+    # Refused before any model is opened: llama.cpp's own complaint would blame the file.
+    assert_one_line_error(caldrix("run", MODEL, flag, value, "-p", "hi"), f"{flag}: ")
+
+
 def test_a_model_over_the_memory_limit_is_refused_with_figures() -> None:
     done = caldrix("run", MODEL, "--memory-limit", "1000000", "-p", "hi")
     assert_one_line_error(done, "over the 1 MiB memory limit")
