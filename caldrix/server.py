@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 import anyio
+import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream, TaskGroup
 
 from caldrix.connection import Connection
@@ -62,6 +63,14 @@ class PoolSettings:
     loads: list[tuple[str, str]] = field(default_factory=list)
     """Members to load before binding: (name, model reference)."""
     max_connections: int = MAX_CONNECTIONS
+
+
+def fetch_reference(reference: str) -> Path:
+    """The reference's local file, downloaded into the cache first (with a progress bar when
+    stderr is a terminal) if it is not there yet."""
+    from caldrix.models import local_file, parse_reference
+
+    return local_file(parse_reference(reference), progress=True)
 
 
 def prepare_socket_folder(folder: Path) -> None:
@@ -158,6 +167,10 @@ class PoolServer:
         for name, reference in self.settings.loads:
             logger.info("loading member %s from %s", name, reference)
             try:
+                # Fetched first, here, so that a download started from the command line shows
+                # its progress bar (on a terminal), as caldrix run's does; the load then finds
+                # the file in the cache.
+                await anyio.to_thread.run_sync(fetch_reference, reference)
                 await self.pool.members.load(name, reference, self.settings.flags)
             except CaldrixError as exc:
                 which = f"--load {reference} (member '{name}')"
