@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from caldrix import __version__
 from caldrix.engines.base import ServingFlags
 from caldrix.errors import BadRequest, CaldrixError
-from caldrix.paths import default_socket_path
+from caldrix.protocol.transport import default_socket_path
 
 #: The pool exits after this many seconds with no connection open (0 = never).
 DEFAULT_IDLE_TIMEOUT_SECS = 1800

@@ -19,9 +19,9 @@ from caldrix.engines.base import ServingFlags
 from caldrix.errors import BadRequest
 from caldrix.log import setup_pool_logging
 from caldrix.members import DECISION_MEMBER, MAIN_MEMBER, MemoryPlan
-from caldrix.paths import default_socket_path
 from caldrix.pool import MAX_CONNECTIONS
 from caldrix.protocol.client import CONTROL_TIMEOUT_SECS, connect
+from caldrix.protocol.transport import default_socket_path
 from caldrix.server import PoolServer, PoolSettings
 
 MIB = 1024 * 1024

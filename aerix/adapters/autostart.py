@@ -33,8 +33,7 @@ from aerix.app.startup import OpenedPool
 from aerix.domain.bounds import AUTOSTART_POLL_SECS, POOL_CONTROL_TIMEOUT_SECS
 from aerix.domain.settings import PoolSettings
 from aerix.errors import PoolStartFailed
-from caldrix.paths import default_socket_path
-from caldrix.protocol import CaldrixError, connect
+from caldrix.protocol import CaldrixError, connect, default_socket_path
 
 POOL_START_LOG = "pool-start.log"
 

@@ -44,6 +44,7 @@ from caldrix.protocol.framing import (
     encode_frame,
 )
 from caldrix.protocol.messages import DoneFrame, ProgressFrame, TokenFrame
+from caldrix.protocol.transport import default_socket_path
 
 __all__ = [
     "CONTROL_TIMEOUT_SECS",
@@ -79,6 +80,7 @@ __all__ = [
     "UnknownOp",
     "connect",
     "decode_payload",
+    "default_socket_path",
     "encode_frame",
     "error_from_reply",
 ]

@@ -28,7 +28,6 @@ from pydantic import ValidationError
 
 from caldrix import __version__, errors
 from caldrix.errors import CaldrixError, InternalError, PoolUnavailable
-from caldrix.paths import default_socket_path
 from caldrix.protocol.framing import (
     PROTOCOL_VERSION,
     FrameDecoder,
@@ -40,6 +39,7 @@ from caldrix.protocol.framing import (
     sniff_mode,
 )
 from caldrix.protocol.messages import DoneFrame, GenerationFrame, HelloReply, ProgressFrame, TokenFrame
+from caldrix.protocol.transport import default_socket_path
 
 #: Pool handshake and control requests (the spec's bound).
 CONTROL_TIMEOUT_SECS: Final = 30.0
