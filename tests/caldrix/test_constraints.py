@@ -241,3 +241,35 @@ def test_an_invalid_constraint_fails_before_any_row_is_computed(engine: LlamaCpp
     with pytest.raises(ConstraintInvalid):
         _generate(engine, "hello", params)
     assert list(engine.live_tokens) == []
+
+
+class EvaluationLog:
+    """The real engine, with a note of how many tokens each ``evaluate`` call carried after
+    the prompt was in (the decode phase)."""
+
+    def __init__(self, engine: LlamaCppEngine, prompt_len: int) -> None:
+        self._engine = engine
+        self._prompt_len = prompt_len
+        self.decode_calls: list[int] = []
+
+    def evaluate(self, tokens: list[int]) -> None:
+        if len(self._engine.live_tokens) >= self._prompt_len:
+            self.decode_calls.append(len(tokens))
+        self._engine.evaluate(tokens)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._engine, name)
+
+
+def test_forced_tokens_are_evaluated_in_one_batch(engine: LlamaCppEngine) -> None:
+    schema = {"type": "object", "properties": {"answer": {"const": "forty-two"}}, "required": ["answer"]}
+    prompt = render_context(engine, [{"id": "u", "role": "user", "text": "What is the answer?",
+                                      "pinned": False}]).prompt_tokens
+    logged = EvaluationLog(engine, len(prompt))
+    params = GenerationParams(max_new_tokens=30, constraint={"json": schema})
+    result = run_generation(logged, prompt, params, Sink())  # type: ignore[arg-type]
+    assert json.loads(result.text) == {"answer": "forty-two"}
+    # The whole value is forced, so no token was sampled and evaluated on its own: the forced
+    # runs went in batched calls (the last run is not evaluated at all, nothing follows it).
+    assert logged.decode_calls and min(logged.decode_calls) > 1
+    assert sum(logged.decode_calls) < result.completion_tokens

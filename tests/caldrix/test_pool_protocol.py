@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from caldrix.errors import (
@@ -257,9 +259,23 @@ async def test_json_constraint_yields_schema_valid_json(client: PoolClient) -> N
     done = await client.generate(context=created["context"], max_new_tokens=40, constraint={"json": schema},
                                  temperature=0.7, seed=3).result()
     assert done.finish == "stop", done
-    value = json.loads(done.text)
-    assert set(value) == {"colour"} and isinstance(value["colour"], str)
+    jsonschema.validate(json.loads(done.text), schema)
     assert done.text == done.text.strip()
+
+
+async def test_regex_and_lark_constraints_over_the_socket(client: PoolClient) -> None:
+    created = await _create(client, SYSTEM, {"id": "u", "role": "user", "text": "How old is your cat?",
+                                             "pinned": False})
+    pattern = r"[A-Z][a-z]+ is [0-9]{1,2} years old\."
+    done = await client.generate(context=created["context"], max_new_tokens=30,
+                                 constraint={"regex": pattern}).result()
+    assert done.finish == "stop" and re.fullmatch(pattern, done.text), done
+    grammar = 'start: "Colours: " colour (", " colour)? "."\ncolour: "red" | "green" | "blue"'
+    done = await client.generate(context=created["context"], max_new_tokens=30,
+                                 constraint={"lark": grammar}).result()
+    assert done.finish == "stop", done
+    colours = done.text.removeprefix("Colours: ").removesuffix(".").split(", ")
+    assert done.text.startswith("Colours: ") and set(colours) <= {"red", "green", "blue"}, done.text
 
 
 async def test_stop_strings_end_the_text(client: PoolClient) -> None:
@@ -279,12 +295,17 @@ async def test_context_overflow_names_the_figures(client: PoolClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "constraint", [{"regex": "("}, {"lark": "start: ???"}, {"json": {"type": "nonsense"}}]
+    ("constraint", "reason"),
+    [({"regex": "(unclosed"}, "unclosed group"), ({"lark": "start: undefined_rule"}, "undefined_rule"),
+     ({"json": {"type": "nonsense"}}, "nonsense")],
 )
-async def test_constraint_invalid(client: PoolClient, constraint: dict[str, Any]) -> None:
+async def test_constraint_invalid_carries_llguidances_reason(
+    client: PoolClient, constraint: dict[str, Any], reason: str
+) -> None:
     created = await _create(client)
-    with pytest.raises(ConstraintInvalid):
+    with pytest.raises(ConstraintInvalid, match=reason):
         await client.generate(context=created["context"], max_new_tokens=4, constraint=constraint).result()
+    assert (await client.request("pool.status"))["members"]  # the pool still answers
 
 
 async def test_not_found_errors(client: PoolClient) -> None:
