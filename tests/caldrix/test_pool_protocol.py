@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import jsonschema
 import pytest
 
@@ -427,3 +428,38 @@ async def test_a_failed_request_does_not_break_the_client(client: PoolClient) ->
         await client.request("context.get", context="c0")
     assert not client.closed
     assert (await client.request("pool.status"))["members"]
+
+
+async def test_a_member_serves_generations_in_queue_order(pool: PoolProcess, client: PoolClient) -> None:
+    """Single stream: a short generation queued behind a longer one finishes after it."""
+    first, second, third = [await connect(pool.socket_path, frames=pool.frames) for _ in range(3)]
+    finished: list[str] = []
+    try:
+        contexts = [(await _create(c))["context"] for c in (first, second, third)]
+        running = first.generate(context=contexts[0], max_new_tokens=40, constraint={"regex": "[a-z]{120}"})
+        async for frame in running:
+            if isinstance(frame, TokenFrame):
+                break
+
+        async def finish(name: str, generation: Any) -> None:
+            await generation.result()
+            finished.append(name)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(finish, "long", second.generate(
+                context=contexts[1], max_new_tokens=20, constraint={"regex": "[a-z]{60}"}))
+            with anyio.fail_after(60):  # a bound on the wait, not a timing check
+                while await _main_queue(client) < 2:
+                    await anyio.sleep(0.05)
+            tasks.start_soon(finish, "short", third.generate(context=contexts[2], max_new_tokens=2))
+            async for _ in running:
+                pass
+    finally:
+        for connection in (first, second, third):
+            await connection.aclose()
+    assert finished == ["long", "short"]
+
+
+async def _main_queue(client: PoolClient) -> int:
+    members = (await client.request("member.list"))["members"]
+    return int(next(m["queue"] for m in members if m["name"] == "main"))
