@@ -59,10 +59,14 @@ class GenerationCancelled(Exception):
 
 class LiveRowsPolicy:
     """The default resume policy: keep the longest common prefix of the live rows and the
-    prompt, but always recompute at least the prompt's last token (its logits are needed)."""
+    prompt, but always recompute the engine's ``min_fill_rows`` last prompt rows (at least the
+    last token, whose logits are needed)."""
 
     def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
-        keep = min(common_prefix_length(engine.live_tokens, prompt_tokens), len(prompt_tokens) - 1)
+        # Leave the engine's minimum fill: on llama.cpp a one-row batch takes another matmul
+        # path whose logits differ slightly from a prefill's, which could change a greedy answer.
+        fill = min(engine.capabilities.min_fill_rows, len(prompt_tokens))
+        keep = min(common_prefix_length(engine.live_tokens, prompt_tokens), len(prompt_tokens) - fill)
         engine.truncate(keep)
         return keep
 
@@ -183,13 +187,23 @@ def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: 
     run.sink.progress(done, len(prompt))
     while done < len(prompt):
         _check_cancelled(run, started, len(prompt))
-        rows = prompt[done : done + batch]
+        rows = prompt[done : _batch_end(done, batch, len(prompt), engine.capabilities.min_fill_rows)]
         began = time.perf_counter()
         engine.evaluate(rows)
         elapsed = time.perf_counter() - began
         done += len(rows)
         run.sink.progress(done, len(prompt))
         batch = next_prefill_batch(len(rows), elapsed, most)
+
+
+def _batch_end(done: int, batch: int, total: int, min_rows: int) -> int:
+    """Where a prefill batch starting at ``done`` ends: ``batch`` rows on, but never leaving a
+    last batch smaller than ``min_rows`` — this one shrinks instead, so a prompt never ends on
+    llama.cpp's one-row path (slightly different logits) and no batch exceeds the engine's."""
+    end = min(done + batch, total)
+    if 0 < total - end < min_rows:
+        end = max(total - min_rows, done + 1) if total - done > min_rows else total
+    return end
 
 
 def next_prefill_batch(rows: int, seconds: float, most: int) -> int:

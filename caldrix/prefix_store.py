@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from caldrix.decoding import common_prefix_length
 from caldrix.engines.base import DEFAULT_BATCH, Engine, GenerationParams, GenerationResult, GenerationSink
 from caldrix.prefix_trie import TokenTrie
 from caldrix.resume_cost import Candidate, MemberRates, ResumeDecision, decide
@@ -87,15 +88,6 @@ def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
             take = rest - fill  # leave a whole last batch rather than a shorter one
         engine.evaluate(tokens[done : done + take])
         done += take
-
-
-def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class PrefixStore:

@@ -16,6 +16,7 @@ from caldrix.decoding import (
     PREFILL_BATCH_TARGET_S,
     GenerationCancelled,
     LiveRowsPolicy,
+    _batch_end,
     next_prefill_batch,
     run_generation,
 )
@@ -107,16 +108,19 @@ def test_resuming_from_live_rows_gives_the_cold_output(engine: LlamaCppEngine) -
     cold = _run(engine, longer, params)
     assert cold.recomputed_from == 0
     assert warm.text == cold.text
-    again = _run(engine, longer, params)  # the same prompt: only its last token is recomputed
-    assert again.recomputed_from == len(longer) - 1
+    again = _run(engine, longer, params)  # the same prompt: only the engine's minimum fill is recomputed
+    assert again.recomputed_from == len(longer) - engine.capabilities.min_fill_rows
+    assert again.text == cold.text
 
 
-def test_live_rows_policy_always_leaves_a_token_to_evaluate(engine: LlamaCppEngine) -> None:
+def test_live_rows_policy_always_leaves_the_minimum_fill_to_evaluate(engine: LlamaCppEngine) -> None:
     prompt = _prompt(engine, "Hi")
     engine.truncate(0)
     engine.evaluate(prompt)
-    assert LiveRowsPolicy().prepare(engine, prompt) == len(prompt) - 1
-    assert list(engine.live_tokens) == prompt[:-1]
+    fill = engine.capabilities.min_fill_rows
+    assert fill >= 2  # llama.cpp's one-row batch computes different logits
+    assert LiveRowsPolicy().prepare(engine, prompt) == len(prompt) - fill
+    assert list(engine.live_tokens) == prompt[:-fill]
 
 
 def test_stop_strings_end_the_output_and_are_not_included(engine: LlamaCppEngine) -> None:
@@ -255,3 +259,18 @@ def test_bad_requests_fail_before_any_work(engine: LlamaCppEngine) -> None:
         run_generation(engine, [], GenerationParams(max_new_tokens=1), Sink())
     with pytest.raises(ContextOverflow, match="exceeds the window of 4096"):
         run_generation(engine, [1] * 4000, GenerationParams(max_new_tokens=200), Sink())
+
+
+@pytest.mark.parametrize(
+    ("done", "batch", "total", "end"),
+    [
+        (0, 256, 257, 255),  # 256 would leave one row: stop at 255 and leave two
+        (0, 256, 258, 256),
+        (0, 256, 256, 256),
+        (255, 256, 257, 257),
+        (0, 1, 2, 2),  # too short to split without a one-row batch: take both
+        (0, 64, 10, 10),
+    ],
+)
+def test_a_prefill_never_ends_on_a_one_row_batch(done: int, batch: int, total: int, end: int) -> None:
+    assert _batch_end(done, batch, total, min_rows=2) == end

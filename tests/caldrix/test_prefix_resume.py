@@ -12,9 +12,10 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from caldrix.decoding import common_prefix_length
 from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
-from caldrix.prefix_store import PrefixStore, common_prefix_length
+from caldrix.prefix_store import PrefixStore
 from caldrix.templates import render_context
 from tests.default_model import default_model_path
 
