@@ -129,6 +129,10 @@ class Member:
     path: Path | None = None
     engine: Engine | None = None
     footprint_bytes: int | None = None
+    fit_footprint: int | None = None
+    """The footprint the memory fit counts: unknown when it could not be estimated before the
+    load (a legacy GGML file), even if the engine then reports one — ctransformers leaves its
+    scratch buffers out — so such a member stays alone both ways."""
     n_ctx: int = 0
     error: str | None = None
     unloading: bool = False
@@ -290,7 +294,7 @@ class Members:
         member.n_ctx = window_for(resolved.info, member.flags.ctx)
         estimate = estimate_footprint(resolved.info, member.n_ctx, member.flags.batch)
         # Loads run one at a time, so every other resident member is ready by now.
-        others = [m.footprint_bytes for m in self._members.values() if m.state == "ready"]
+        others = [m.fit_footprint for m in self._members.values() if m.state == "ready"]
         check_fit(estimate, others, self.plan.limit, self.plan.context_budget)
         member.footprint_bytes = estimate
         logger.info("member %s: opening %s", member.name, resolved.path)
@@ -299,6 +303,7 @@ class Members:
         member.engine = engine
         member.n_ctx = engine.n_ctx
         member.footprint_bytes = engine.footprint_bytes or estimate
+        member.fit_footprint = member.footprint_bytes if estimate is not None else None
         member.state = "ready"
 
     async def _fail(self, member: Member, exc: BaseException) -> None:

@@ -1,0 +1,54 @@
+"""The memory fit in the real daemon: a member whose footprint is unknown only ever loads alone.
+
+A legacy GGML file has no footprint that can be estimated before it is loaded (ctransformers
+reports neither its KV buffer nor its scratch buffers), so the pool must refuse it beside a
+resident member, and must refuse a second member beside it — both ways, with ``no_fit``. The
+pool is the real ``caldrix pool`` subprocess; the legacy file is a tiny gpt2 written by the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from caldrix.errors import NoFit
+from caldrix.protocol import connect
+from tests.caldrix.ggml_writer import write_tiny_gpt2
+from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
+
+pytestmark = [pytest.mark.e2e, pytest.mark.model]
+
+LEGACY_FLAGS = {"engine": "ctransformers", "model_type": "gpt2", "threads": 1}
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
+    folder = tmp_path_factory.mktemp("fit")
+    process = start_pool(folder, "--load", DEFAULT_MODEL, "--ctx", "512", "--threads", "1",
+                         "--idle-timeout", "0")
+    yield process
+    process.stop()
+
+
+def test_an_unknown_footprint_loads_only_alone_both_ways(pool: PoolProcess, tmp_path: Path) -> None:
+    legacy = str(write_tiny_gpt2(tmp_path / "tiny-gpt2.bin"))
+
+    async def scenario() -> tuple[str, str, list[str]]:
+        async with await connect(pool.socket_path) as client:
+            with pytest.raises(NoFit) as beside_main:
+                await client.request("member.load", name="legacy", model=legacy, flags=LEGACY_FLAGS)
+            await client.request("member.unload", name="main")
+            alone = await client.request("member.load", name="legacy", model=legacy, flags=LEGACY_FLAGS)
+            assert alone["member"]["state"] == "ready"
+            with pytest.raises(NoFit) as beside_legacy:
+                await client.request("member.load", name="second", model=DEFAULT_MODEL, flags={"ctx": 512})
+            members = (await client.request("member.list"))["members"]
+            return str(beside_main.value), str(beside_legacy.value), [m["name"] for m in members]
+
+    refused_legacy, refused_second, names = anyio.run(scenario)
+    assert "footprint is unknown, so it loads only alone" in refused_legacy
+    assert "resident member's memory footprint is unknown" in refused_second
+    assert names == ["legacy"]
