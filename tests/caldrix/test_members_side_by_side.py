@@ -30,7 +30,7 @@ WAIT_BOUND_SECS = 300.0
 def two_loads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp("side-by-side")
     process = start_pool(folder, "--load", DEFAULT_MODEL, "--load", DEFAULT_MODEL, "--ctx", "512",
-                         "--threads", "1", "--max-connections", "4", "--idle-timeout", "0")
+                         "--threads", "1", "--idle-timeout", "0")  # the default --max-connections (4)
     yield process
     process.stop()
 
