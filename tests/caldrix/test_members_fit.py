@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from caldrix.errors import NoFit
-from caldrix.protocol import connect
+from caldrix.protocol import PoolClient, connect
 from tests.caldrix.ggml_writer import write_tiny_gpt2
 from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
 
@@ -52,3 +52,29 @@ def test_an_unknown_footprint_loads_only_alone_both_ways(pool: PoolProcess, tmp_
     assert "footprint is unknown, so it loads only alone" in refused_legacy
     assert "resident member's memory footprint is unknown" in refused_second
     assert names == ["legacy"]
+
+
+def test_a_legacy_members_chat_template_is_chosen_by_flag(pool: PoolProcess, tmp_path: Path) -> None:
+    """Legacy files carry no template: ChatML unless member.load's flags name another."""
+    legacy = str(write_tiny_gpt2(tmp_path / "tiny-gpt2.bin"))
+    plain = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    request = {"id": "u", "role": "user", "text": "Reply.", "pinned": False}
+
+    async def tokens_with(client: PoolClient, flags: dict[str, object]) -> tuple[int, str]:
+        for member in (await client.request("member.list"))["members"]:
+            await client.request("member.unload", name=member["name"])  # a legacy member loads alone
+        await client.request("member.load", name="legacy", model=legacy, flags=flags)
+        context = await client.request("context.create", member="legacy", segments=[request])
+        done = await client.generate(context["context"], 4, constraint={"one_of": ["ok"]}).result()
+        return int(context["tokens"]), done.text
+
+    async def scenario() -> tuple[tuple[int, str], tuple[int, str]]:
+        async with await connect(pool.socket_path) as client:
+            chatml = await tokens_with(client, LEGACY_FLAGS)
+            custom = await tokens_with(client, {**LEGACY_FLAGS, "chat_template": plain})
+            return chatml, custom
+
+    (chatml_tokens, chatml_text), (plain_tokens, plain_text) = anyio.run(scenario)
+    assert plain_tokens <= len("Reply.")  # the bare text: no role markers around it
+    assert chatml_tokens > plain_tokens + len("<|im_start|>user\n")  # ChatML's markers, byte-spelled
+    assert chatml_text == plain_text == "ok"
