@@ -3,35 +3,55 @@
 A projection depends on nothing but the events it is given. It remembers the ``seq`` of the
 last event it applied (its position) and ignores any event at or before it, so feeding it the
 log again from an earlier point, or in pieces, gives exactly what one pass from the start gives.
+
+Each projection names the events it folds in ``HANDLERS`` (event class → function). A rebuild
+folds tens of thousands of events into five projections, so the fold looks each event's
+handler up once by its class rather than walking a chain of ``isinstance`` tests; events are
+always exactly the classes of ``aerix.domain.events`` (the ``type`` discriminator picks them).
 """
 
 from __future__ import annotations
 
 import gc
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from aerix.domain.events import EventBase
 
+Handler = Callable[[Any, Any], None]
+"""``handler(projection, event)``: folds one event of the class it is registered for."""
+Handlers = Mapping[type[EventBase], Handler]
 
-class Projection(ABC):
-    """A fold with a position. Subclasses implement ``apply``."""
+
+class Projection:
+    """A fold with a position. Subclasses fill ``HANDLERS``; other events only move the position."""
+
+    HANDLERS: ClassVar[Handlers] = {}
 
     def __init__(self) -> None:
         self.position = 0
 
     def feed(self, events: Iterable[EventBase]) -> None:
         """Apply the events after the current position, in order."""
-        for event in events:
-            if event.seq > self.position:
-                self.apply(event)
-                self.position = event.seq
+        handlers = self.HANDLERS
+        position = self.position
+        try:
+            for event in events:
+                seq = event.seq
+                if seq > position:
+                    handler = handlers.get(event.__class__)
+                    if handler is not None:
+                        handler(self, event)
+                    position = seq
+        finally:
+            self.position = position  # up to the last event applied, even when one raised
 
-    @abstractmethod
     def apply(self, event: EventBase) -> None:
-        """Fold one event (called once per event, in seq order)."""
+        """Fold one event, whatever the position (``feed`` is the usual way in)."""
+        handler = self.HANDLERS.get(event.__class__)
+        if handler is not None:
+            handler(self, event)
 
 
 P = TypeVar("P", bound=Projection)
@@ -39,23 +59,41 @@ P = TypeVar("P", bound=Projection)
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Hold off the cycle collector during a bulk fold or load. Events and views hold no cycles,
-    yet with tens of thousands of them alive each collection walks them all: about half the
-    time of a rebuild went there."""
+    """Hold off the cycle collector during a bulk load or fold, then file what it made as old.
+
+    Events and views hold no cycles, yet with tens of thousands of them alive every collection
+    walks them all: a young one right after the load, a middle one ten young ones later, then a
+    full one — together about a fifth of a rebuild. What a bulk load makes lives as long as its
+    caller keeps it, so it goes straight to the oldest generation: ``freeze`` then ``unfreeze``
+    moves every tracked object there at no cost per object. Nothing is leaked: refcounting still
+    frees the objects, and a full collection still finds any cycle among them.
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if gc.get_freeze_count() == 0:  # a caller that froze objects itself keeps them frozen
+            gc.freeze()
+            gc.unfreeze()
         if enabled:
             gc.enable()
 
 
-def feed_all(projections: Iterable[Projection], events: list[EventBase]) -> None:
-    """Fold the same events into several projections (a rebuild)."""
+def feed_all(projections: Iterable[Projection], events: Iterable[EventBase]) -> None:
+    """Fold the same events into several projections (a rebuild), in one pass: each event is
+    read while it is in the CPU's cache, rather than the whole log once per projection."""
+    folds = [(projection, projection.HANDLERS) for projection in projections]
     with gc_paused():
-        for projection in projections:
-            projection.feed(events)
+        for event in events:
+            seq = event.seq
+            cls = event.__class__
+            for projection, handlers in folds:
+                if seq > projection.position:
+                    handler = handlers.get(cls)
+                    if handler is not None:
+                        handler(projection, event)
+                    projection.position = seq
 
 
 def fold(projection: P, events: Iterable[EventBase], upto: int | None = None) -> P:

@@ -8,16 +8,21 @@ replaces that segment in place (a new text or a token count read back from the p
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from aerix.domain import events as ev
-from aerix.projections.base import Projection
+from aerix.projections.base import Handlers, Projection
+
+_set_attribute = object.__setattr__
 
 SCRATCHPAD_ID = "scratchpad"
 """Segment id of an agent's scratchpad when the ``note`` op names none."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SegmentView:
+    """One segment of a context. Immutable: a change is a new view (``dataclasses.replace``)."""
+
     id: str
     role: ev.SegmentRole
     kind: ev.SegmentKind
@@ -27,6 +32,36 @@ class SegmentView:
     label: str | None = None
     call: str | None = None
     tool: str | None = None
+
+    def __init__(
+        self,
+        id: str,
+        role: ev.SegmentRole,
+        kind: ev.SegmentKind,
+        text: str,
+        pinned: bool = False,
+        tokens: int | None = None,
+        label: str | None = None,
+        call: str | None = None,
+        tool: str | None = None,
+    ) -> None:
+        # The __init__ dataclass writes for a frozen class sets each field through
+        # object.__setattr__: half the cost of folding a segment. One dict does it at once.
+        _set_attribute(
+            self,
+            "__dict__",
+            {
+                "id": id,
+                "role": role,
+                "kind": kind,
+                "text": text,
+                "pinned": pinned,
+                "tokens": tokens,
+                "label": label,
+                "call": call,
+                "tool": tool,
+            },
+        )
 
 
 @dataclass
@@ -73,30 +108,9 @@ class Contexts(Projection):
             context = self.agents[agent_id] = AgentContext(agent_id)
         return context
 
-    def apply(self, event: ev.EventBase) -> None:
-        if isinstance(event, ev.Segment):
-            self._segment(event)
-        elif isinstance(event, ev.Message):
-            if event.role == "assistant" and event.parse_error is None:
-                context = self.agent(event.agent)
-                context.turns = max(context.turns, event.turn)
-        elif isinstance(event, ev.Compaction):
-            self._compaction(event)
-        elif isinstance(event, ev.ContextOp):
-            if event.refused is None:
-                self._context_op(event)
-        elif isinstance(event, ev.Plan):
-            self.agent(event.agent).plan = event.text
-        elif isinstance(event, ev.AgentSpawn):
-            context = self.agent(event.agent)
-            context.kind, context.parent = event.kind, event.parent
-        elif isinstance(event, ev.AgentEnd):
-            context = self.agent(event.agent)
-            context.outcome = event.outcome
-            context.turns = max(context.turns, event.turns)
-
     def _segment(self, event: ev.Segment) -> None:
-        self.agent(event.agent).segments[event.id] = SegmentView(
+        context = self.agents.get(event.agent) or self.agent(event.agent)  # the hot path: no call
+        context.segments[event.id] = SegmentView(
             event.id,
             event.role,
             event.kind,
@@ -107,6 +121,24 @@ class Contexts(Projection):
             event.call,
             event.tool,
         )
+
+    def _message(self, event: ev.Message) -> None:
+        if event.role == "assistant" and event.parse_error is None:
+            context = self.agent(event.agent)
+            if event.turn > context.turns:
+                context.turns = event.turn
+
+    def _plan(self, event: ev.Plan) -> None:
+        self.agent(event.agent).plan = event.text
+
+    def _spawn(self, event: ev.AgentSpawn) -> None:
+        context = self.agent(event.agent)
+        context.kind, context.parent = event.kind, event.parent
+
+    def _agent_end(self, event: ev.AgentEnd) -> None:
+        context = self.agent(event.agent)
+        context.outcome = event.outcome
+        context.turns = max(context.turns, event.turns)
 
     def _compaction(self, event: ev.Compaction) -> None:
         context = self.agent(event.agent)
@@ -119,6 +151,8 @@ class Contexts(Projection):
                 )
 
     def _context_op(self, event: ev.ContextOp) -> None:
+        if event.refused is not None:
+            return
         context = self.agent(event.agent)
         segments = context.segments
         if event.op == "drop":
@@ -152,6 +186,16 @@ class Contexts(Projection):
                 tokens=event.tokens,
                 label="scratchpad",
             )
+
+    HANDLERS: ClassVar[Handlers] = {
+        ev.Segment: _segment,
+        ev.Message: _message,
+        ev.Compaction: _compaction,
+        ev.ContextOp: _context_op,
+        ev.Plan: _plan,
+        ev.AgentSpawn: _spawn,
+        ev.AgentEnd: _agent_end,
+    }
 
 
 def _replace_with(

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import ClassVar
 
 from aerix.domain import events as ev
-from aerix.projections.base import Projection
+from aerix.projections.base import Handlers, Projection
 
 ARTIFACT_EVIDENCE: dict[str, tuple[str, ...]] = {
     "routing.md": ("routes",),
@@ -97,34 +98,34 @@ class SessionEvidence(Projection):
     def __post_init__(self) -> None:
         super().__init__()
 
-    def apply(self, event: ev.EventBase) -> None:
-        if isinstance(event, ev.SessionStart):
-            if self.started is None:
-                self.session, self.started = event.session, event.time
-                self.profile, self.model = event.profile, event.model
-            self.prompts.append(event.prompt)
-        elif isinstance(event, ev.RouteDecision):
-            prompt = self.prompts[-1] if self.prompts else ""
-            route = RouteEvidence(len(self.prompts), prompt, event.choice, dict(event.scores), None)
-            self.routes.append(route)
-            self._pending_routes.append(len(self.routes) - 1)
-        elif isinstance(event, ev.Message) and event.parse_error is not None:
+    def _start(self, event: ev.SessionStart) -> None:
+        if self.started is None:
+            self.session, self.started = event.session, event.time
+            self.profile, self.model = event.profile, event.model
+        self.prompts.append(event.prompt)
+
+    def _route(self, event: ev.RouteDecision) -> None:
+        prompt = self.prompts[-1] if self.prompts else ""
+        route = RouteEvidence(len(self.prompts), prompt, event.choice, dict(event.scores), None)
+        self.routes.append(route)
+        self._pending_routes.append(len(self.routes) - 1)
+
+    def _message(self, event: ev.Message) -> None:
+        if event.parse_error is not None:
             self.parse_retries.append(ParseRetry(event.agent, event.turn, event.attempt, event.parse_error))
-        elif isinstance(event, ev.AgentSpawn):
-            self._briefs[event.agent] = event.brief
-            self._parents[event.agent] = event.parent
-            if event.kind == "verifier":
-                self._verifiers.add(event.agent)
-        elif isinstance(event, ev.AgentEnd):
-            self._agent_end(event)
-        elif isinstance(event, ev.Compaction):
-            self.compactions.append(
-                CompactionEvidence(
-                    event.agent, event.trigger, len(event.replaced), event.tokens_before, event.tokens_after
-                )
+
+    def _spawn(self, event: ev.AgentSpawn) -> None:
+        self._briefs[event.agent] = event.brief
+        self._parents[event.agent] = event.parent
+        if event.kind == "verifier":
+            self._verifiers.add(event.agent)
+
+    def _compaction(self, event: ev.Compaction) -> None:
+        self.compactions.append(
+            CompactionEvidence(
+                event.agent, event.trigger, len(event.replaced), event.tokens_before, event.tokens_after
             )
-        elif isinstance(event, ev.SessionEnd):
-            self._session_end(event)
+        )
 
     def _agent_end(self, event: ev.AgentEnd) -> None:
         if event.agent in self._verifiers or event.verdict is not None:
@@ -141,6 +142,16 @@ class SessionEvidence(Projection):
         self._pending_routes = []
         if event.outcome != "done":
             self.failures.append(Failure(None, event.outcome, event.reason))
+
+    HANDLERS: ClassVar[Handlers] = {
+        ev.SessionStart: _start,
+        ev.RouteDecision: _route,
+        ev.Message: _message,
+        ev.AgentSpawn: _spawn,
+        ev.AgentEnd: _agent_end,
+        ev.Compaction: _compaction,
+        ev.SessionEnd: _session_end,
+    }
 
 
 def session_evidence(events: Iterable[ev.EventBase]) -> SessionEvidence:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from aerix.domain import events as ev
-from aerix.projections.base import Projection
+from aerix.projections.base import Handlers, Projection
 
 TITLE_MAX_CHARS = 80
 """A session's title is the first line of its first prompt, cut to this many characters."""
@@ -44,27 +44,51 @@ class IndexEntry(Projection):
     def __post_init__(self) -> None:
         super().__init__()
 
-    def apply(self, event: ev.EventBase) -> None:
+    def _any(self, event: ev.EventBase) -> None:
         self.events += 1
         self.updated = event.time
-        if isinstance(event, ev.SessionStart):
-            if self.requests == 0:
-                self.id, self.project, self.model = event.session, event.project, event.model
-                self.created, self.profile = event.time, event.profile
-                self.title = title_of(event.prompt)
-                self.imported = event.imported_from is not None
-            self.tags = sorted(set(self.tags) | set(event.tags))
-            self.requests += 1
-            self.state = "imported" if self.imported else "open"
-        elif isinstance(event, ev.AgentSpawn):
-            self.agents += 1
-        elif isinstance(event, ev.Message) and event.role == "assistant" and event.parse_error is None:
+
+    def _start(self, event: ev.SessionStart) -> None:
+        self._any(event)
+        if self.requests == 0:
+            self.id, self.project, self.model = event.session, event.project, event.model
+            self.created, self.profile = event.time, event.profile
+            self.title = title_of(event.prompt)
+            self.imported = event.imported_from is not None
+        self.tags = sorted(set(self.tags) | set(event.tags))
+        self.requests += 1
+        self.state = "imported" if self.imported else "open"
+
+    def _spawn(self, event: ev.AgentSpawn) -> None:
+        self._any(event)
+        self.agents += 1
+
+    def _message(self, event: ev.Message) -> None:
+        self.events += 1  # _any, inlined: most events are messages and segments
+        self.updated = event.time
+        if event.role == "assistant" and event.parse_error is None:
             self.turns += 1
             self.tool_calls += len(event.calls)
-        elif isinstance(event, ev.Segment) and not self.title and event.kind == "prompt":
+
+    def _segment(self, event: ev.Segment) -> None:
+        self.events += 1
+        self.updated = event.time
+        if not self.title and event.kind == "prompt":
             self.title = title_of(event.text)
-        elif isinstance(event, ev.SessionEnd):
-            self.state = event.outcome
+
+    def _end(self, event: ev.SessionEnd) -> None:
+        self._any(event)
+        self.state = event.outcome
+
+    # Every event counts and moves ``updated``; these also fold their own facts.
+    HANDLERS: ClassVar[Handlers] = {
+        **dict.fromkeys(ev.EVENT_TYPES, _any),
+        ev.SessionStart: _start,
+        ev.AgentSpawn: _spawn,
+        ev.Message: _message,
+        ev.Segment: _segment,
+        ev.SessionEnd: _end,
+    }
 
     def to_json(self) -> dict[str, Any]:
         """The entry as stored in index.json; ``seq`` is the position, so it can be continued."""

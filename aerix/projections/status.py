@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import ClassVar, Literal
 
 from aerix.domain import events as ev
-from aerix.projections.base import Projection
+from aerix.projections.base import Handlers, Projection
 
 ROOT_AGENT = "a1"
 
@@ -72,25 +72,6 @@ class StatusFigures(Projection):
     def __post_init__(self) -> None:
         super().__init__()
 
-    def apply(self, event: ev.EventBase) -> None:
-        if isinstance(event, ev.SessionStart):
-            self._start(event)
-        elif isinstance(event, ev.Message):
-            self._message(event)
-        elif isinstance(event, ev.Compaction):
-            if event.agent == ROOT_AGENT:
-                self.context = ContextFigure(event.tokens_after, self._window, approximate=True)
-        elif isinstance(event, ev.AgentSpawn):
-            if event.agent == ROOT_AGENT:
-                self.root_max_turns = event.max_turns
-            if event.kind == "verifier":
-                self._open_verifiers.add(event.agent)
-                self.verifier = "pending"
-        elif isinstance(event, ev.AgentEnd):
-            self._agent_end(event)
-        elif isinstance(event, ev.SessionEnd):
-            self._end(event)
-
     def _start(self, event: ev.SessionStart) -> None:
         self.request_started = event.time
         self._window = event.window
@@ -118,6 +99,17 @@ class StatusFigures(Projection):
             self._completion += usage.completion_tokens
             self._streams.append((event.time - timedelta(milliseconds=usage.decode_ms), event.time))
 
+    def _compaction(self, event: ev.Compaction) -> None:
+        if event.agent == ROOT_AGENT:
+            self.context = ContextFigure(event.tokens_after, self._window, approximate=True)
+
+    def _spawn(self, event: ev.AgentSpawn) -> None:
+        if event.agent == ROOT_AGENT:
+            self.root_max_turns = event.max_turns
+        if event.kind == "verifier":
+            self._open_verifiers.add(event.agent)
+            self.verifier = "pending"
+
     def _agent_end(self, event: ev.AgentEnd) -> None:
         if event.agent in self._open_verifiers:
             self._open_verifiers.discard(event.agent)
@@ -140,6 +132,15 @@ class StatusFigures(Projection):
             duration = (event.time - started).total_seconds()
         rate = self._completion / streaming if streaming >= STATS_MIN_STREAMING_SECS else None
         self.stats = StatsFigure(self._completion, streaming, rate, duration, event.time)
+
+    HANDLERS: ClassVar[Handlers] = {
+        ev.SessionStart: _start,
+        ev.Message: _message,
+        ev.Compaction: _compaction,
+        ev.AgentSpawn: _spawn,
+        ev.AgentEnd: _agent_end,
+        ev.SessionEnd: _end,
+    }
 
 
 def streaming_seconds(intervals: list[tuple[datetime, datetime]]) -> float:
