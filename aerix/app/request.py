@@ -163,8 +163,9 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
-        observer.startup(startup_listing(project, members))
-        writer, start = _open_session(options, deps, project, members, resume, snapshot)
+        listing = startup_listing(project, members)
+        observer.startup(listing)
+        writer, start = _open_session(options, deps, project, members, resume, snapshot, _loaded(listing))
         observer.event(start)
         try:
             request = _Request(options, deps, project, members, opened.pool, Tap(writer, observer), resume)
@@ -189,13 +190,13 @@ def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) 
 
 def _open_session(
     options: RequestOptions, deps: RequestDeps, project: Project, members: BoundMembers,
-    resume: use.ResumeState | None, snapshot: Snapshot,
+    resume: use.ResumeState | None, snapshot: Snapshot, loaded: ev.Loaded,
 ) -> tuple[use.SessionWriter, ev.SessionStart]:
     """The session's writer and the ``session.start`` of this request (written already)."""
     start: dict[str, Any] = {
         "cwd": str(project.cwd), "project": project.key, "model": members.main.model,
         "prompt": options.prompt, "aerix_version": __version__, "window": members.main.n_ctx,
-        "base_commit": snapshot.base,
+        "base_commit": snapshot.base, "loaded": loaded,
     }
     if resume is None:
         writer = use.start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
@@ -207,6 +208,16 @@ def _open_session(
         ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start
     )
     return writer, record
+
+
+def _loaded(listing: dict[str, Any]) -> ev.Loaded:
+    """The part of the startup listing the log keeps: what this request's context and runtime
+    were built from, so a session can be understood (and tuned) without the folders it ran in."""
+    return ev.Loaded(
+        instruction_files=listing["instruction_files"], skills=listing["skills"],
+        agents=listing["agents"], hooks=listing["hooks"],
+        plugins=[plugin["name"] for plugin in listing["plugins"] if plugin["enabled"]],
+    )
 
 
 @dataclass

@@ -59,6 +59,16 @@ class EventBase(_Model):
     v: int = Field(default=SCHEMA_VERSION, description="Schema version the line was written with.")
 
 
+class Loaded(_Model):
+    """What startup loaded for a request, as the startup block lists it."""
+
+    instruction_files: list[str] = Field(default_factory=list, description="CLAUDE.md/AGENTS.md files read.")
+    skills: list[str] = Field(default_factory=list)
+    agents: list[str] = Field(default_factory=list, description="Agent definitions found.")
+    plugins: list[str] = Field(default_factory=list, description="Enabled plugins, by name.")
+    hooks: list[str] = Field(default_factory=list, description="Hook events with handler counts.")
+
+
 class SessionStart(EventBase):
     """A request starts: the first of a session, or a later one (``request`` > 1) on resume."""
 
@@ -79,6 +89,9 @@ class SessionStart(EventBase):
     window: int | None = Field(default=None, description="The main member's context window, in tokens.")
     base_commit: str | None = Field(default=None, description="The commit the diff line compares with.")
     imported_from: str | None = Field(default=None, description="Source transcript of an imported session.")
+    loaded: Loaded | None = Field(
+        default=None, description="What startup loaded; null for imported sessions and logs written before it."
+    )
 
 
 class RouteDecision(EventBase):
