@@ -90,7 +90,7 @@ class SessionStart(EventBase):
     base_commit: str | None = Field(default=None, description="The commit the diff line compares with.")
     imported_from: str | None = Field(default=None, description="Source transcript of an imported session.")
     loaded: Loaded | None = Field(
-        default=None, description="What startup loaded; null for imported sessions and logs written before it."
+        default=None, description="What startup loaded; null for imported sessions and older logs."
     )
 
 
