@@ -159,8 +159,11 @@ def _report_notices(files: SessionFiles) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     files = SessionFiles()
     project = None if args.all else project_key(Path.cwd())
-    entries = use.list_sessions(files, project)
+    unreadable: list[str] = []
+    entries = use.list_sessions(files, project, unreadable)
     _report_notices(files)
+    for line in unreadable:
+        print(f"aerix: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps([entry.to_json() for entry in entries], ensure_ascii=False, indent=1))
     elif not entries:
@@ -168,7 +171,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"no sessions here{hint}")
     else:
         render_list(_console(), entries)
-    return 0
+    return 1 if unreadable else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -19,7 +19,13 @@ from eventsourcing.persistence import EventStore, IntegrityError
 
 from aerix.domain import events as ev
 from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
-from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable
+from aerix.errors import (
+    SessionBusy,
+    SessionLogCorrupt,
+    SessionNotFound,
+    SessionNotResumable,
+    SessionSchemaTooNew,
+)
 from aerix.projections.base import feed_all
 from aerix.projections.contexts import AgentContext, Contexts
 from aerix.projections.index import IndexEntry
@@ -231,8 +237,12 @@ def update_index(storage: SessionStorage, ref: SessionRef) -> IndexEntry:
     return entry
 
 
-def list_sessions(storage: SessionStorage, project: str | None = None) -> list[IndexEntry]:
-    """Index entries, newest first; a log the index does not know yet is folded and added."""
+def list_sessions(
+    storage: SessionStorage, project: str | None = None, unreadable: list[str] | None = None
+) -> list[IndexEntry]:
+    """Index entries, newest first; a log the index does not know yet is folded and added. A log
+    that cannot be read is left out (its error line joins ``unreadable``): one damaged log must
+    not hide every other session."""
     result: list[IndexEntry] = []
     projects = [project] if project else storage.projects()
     for name in projects:
@@ -246,7 +256,12 @@ def list_sessions(storage: SessionStorage, project: str | None = None) -> list[I
                     entries.pop(session_id, None)
                 for ref in missing:
                     entry = IndexEntry()
-                    entry.feed(storage.read(ref))
+                    try:
+                        entry.feed(storage.read(ref))
+                    except (SessionLogCorrupt, SessionSchemaTooNew) as error:
+                        if unreadable is not None:
+                            unreadable.append(f"{ref.project}/{ref.id} left out: {error}")
+                        continue
                     if entry.id:
                         entries[ref.id] = entry.to_json()
                 known = dict(entries)

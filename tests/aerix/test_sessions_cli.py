@@ -162,3 +162,50 @@ def test_schema_export_validates_real_lines(tmp_path: Path, native_session: str)
         jsonschema.validate(json.loads(line), union)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"type": "plan", "seq": 1, "time": "2026-01-01T00:00:00Z"}, union)
+
+
+def _insert_garbage(log: Path) -> None:
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join([lines[0], b"garbage {not json\n", *lines[1:]]))
+
+
+def test_a_log_damaged_in_the_middle_is_one_line_and_hides_no_other_session(
+    tmp_path: Path, native_session: str
+) -> None:
+    """Garbage in the middle of one log: show and rebuild name the file and line; list still lists
+    the project's other sessions and names the one it left out."""
+    imported = aerix("import", "claude", str(FIXTURES / "spotter_main.jsonl"))
+    assert imported.returncode == 0, imported.stderr
+    _insert_garbage(SessionFiles().find(native_session).log)
+    shown = aerix("sessions", "show", native_session)
+    assert shown.returncode == 1 and shown.stderr.count("\n") == 1
+    assert f"{native_session}.jsonl:2: not a valid session event" in shown.stderr
+    assert "Traceback" not in shown.stderr
+    rebuilt = aerix("sessions", "rebuild", "--all")  # drops the damaged log's index entry
+    assert rebuilt.returncode == 1 and f"{native_session}.jsonl:2:" in rebuilt.stdout
+    listed = aerix("sessions", "list", "--all", "--json")  # so list must read the log itself
+    assert listed.returncode == 1 and "Traceback" not in listed.stderr
+    assert [entry["id"] for entry in json.loads(listed.stdout)] == ["4d5611e5-241a-462a-8d15-5122611a9569"]
+    assert listed.stderr.count("\n") == 1 and f"{native_session} left out: " in listed.stderr
+
+
+def test_rm_of_a_session_another_process_writes_is_refused_in_one_line(native_session: str) -> None:
+    """A real second process holds the session as its writer; rm refuses and removes nothing."""
+    ref = SessionFiles().find(native_session)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys\nfrom aerix.adapters.session_store import SessionFiles\n"
+            "files = SessionFiles()\nfiles.acquire(files.find(sys.argv[1]))\n"
+            "print('held', flush=True)\nsys.stdin.read()\n"
+        ), native_session],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        refused = aerix("sessions", "rm", native_session)
+        assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+        assert "is being written by another aerix process" in refused.stderr
+        assert ref.log.exists()
+    finally:
+        holder.communicate("", timeout=30)
+    assert aerix("sessions", "rm", native_session).returncode == 0 and not ref.log.exists()
