@@ -236,6 +236,8 @@ def cmd_import_claude(args: argparse.Namespace) -> int:
         print(f"{outcome.project}/{outcome.session}: {outcome.state}, {outcome.events} events")
         for problem in outcome.problems:
             print(f"  {problem}")
+        if outcome.note:
+            print(f"  {outcome.note}")
         problems += len(outcome.problems)
     print(f"imported from {len(found)} file(s); {problems} line(s) kept as foreign events")
     return 0

@@ -363,16 +363,26 @@ class ImportOutcome:
     state: str
     events: int
     problems: list[str]
+    note: str | None = None
 
 
 def import_session(storage: SessionStorage, plan: ImportPlan) -> ImportOutcome:
     """Store one converted session. The same source gives the same bytes, so importing it again
-    changes nothing (``unchanged``); a source that grew replaces the log whole (``updated``)."""
+    changes nothing (``unchanged``); a source that grew replaces the log whole (``updated``).
+    Claude Code only appends to a transcript, so a source giving fewer events than the stored
+    import is a partial copy: the store's is ``kept`` (with a line saying how to replace it)."""
     session = Session.begin(plan.start_time, **plan.start)
     for planned in plan.events:
         session.record(planned.cls, planned.time, **planned.fields)
     events = session.collect_events()
     ref = storage.ref(plan.start["project"], plan.start["session"])
+    stored = _stored_event_count(storage, ref)
+    if stored > len(events):
+        kept = (
+            f"the store's import of {ref.id} has {stored} events and this source only {len(events)} "
+            f"(a partial copy?); kept the store's; `aerix sessions rm {ref.id}` first to replace it"
+        )
+        return ImportOutcome(ref.id, ref.project, "kept", stored, list(plan.problems), kept)
     state = storage.replace_if_changed(ref, list(events))
     if state != "unchanged":
         with storage.index_locked(ref.project) as entries:
@@ -380,3 +390,14 @@ def import_session(storage: SessionStorage, plan: ImportPlan) -> ImportOutcome:
             entry.feed(event.record for event in events)  # type: ignore[attr-defined]
             entries[ref.id] = entry.to_json()
     return ImportOutcome(ref.id, ref.project, state, len(events), list(plan.problems))
+
+
+def _stored_event_count(storage: SessionStorage, ref: SessionRef) -> int:
+    """How many events the session's log holds now; 0 when there is none or it cannot be read
+    (a damaged import is then replaced, which repairs it)."""
+    if not ref.log.exists():
+        return 0
+    try:
+        return len(storage.read(ref))
+    except (SessionLogCorrupt, SessionSchemaTooNew):
+        return 0

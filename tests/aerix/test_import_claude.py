@@ -149,6 +149,20 @@ def test_a_grown_source_replaces_the_import(tmp_path: Path) -> None:
     assert files.load_index(second.project)[second.session]["events"] == second.events
 
 
+def test_a_shorter_copy_of_an_imported_session_does_not_replace_it(tmp_path: Path) -> None:
+    """The samples file repeats a few lines of the full spotter transcript: importing it after the
+    full one keeps the full import (Claude Code transcripts only grow) and says so in one line."""
+    files = SessionFiles(tmp_path / "store")
+    (full,) = _import(files, [FIXTURES / "spotter_main.jsonl"])
+    ref = files.find(full.session)
+    before = ref.log.read_bytes()
+    outcomes = {o.session: o for o in _import(files, [FIXTURES / "mixed-versions-samples.jsonl"])}
+    partial = outcomes[full.session]
+    assert partial.state == "kept" and partial.events == full.events and ref.log.read_bytes() == before
+    assert partial.note is not None and f"aerix sessions rm {full.session}" in partial.note
+    assert files.load_index(full.project)[full.session]["events"] == full.events
+
+
 def test_imported_sessions_cannot_be_resumed(imported: tuple[SessionFiles, list[use.ImportOutcome]]) -> None:
     files, outcomes = imported
     with pytest.raises(SessionNotResumable):
