@@ -7,7 +7,12 @@ from datetime import timedelta
 from aerix.domain import events as ev
 from aerix.projections.contexts import contexts_at
 from aerix.projections.corpus import tuning_corpus
-from aerix.projections.status import StatusFigures, streaming_seconds
+from aerix.projections.status import (
+    STATS_MIN_STREAMING_SECS,
+    ContextFigure,
+    StatusFigures,
+    streaming_seconds,
+)
 from aerix.projections.transcript import ClaudeTranscript
 from tests.aerix.session_streams import T0, start_session
 
@@ -151,6 +156,32 @@ def test_status_figures_follow_their_sources() -> None:
         8192,
     )
     assert mid.root_turn == 1 and mid.tool_calls == 1 and mid.root_max_turns == 40
+
+
+def test_the_approximate_context_ends_when_the_pool_reports_and_a_short_stream_has_no_rate() -> None:
+    """After a compaction the context line is ≈ only until the root's next usage; a request
+    that streamed under STATS_MIN_STREAMING_SECS commits a stats line without a rate (``–``)."""
+    s = start_session(window=8192)
+    at = T0
+
+    def rec(cls: type[ev.EventBase], **fields: object) -> None:
+        nonlocal at
+        at += timedelta(seconds=1)
+        s.record(cls, at, **fields)
+
+    rec(ev.AgentSpawn, agent="a1", kind="root")
+    rec(ev.Compaction, agent="a1", replaced=[], tokens_before=900, tokens_after=400)
+    rec(ev.Message, agent="a1", role="assistant", turn=1, text="{}", final="ok",
+        usage=ev.Usage(prompt_tokens=410, completion_tokens=2, decode_ms=STATS_MIN_STREAMING_SECS * 500))
+    rec(ev.SessionEnd, outcome="done")
+    events = [event.record for event in s.collect_events()]  # type: ignore[attr-defined]
+    after_compaction = StatusFigures()
+    after_compaction.feed(events[:3])
+    assert after_compaction.context == ContextFigure(400, 8192, approximate=True)
+    status = StatusFigures()
+    status.feed(events)
+    assert status.context == ContextFigure(412, 8192, approximate=False)
+    assert status.stats is not None and status.stats.completion_tokens == 2 and status.stats.rate is None
 
 
 def test_a_resumed_request_shows_no_context_until_it_generates() -> None:
