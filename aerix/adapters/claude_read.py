@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aerix.errors import ClaudeImportError
+
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _ID_NAMESPACE = uuid.UUID("0f6b6d7e-3c1a-4f8e-9a61-2b7d1c9e5a40")
 
@@ -112,19 +114,30 @@ def safe_session_id(value: str) -> str:
 
 
 def _lines(path: Path) -> list[ClaudeLine]:
+    """The file's non-blank lines, decoded. A file that cannot be read stops the import before
+    anything is stored (``ClaudeImportError``, one line): better than importing without it."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return _decoded(path, list(handle))
+    except OSError as exc:
+        raise ClaudeImportError(
+            f"cannot read {path} ({exc.strerror or exc}); fix its permissions or leave it out"
+        ) from exc
+
+
+def _decoded(path: Path, raw_lines: list[str]) -> list[ClaudeLine]:
     lines = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, raw in enumerate(handle, 1):
-            text = raw.rstrip("\n")
-            if not text.strip():
-                continue
-            try:
-                decoded = json.loads(text)
-            except ValueError as exc:
-                lines.append(ClaudeLine(path, number, text, None, f"not JSON ({exc.args[0]})"))
-                continue
-            if not isinstance(decoded, dict):
-                lines.append(ClaudeLine(path, number, text, None, "not a JSON object"))
-                continue
-            lines.append(ClaudeLine(path, number, text, decoded))
+    for number, raw in enumerate(raw_lines, 1):
+        text = raw.rstrip("\n")
+        if not text.strip():
+            continue
+        try:
+            decoded = json.loads(text)
+        except ValueError as exc:
+            lines.append(ClaudeLine(path, number, text, None, f"not JSON ({exc.args[0]})"))
+            continue
+        if not isinstance(decoded, dict):
+            lines.append(ClaudeLine(path, number, text, None, "not a JSON object"))
+            continue
+        lines.append(ClaudeLine(path, number, text, decoded))
     return lines

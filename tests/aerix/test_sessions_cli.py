@@ -209,3 +209,16 @@ def test_rm_of_a_session_another_process_writes_is_refused_in_one_line(native_se
     finally:
         holder.communicate("", timeout=30)
     assert aerix("sessions", "rm", native_session).returncode == 0 and not ref.log.exists()
+
+
+def test_an_unreadable_transcript_is_one_line_and_nothing_is_stored(tmp_path: Path) -> None:
+    """/proc/self/mem opens but fails every read at offset 0 (EIO), even for root, whom a chmod
+    would not stop: a real unreadable file, beside a good transcript in one folder."""
+    folder = tmp_path / "claude"
+    folder.mkdir()
+    (folder / "broken.jsonl").symlink_to("/proc/self/mem")
+    (folder / "good.jsonl").write_bytes((FIXTURES / "spotter_sub.jsonl").read_bytes())
+    result = aerix("import", "claude", str(folder))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"aerix: cannot read {folder / 'broken.jsonl'} (")
+    assert json.loads(aerix("sessions", "list", "--all", "--json").stdout) == []
