@@ -142,6 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AerixError as error:
         print(f"aerix: {error}", file=sys.stderr)
         return error.exit_code
+    except OSError as error:  # the store's folder is a file, unwritable, full…: one line, not a traceback
+        where = f" {error.filename}" if error.filename else ""
+        print(f"aerix: cannot use{where} ({error.strerror or error}); check that path and its permissions "
+              "(sessions live under $XDG_DATA_HOME/aerix/sessions)", file=sys.stderr)
+        return 1
 
 
 # ---- handlers ---------------------------------------------------------------------------------

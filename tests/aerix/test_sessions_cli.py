@@ -222,3 +222,16 @@ def test_an_unreadable_transcript_is_one_line_and_nothing_is_stored(tmp_path: Pa
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"aerix: cannot read {folder / 'broken.jsonl'} (")
     assert json.loads(aerix("sessions", "list", "--all", "--json").stdout) == []
+
+
+def test_a_store_folder_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
+    """XDG_DATA_HOME naming a file: every sessions command says so in one line."""
+    not_a_folder = tmp_path / "data-is-a-file"
+    not_a_folder.write_text("")
+    env = {**os.environ, "XDG_DATA_HOME": str(not_a_folder)}
+    for args in (["sessions", "list"], ["import", "claude", str(FIXTURES / "spotter_sub.jsonl")]):
+        result = subprocess.run([sys.executable, "-m", "aerix", *args], capture_output=True, text=True,
+                                cwd=tmp_path, env=env, timeout=120)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"aerix: cannot use {not_a_folder}/aerix/sessions/")
+        assert "(Not a directory); check that path" in result.stderr
