@@ -1,0 +1,28 @@
+"""The project key's remote lookup is bounded: a git that never answers falls back to the path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import git
+import pytest
+
+from aerix.adapters import project_key as key_module
+from aerix.adapters.project_key import project_key
+
+
+def test_a_git_that_never_answers_gives_the_path_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real repository with an origin, but the ``git`` on PATH hangs (as one waiting on a dead
+    network mount would): the lookup is killed at the bound and the key is the path's. The bound
+    is shortened so the test does not wait the spec's 10 s."""
+    repo_dir = tmp_path / "repo"
+    git.Repo.init(repo_dir).create_remote("origin", "git@github.com:Someone/Proj.git")
+    assert project_key(repo_dir) == "github.com-someone-proj"
+    hanging = tmp_path / "bin"
+    hanging.mkdir()
+    (hanging / "git").write_text("#!/bin/sh\nexec sleep 60\n")
+    (hanging / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{hanging}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(key_module, "PROJECT_KEY_REMOTE_TIMEOUT_SECS", 0.5)
+    assert project_key(repo_dir) == str(repo_dir.resolve()).strip("/").replace("/", "-")
