@@ -26,7 +26,7 @@ from aerix.adapters.session_store import SessionFiles
 from aerix.app import sessions as use
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
-from aerix.errors import AerixError, ClaudeImportError
+from aerix.errors import AerixError, ClaudeImportError, FileUnusable
 
 NO_AGENT_YET = "the agent itself is not wired in this build; try `aerix sessions list`"
 
@@ -143,10 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aerix: {error}", file=sys.stderr)
         return error.exit_code
     except OSError as error:  # the store's folder is a file, unwritable, full…: one line, not a traceback
-        where = f" {error.filename}" if error.filename else ""
-        print(f"aerix: cannot use{where} ({error.strerror or error}); check that path and its permissions "
-              "(sessions live under $XDG_DATA_HOME/aerix/sessions)", file=sys.stderr)
-        return 1
+        unusable = FileUnusable(error)
+        print(f"aerix: {unusable}", file=sys.stderr)
+        return unusable.exit_code
 
 
 # ---- handlers ---------------------------------------------------------------------------------

@@ -96,6 +96,16 @@ class SessionNotResumable(SessionError):
         )
 
 
+class FileUnusable(AerixError):
+    """A file or folder aerix needs cannot be read or written (the session store's folder is a
+    file, no permission, a full disk): the OS error as one line instead of a traceback."""
+
+    def __init__(self, error: OSError) -> None:
+        where = f" {error.filename}" if error.filename else ""
+        problem = error.strerror or error
+        super().__init__(f"cannot use{where} ({problem}); check that path and its permissions")
+
+
 class ClaudeImportError(SessionError):
     """``aerix import claude`` found nothing it can read at a path."""
 

@@ -21,7 +21,7 @@ from aerix.adapters.spool import write_spool
 from aerix.app.output import HeadlessOutput, OutputFormat, error_object
 from aerix.app.request import RequestDeps, RequestOptions, run_request
 from aerix.app.sessions import SessionWriter
-from aerix.errors import AerixError
+from aerix.errors import AerixError, FileUnusable
 
 
 class SessionSpool:
@@ -48,7 +48,10 @@ def run_headless(
     output = HeadlessOutput(fmt, out or sys.stdout, err or sys.stderr)
     sessions = SessionFiles()
     try:
-        result = anyio.run(run_request, options, request_deps(sessions), output)
+        try:
+            result = anyio.run(run_request, options, request_deps(sessions), output)
+        except OSError as os_error:  # the session store unusable (a file, no permission, full)
+            raise FileUnusable(os_error) from os_error
     except AerixError as error:
         output.note(str(error))
         if fmt != "text":

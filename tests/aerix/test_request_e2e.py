@@ -265,3 +265,19 @@ def test_continue_rebuilds_the_plan_and_init_shows_what_startup_found(
     [result] = [line for line in lines if line["type"] == "user"]
     [block] = result["message"]["content"]
     assert block["tool_use_id"] == "a1.c2" and block["content"] == "[plan c2]\n1. look\n2. fix"
+
+
+def test_a_session_store_that_cannot_be_used_is_one_line(
+    world: World, scripted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """XDG_DATA_HOME naming a file: the request fails in one line (and as the json result's
+    reason), not a traceback, once the pool is bound and the session cannot be created."""
+    proj, socket = scripted
+    start_scripted_pool(world, socket, [FINAL_TURN])
+    not_a_folder = tmp_path / "data-is-a-file"
+    not_a_folder.write_text("")
+    broken = World(world.root, {**world.env, "XDG_DATA_HOME": str(not_a_folder)})
+    done = aerix(broken, proj, "-p", "say hi", "--output-format", "json")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"aerix: cannot use {not_a_folder}/aerix/sessions/")
+    assert "(Not a directory); check that path and its permissions" in json.loads(done.stdout)["reason"]
