@@ -232,9 +232,15 @@ def cmd_import_claude(args: argparse.Namespace) -> int:
     found = transcript_files(sources)
     if not found:
         raise ClaudeImportError(f"no .jsonl transcripts under {', '.join(map(str, sources))}")
+    not_transcripts: list[Path] = []
+    claude_sessions = read_sessions(found, not_transcripts)
+    for path in not_transcripts:
+        print(f"{path}: no record names a Claude Code session (no sessionId); left out")
+    if not claude_sessions:
+        raise ClaudeImportError(f"no Claude Code transcripts under {', '.join(map(str, sources))}")
     files = SessionFiles()
     problems = 0
-    for claude_session in read_sessions(found).values():
+    for claude_session in claude_sessions.values():
         plan = convert(claude_session, _project_of(claude_session), __version__)
         outcome = use.import_session(files, plan)
         print(f"{outcome.project}/{outcome.session}: {outcome.state}, {outcome.events} events")
@@ -243,7 +249,8 @@ def cmd_import_claude(args: argparse.Namespace) -> int:
         if outcome.note:
             print(f"  {outcome.note}")
         problems += len(outcome.problems)
-    print(f"imported from {len(found)} file(s); {problems} line(s) kept as foreign events")
+    imported = len(found) - len(not_transcripts)
+    print(f"imported from {imported} file(s); {problems} line(s) kept as foreign events")
     return 0
 
 

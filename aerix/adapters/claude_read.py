@@ -64,14 +64,20 @@ def transcript_files(paths: list[Path]) -> list[Path]:
     return sorted(p for p in found if not p.name.endswith(".claude.jsonl"))
 
 
-def read_sessions(files: list[Path]) -> dict[str, ClaudeSession]:
-    """Every line of every file, grouped by session and agent, in file order."""
+def read_sessions(files: list[Path], not_transcripts: list[Path] | None = None) -> dict[str, ClaudeSession]:
+    """Every line of every file, grouped by session and agent, in file order. A file in which no
+    record names a ``sessionId`` is not a Claude Code transcript (a stray .jsonl in a folder, a
+    binary): it is left out, added to ``not_transcripts``, rather than made a session of its own."""
     sessions: dict[str, ClaudeSession] = {}
     # (session, uuid) → where that record went; a record repeated in another file (a sample
     # copied from a full transcript, say) is read once, keeping its longest copy.
     placed: dict[tuple[str, str], tuple[list[ClaudeLine], int]] = {}
     for path in files:
-        current = _first_session_id(path) or safe_session_id(path.stem)
+        current = _first_session_id(path)
+        if current is None:
+            if not_transcripts is not None:
+                not_transcripts.append(path)
+            continue
         for line in _lines(path):
             record = line.record
             if record is not None and isinstance(record.get("sessionId"), str):

@@ -235,3 +235,23 @@ def test_a_store_folder_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
         assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith(f"aerix: cannot use {not_a_folder}/aerix/sessions/")
         assert "(Not a directory); check that path" in result.stderr
+
+
+def test_files_that_are_not_claude_code_transcripts_are_left_out(tmp_path: Path) -> None:
+    """A stray .jsonl and a binary beside a real transcript: each named in one line and left out
+    (no session is made of them); a folder of nothing else is refused in one line."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "binary.jsonl").write_bytes(bytes(range(256)) * 8)
+    (folder / "other.jsonl").write_text('{"a": 1}\nnot json\n')
+    result = aerix("import", "claude", str(folder))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert result.stderr == f"aerix: no Claude Code transcripts under {folder}\n"
+    assert f"{folder / 'binary.jsonl'}: no record names a Claude Code session" in result.stdout
+    (folder / "session.jsonl").write_bytes((FIXTURES / "spotter_sub.jsonl").read_bytes())
+    result = aerix("import", "claude", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert f"{folder / 'other.jsonl'}: no record names a Claude Code session" in result.stdout
+    assert "imported from 1 file(s)" in result.stdout
+    (entry,) = json.loads(aerix("sessions", "list", "--all", "--json").stdout)
+    assert entry["id"] == "4d5611e5-241a-462a-8d15-5122611a9569"
