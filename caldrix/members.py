@@ -60,6 +60,7 @@ class EngineThread:
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._deferred: list[Callable[[], None]] = []
         self._pending = 0
         self._pending_lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name=f"caldrix-member-{name}", daemon=True)
@@ -89,6 +90,12 @@ class EngineThread:
             raise job.error
         return job.result  # type: ignore[return-value]
 
+    def defer(self, fn: Callable[[], None]) -> None:
+        """From a job on this thread: run ``fn`` once the job's caller has its result, before
+        the next job starts. A generation's ``done`` goes out first; the prefix store then keeps
+        its rows while nothing else can touch the engine."""
+        self._deferred.append(fn)
+
     async def stop(self) -> None:
         """Let the thread finish the jobs before, then end it and wait for it."""
         self._jobs.put(None)
@@ -108,6 +115,15 @@ class EngineThread:
                 with self._pending_lock:
                     self._pending -= 1
             self._notify(job)
+            self._run_deferred()
+
+    def _run_deferred(self) -> None:
+        work, self._deferred = self._deferred, []
+        for fn in work:
+            try:
+                fn()
+            except Exception:  # the caller has its result; a failure here must not stop the thread
+                logger.exception("deferred engine work failed")
 
     @staticmethod
     def _notify(job: _Job[Any]) -> None:
@@ -179,7 +195,9 @@ class Member:
             try:
                 # The prefix store decides where the prefill starts, keeps the rows afterwards
                 # and learns this member's rates: the one place a generation goes through.
-                result = self.prefix_store.generate(engine, prompt_tokens, params, watched, appended=appended)
+                result = self.prefix_store.generate(
+                    engine, prompt_tokens, params, watched, appended=appended, defer=self.thread.defer
+                )
             except GenerationCancelled as cancelled:
                 if self.unloading:
                     gone = f"member '{self.name}' was unloaded during this generation"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from caldrix.decoding import common_prefix_length
@@ -155,12 +155,16 @@ class PrefixStore:
         sink: GenerationSink,
         *,
         appended: bool,
+        defer: Callable[[Callable[[], None]], None] | None = None,
     ) -> GenerationResult:
         """Run one generation with this store as its resume policy: what a member does for
-        every ``generate`` request (and the benchmarks and tests, driving an engine directly)."""
+        every ``generate`` request (and the benchmarks and tests, driving an engine directly).
+        With ``defer`` (the member thread's), keeping the rows waits until the caller has its
+        result, so the ``done`` frame is not held back by the store's work."""
         from caldrix.decoding import run_generation
 
-        return run_generation(engine, prompt_tokens, params, sink, self.for_generation(appended=appended))
+        policy = GenerationResume(self, appended=appended, defer=defer)
+        return run_generation(engine, prompt_tokens, params, sink, policy)
 
     # -- measurements -----------------------------------------------------------------------
 
@@ -294,12 +298,21 @@ class PrefixStore:
 class GenerationResume:
     """A :class:`PrefixStore` bound to one generation: whether its output is appended."""
 
-    def __init__(self, store: PrefixStore, *, appended: bool) -> None:
+    def __init__(
+        self, store: PrefixStore, *, appended: bool, defer: Callable[[Callable[[], None]], None] | None = None
+    ) -> None:
         self._store = store
         self._appended = appended
+        self._defer = defer
 
     def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
         return self._store.prepare(engine, prompt_tokens)
 
     def remember(self, engine: Engine, prompt_len: int, *, prefill_ms: float | None = None) -> None:
-        self._store.remember(engine, prompt_len, appended=self._appended, prefill_ms=prefill_ms)
+        def keep() -> None:
+            self._store.remember(engine, prompt_len, appended=self._appended, prefill_ms=prefill_ms)
+
+        if self._defer is None:
+            keep()
+        else:
+            self._defer(keep)
