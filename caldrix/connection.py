@@ -9,6 +9,7 @@ gets a ``bad_frame`` error and closes this connection only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -266,7 +267,9 @@ class FrameSink:
     def __init__(self, rid: int, sender: MemoryObjectSendStream[Message]) -> None:
         self._rid = rid
         self._sender = sender
-        self._token = anyio.lowlevel.current_token()
+        # The pool runs anyio on asyncio. Frames are handed to the loop without waiting for it:
+        # a blocking round trip per token would stall decoding on the engine thread.
+        self._loop = asyncio.get_running_loop()
         self._stop = threading.Event()
         self.started = False
         """Whether the engine has reported anything yet (the generation left the queue)."""
@@ -295,11 +298,19 @@ class FrameSink:
         self._sender.close()
 
     def _push(self, frame: Message) -> None:
+        """From the engine thread: queue ``frame`` for the event loop (in order) and go on."""
         if self._stop.is_set():
             return
         try:
-            anyio.from_thread.run_sync(self._sender.send_nowait, frame, token=self._token)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, RuntimeError):
+            self._loop.call_soon_threadsafe(self._deliver, frame)
+        except RuntimeError:  # the event loop has closed
+            self._stop.set()
+
+    def _deliver(self, frame: Message) -> None:
+        """On the event loop: into the connection's unbounded frame stream."""
+        try:
+            self._sender.send_nowait(frame)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._stop.set()  # nobody will read further frames: stop generating them
 
 
