@@ -25,6 +25,7 @@ from aerix.adapters.skills import SkillCatalog
 from aerix.app import sessions as use
 from aerix.app.agent_env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent_loop import run_agent
+from aerix.app.root_context import SegmentPlan
 from aerix.domain import events as ev
 from aerix.domain.settings import ContextSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOLS, ToolSpec
@@ -50,19 +51,8 @@ def start_scripted_pool(folder: Path) -> PoolProcess:
     )
 
 
-@dataclass(frozen=True)
-class OpeningSegment:
-    """An opening segment as a caller knows it (the loop's ``SegmentLike``)."""
-
-    id: str
-    role: ev.SegmentRole
-    kind: ev.SegmentKind
-    text: str
-    pinned: bool
-    label: str
-
-    def wire(self) -> dict[str, Any]:
-        return {"id": self.id, "role": self.role, "text": self.text, "pinned": self.pinned}
+#: An opening segment as a caller knows it: the request builds the same kind for its root.
+OpeningSegment = SegmentPlan
 
 
 def opening(prompt: str, system: str = SYSTEM_TEXT, *, pin_prompt: bool = False) -> list[OpeningSegment]:
