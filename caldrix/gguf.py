@@ -64,7 +64,12 @@ GGML_TYPE_LAYOUT: dict[int, tuple[int, int]] = {
 }
 
 #: Legacy GGML magics, as the little-endian u32 at the start of the file, with their names.
-GGML_MODEL_MAGICS: dict[int, str] = {0x67676D6C: "ggml", 0x67676D66: "ggmf", 0x67676A74: "ggjt"}
+GGML_MODEL_MAGICS: dict[int, str] = {
+    0x67676D6C: "ggml",
+    0x67676D66: "ggmf",
+    0x67676A74: "ggjt",
+    0x67676363: "ggcc",  # Falcon, as ggllm.cpp writes it
+}
 #: Legacy magics that are not models at all, with what they are.
 GGML_OTHER_MAGICS: dict[int, str] = {
     0x67676C61: "a GGML LoRA adapter ('ggla')",

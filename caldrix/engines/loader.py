@@ -20,7 +20,7 @@ EngineName = Literal["llamacpp", "ctransformers", "scripted"]
 GGUF_MAGIC = b"GGUF"
 #: The legacy GGML magics, as written by little-endian writers (the u32 read back as text)
 #: and, for robustness, as plain text.
-LEGACY_GGML_MAGICS = frozenset({b"lmgg", b"fmgg", b"tjgg", b"ggml", b"ggmf", b"ggjt"})
+LEGACY_GGML_MAGICS = frozenset({b"lmgg", b"fmgg", b"tjgg", b"ccgg", b"ggml", b"ggmf", b"ggjt", b"ggcc"})
 
 
 def engine_for_file(path: Path) -> EngineName:

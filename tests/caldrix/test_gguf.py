@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from caldrix.engines.loader import engine_for_file
 from caldrix.errors import PrecheckFailed
 from caldrix.gguf import LLAMA_CPP_ARCHITECTURES, precheck
 from caldrix.models import resolve_model
@@ -126,6 +127,14 @@ def test_a_file_without_architecture_is_refused(tmp_path: Path) -> None:
 def test_a_legacy_ggml_file_is_recognised_for_ctransformers(tmp_path: Path) -> None:
     info = precheck(write_tiny_gpt2(tmp_path / "gpt2.bin"))
     assert (info.format, info.legacy_magic, info.is_legacy) == ("ggml", "ggml", True)
+
+
+def test_a_falcon_ggcc_file_is_recognised_as_legacy_and_sent_to_ctransformers(tmp_path: Path) -> None:
+    path = tmp_path / "falcon.bin"
+    path.write_bytes(struct.pack("<II", 0x67676363, 3) + bytes(64))  # magic 'ggcc', version 3
+    info = precheck(path)
+    assert (info.format, info.legacy_magic, info.is_legacy, info.version) == ("ggml", "ggcc", True, 3)
+    assert engine_for_file(path) == "ctransformers"
 
 
 def test_a_ggml_lora_adapter_is_not_a_model(tmp_path: Path) -> None:
