@@ -225,8 +225,9 @@ class SessionLogRecorder(AggregateRecorder):
             selected.reverse()
         return selected[:limit] if limit is not None else selected
 
-    def read_lines(self, session_id: str) -> list[_Line]:
-        """The complete lines of a log, each with its number, seq and topic."""
+    def _complete_lines(self, session_id: str) -> list[bytes]:
+        """The raw complete lines of a log, after setting aside a torn tail (unless this process
+        is writing the session, when an unfinished last line is its own write in progress)."""
         path = self.log_path(session_id)
         if session_id not in self._writers:
             self._set_aside_torn_tail(session_id)
@@ -236,19 +237,18 @@ class SessionLogRecorder(AggregateRecorder):
             return []
         raw_lines = data.split(b"\n")
         raw_lines.pop()  # after the last newline: empty, or a write still in progress
+        return raw_lines
+
+    def read_lines(self, session_id: str) -> list[_Line]:
+        """The complete lines of a log, each with its number, seq and topic."""
+        path = self.log_path(session_id)
+        raw_lines = self._complete_lines(session_id)
         return [_parse_header(raw, path, number) for number, raw in enumerate(raw_lines, 1)]
 
     def read_records(self, session_id: str) -> list[ev.EventBase]:
         """Every event of a session, validated and upcast, in order."""
         path = self.log_path(session_id)
-        if session_id not in self._writers:
-            self._set_aside_torn_tail(session_id)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return []
-        raw_lines = data.split(b"\n")
-        raw_lines.pop()  # after the last newline: empty, or a write still in progress
+        raw_lines = self._complete_lines(session_id)
         with gc_paused():
             try:
                 # The fast path: current lines go straight to pydantic's validator, no call per line.
