@@ -4,7 +4,7 @@ turns, the call limit, the turn budget, tool errors, background jobs and cancel.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from tests.aerix.agent_harness import (
     new_writer,
     opening,
     settings_with,
-    start_scripted_pool,
     turn,
     unload_member,
 )
@@ -33,18 +32,6 @@ from tests.caldrix.pool_harness import PoolProcess
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 Make = Callable[..., Awaitable[AgentRun]]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def pool_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
-    process = start_scripted_pool(tmp_path_factory.mktemp("scripted-pool"))
-    yield process
-    process.stop()
 
 
 @pytest.fixture

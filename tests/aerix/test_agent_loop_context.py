@@ -5,7 +5,7 @@ hold exactly what the pool holds."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,6 @@ from tests.aerix.agent_harness import (
     new_writer,
     opening,
     settings_with,
-    start_scripted_pool,
     turn,
     unload_member,
 )
@@ -32,25 +31,6 @@ from tests.caldrix.pool_harness import PoolProcess
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 Make = Callable[..., Awaitable[AgentRun]]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def pool_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
-    process = start_scripted_pool(tmp_path_factory.mktemp("scripted-pool"))
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-async def pool(pool_process: PoolProcess) -> AsyncIterator[CaldrixPool]:
-    port = CaldrixPool(pool_process.socket_path)
-    yield port
-    await port.aclose()
 
 
 @pytest.fixture

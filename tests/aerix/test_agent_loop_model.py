@@ -21,11 +21,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.model]
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def model_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp("model-pool")
     process = start_pool(folder, "--load", DEFAULT_MODEL, "--ctx", "2048", "--idle-timeout", "0")

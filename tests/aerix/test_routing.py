@@ -5,7 +5,6 @@ the ``route`` event written to a real session log."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,29 +16,10 @@ from aerix.app.ports import GenerationDone, GenerationTimings
 from aerix.app.routing import FALLBACK_ROUTE, choice_of, route_request
 from aerix.domain import events as ev
 from caldrix.protocol import connect
-from tests.aerix.agent_harness import load_member, new_writer, start_scripted_pool, unload_member
+from tests.aerix.agent_harness import load_member, new_writer, unload_member
 from tests.caldrix.pool_harness import PoolProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def pool_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
-    process = start_scripted_pool(tmp_path_factory.mktemp("routing-pool"))
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-async def pool(pool_process: PoolProcess) -> AsyncIterator[CaldrixPool]:
-    client = CaldrixPool(pool_process.socket_path)
-    yield client
-    await client.aclose()
 
 
 async def pool_status(socket: Path) -> dict[str, Any]:
