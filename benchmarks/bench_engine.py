@@ -35,6 +35,7 @@ from caldrix.decoding import run_generation
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp  # also turns AMX repacking off
 from caldrix.models import resolve_model
+from caldrix.sinks import DiscardingSink
 from caldrix.templates import render_context
 
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
@@ -87,17 +88,6 @@ TURN_SCHEMA: dict[str, Any] = {
 }
 
 
-class QuietSink:
-    def progress(self, done: int, total: int) -> None:
-        pass
-
-    def token(self, text: str) -> None:
-        pass
-
-    def cancelled(self) -> bool:
-        return False
-
-
 def embedded_model() -> Path:
     return resolve_model("smollm2-135m").path
 
@@ -117,7 +107,7 @@ def turn_prompt(engine: LlamaCppEngine) -> list[int]:
 def caldrix_decode(engine: LlamaCppEngine, prompt: list[int], params: GenerationParams) -> tuple[int, float]:
     """(tokens, decode seconds) of one caldrix generation from a cold prefill."""
     engine.truncate(0)
-    result = run_generation(engine, prompt, params, QuietSink())
+    result = run_generation(engine, prompt, params, DiscardingSink())
     return result.completion_tokens, result.decode_ms / 1000.0
 
 
@@ -183,7 +173,7 @@ def bench_constrained(engine: LlamaCppEngine, rounds: int, tokens: int) -> None:
     prompt = turn_prompt(engine)
     constrained = GenerationParams(max_new_tokens=max(tokens, 160), constraint={"json": TURN_SCHEMA})
     engine.truncate(0)
-    turn = run_generation(engine, prompt, constrained, QuietSink())
+    turn = run_generation(engine, prompt, constrained, DiscardingSink())
     free = GenerationParams(max_new_tokens=turn.completion_tokens)
     turn_rate, free_rate, ratio = interleave(
         rounds,

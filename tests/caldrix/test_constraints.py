@@ -15,6 +15,7 @@ from caldrix.decoding import run_generation
 from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import ConstraintInvalid
+from caldrix.sinks import CollectingSink
 from caldrix.templates import render_context
 from tests.default_model import default_model_path
 
@@ -78,20 +79,6 @@ TURN_SCHEMA: dict[str, object] = {
 }
 
 
-class Sink:
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-
-    def progress(self, done: int, total: int) -> None:
-        pass
-
-    def token(self, text: str) -> None:
-        self.pieces.append(text)
-
-    def cancelled(self) -> bool:
-        return False
-
-
 @pytest.fixture(scope="module")
 def engine() -> Iterator[LlamaCppEngine]:
     opened = open_llamacpp(MODEL, ServingFlags(threads=1, ctx=2048))
@@ -101,7 +88,7 @@ def engine() -> Iterator[LlamaCppEngine]:
 
 def _generate(engine: LlamaCppEngine, request: str, params: GenerationParams) -> GenerationResult:
     prompt = render_context(engine, [{"id": "u", "role": "user", "text": request, "pinned": False}])
-    sink = Sink()
+    sink = CollectingSink()
     result = run_generation(engine, prompt.prompt_tokens, params, sink)
     assert "".join(sink.pieces) == result.text
     return result
@@ -156,7 +143,7 @@ def test_the_spec_turn_schema_yields_a_valid_turn(
     ]
     prompt = render_context(engine, segments).prompt_tokens
     params = GenerationParams(max_new_tokens=200, constraint={"json": schema})
-    result = run_generation(engine, prompt, params, Sink())
+    result = run_generation(engine, prompt, params, CollectingSink())
     assert result.finish == "stop", result.text
     turn = json.loads(result.text)
     jsonschema.validate(turn, schema)
@@ -267,7 +254,7 @@ def test_forced_tokens_are_evaluated_in_one_batch(engine: LlamaCppEngine) -> Non
                                       "pinned": False}]).prompt_tokens
     logged = EvaluationLog(engine, len(prompt))
     params = GenerationParams(max_new_tokens=30, constraint={"json": schema})
-    result = run_generation(logged, prompt, params, Sink())  # type: ignore[arg-type]
+    result = run_generation(logged, prompt, params, CollectingSink())  # type: ignore[arg-type]
     assert json.loads(result.text) == {"answer": "forty-two"}
     # The whole value is forced, so no token was sampled and evaluated on its own: the forced
     # runs went in batched calls (the last run is not evaluated at all, nothing follows it).

@@ -18,6 +18,7 @@ from caldrix.decoding import common_prefix_length, run_generation
 from caldrix.engines.base import ALL_CONSTRAINTS, Engine, GenerationParams, ServingFlags
 from caldrix.engines.ctransformers import CtransformersEngine, open_ctransformers
 from caldrix.errors import CaldrixError, ContextOverflow, InternalError, PrecheckFailed
+from caldrix.sinks import CollectingSink
 from caldrix.templates import CHATML_TEMPLATE, render_context
 from tests.caldrix.ggml_writer import END_OF_TEXT, TinyGpt2, tiny_vocab, write_tiny_gpt2
 from tests.default_model import default_model_path
@@ -265,23 +266,6 @@ def test_it_runs_beside_llama_cpp_in_one_process(engine: CtransformersEngine) ->
 # -- the shared generation loop -------------------------------------------------------------
 
 
-class RecordingSink:
-    """A real :class:`GenerationSink` that keeps what it is told."""
-
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self.progress_reports: list[tuple[int, int]] = []
-
-    def progress(self, done: int, total: int) -> None:
-        self.progress_reports.append((done, total))
-
-    def token(self, text: str) -> None:
-        self.pieces.append(text)
-
-    def cancelled(self) -> bool:
-        return False
-
-
 JSON_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
@@ -335,7 +319,7 @@ def test_every_constraint_kind_holds(
 ) -> None:
     for seed, temperature in [(None, 0.0), (7, 1.0), (8, 1.5)]:
         params = GenerationParams(MAX_NEW_TOKENS, constraint=constraint, temperature=temperature, seed=seed)
-        sink = RecordingSink()
+        sink = CollectingSink()
         result = run_generation(engine, chat_prompt(engine, "Reply."), params, sink)
         assert result.finish == "stop", result
         assert "".join(sink.pieces) == result.text
@@ -347,10 +331,10 @@ def test_generation_is_greedy_deterministic_and_resumes_from_live_rows(engine: C
     second_prompt = chat_prompt(engine, "Tell me a story about the mountains.")
     params = GenerationParams(24)
     engine.truncate(0)
-    cold = run_generation(engine, second_prompt, params, RecordingSink())
+    cold = run_generation(engine, second_prompt, params, CollectingSink())
     assert cold.recomputed_from == 0
-    run_generation(engine, first_prompt, params, RecordingSink())
-    sink = RecordingSink()
+    run_generation(engine, first_prompt, params, CollectingSink())
+    sink = CollectingSink()
     warm = run_generation(engine, second_prompt, params, sink)
     shared = common_prefix_length(first_prompt, second_prompt)
     assert shared > 0

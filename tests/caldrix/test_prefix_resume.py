@@ -16,6 +16,7 @@ from caldrix.decoding import common_prefix_length
 from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.prefix_store import PrefixStore
+from caldrix.sinks import CollectingSink
 from caldrix.templates import render_context
 from tests.default_model import default_model_path
 
@@ -35,20 +36,6 @@ INSTRUCTIONS = "\n".join(
     f"and run `make check-{i}` before committing."
     for i in range(8)
 )
-
-
-class Collect:
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-
-    def progress(self, done: int, total: int) -> None:
-        pass
-
-    def token(self, text: str) -> None:
-        self.pieces.append(text)
-
-    def cancelled(self) -> bool:
-        return False
 
 
 def segment(sid: str, role: str, text: str) -> dict[str, object]:
@@ -77,7 +64,7 @@ def segment_rows(engine: LlamaCppEngine, segments: Sequence[dict[str, object]]) 
 
 def generate(store: PrefixStore, engine: LlamaCppEngine, prompt: Sequence[int],
              appended: bool = True) -> GenerationResult:
-    return store.generate(engine, prompt, GREEDY, Collect(), appended=appended)
+    return store.generate(engine, prompt, GREEDY, CollectingSink(), appended=appended)
 
 
 def full_prefill(engine: LlamaCppEngine, prompt: Sequence[int]) -> GenerationResult:

@@ -14,6 +14,7 @@ from caldrix.engines.loader import open_engine
 from caldrix.engines.scripted import ScriptedEngine
 from caldrix.errors import BadRequest
 from caldrix.models import resolve_model
+from caldrix.sinks import DiscardingSink
 from caldrix.templates import render_context
 
 SCHEMA = {
@@ -23,17 +24,6 @@ SCHEMA = {
     "additionalProperties": False,
     "x-guidance": {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "},
 }
-
-
-class _Sink:
-    def progress(self, done: int, total: int) -> None:
-        pass
-
-    def token(self, text: str) -> None:
-        pass
-
-    def cancelled(self) -> bool:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +54,7 @@ def engine(model_path: Path, tmp_path: Path) -> Iterator[ScriptedEngine]:
 def _generate(engine: ScriptedEngine, prompt: str, constraint: dict[str, object] | None) -> str:
     tokens = render_context(engine, [{"role": "user", "text": prompt}]).prompt_tokens
     params = GenerationParams(max_new_tokens=80, constraint=constraint)
-    return run_generation(engine, tokens, params, _Sink()).text
+    return run_generation(engine, tokens, params, DiscardingSink()).text
 
 
 def test_each_generation_takes_the_next_completion_and_the_constraint_wins(engine: ScriptedEngine) -> None:

@@ -15,6 +15,7 @@ from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest
 from caldrix.protocol import connect
+from caldrix.sinks import DiscardingSink
 from caldrix.templates import CHATML_TEMPLATE, SegmentRenderer, render_context, template_source_for
 from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
 from tests.default_model import default_model_path
@@ -267,24 +268,14 @@ def test_the_ggml_engine_tokenizes_plain_text_without_control_tokens(tmp_path: P
         tiny.close()
 
 
-class _QuietSink:
-    def progress(self, done: int, total: int) -> None:
-        pass
-
-    def token(self, text: str) -> None:
-        pass
-
-    def cancelled(self) -> bool:
-        return False
-
-
 def test_appended_output_renders_to_the_ids_the_model_generated(engine: LlamaCppEngine) -> None:
     # generate's append stores the output as text; rendered again it must give the rows the
     # generation left behind (the opening, then the output), so the prefix store resumes after them.
     request = "Write a Python function that adds two numbers."
     segments = [SEGMENTS[0], {"id": "u", "role": "user", "text": request, "pinned": False}]
     rendered = render_context(engine, segments)
-    result = run_generation(engine, rendered.prompt_tokens, GenerationParams(max_new_tokens=24), _QuietSink())
+    params = GenerationParams(max_new_tokens=24)
+    result = run_generation(engine, rendered.prompt_tokens, params, DiscardingSink())
     output = [t for t in result.output_token_ids if t not in engine.eos_token_ids]
     appended = render_context(engine, [*segments, {"id": "a", "role": "assistant", "text": result.text}])
     assert appended.segment_tokens[:2] == rendered.segment_tokens
