@@ -18,8 +18,6 @@ import threading
 from typing import Any, Final
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from anyio.abc import SocketStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
