@@ -23,7 +23,6 @@ from caldrix._sampling import Sampler, TokenMask, apply_mask, log_softmax, top_l
 from caldrix._text_stream import TextStream
 from caldrix.constraints import compile_constraint
 from caldrix.engines.base import (
-    DEFAULT_BATCH,
     Engine,
     Finish,
     GenerationParams,
@@ -181,7 +180,7 @@ def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: 
     """Evaluate ``prompt[start:]`` in batches, with progress before the first batch and after
     each one. The first batch is small; each later one is sized from the rate measured on the
     one before, so frames keep coming at least every :data:`PROGRESS_INTERVAL_S`."""
-    most = max(1, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
+    most = max(1, engine.prefill_batch)
     batch = min(most, FIRST_PREFILL_BATCH)
     done = start
     run.sink.progress(done, len(prompt))

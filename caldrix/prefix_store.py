@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from caldrix.decoding import common_prefix_length
-from caldrix.engines.base import DEFAULT_BATCH, Engine, GenerationParams, GenerationResult, GenerationSink
+from caldrix.engines.base import Engine, GenerationParams, GenerationResult, GenerationSink
 from caldrix.prefix_trie import TokenTrie
 from caldrix.resume_cost import Candidate, MemberRates, ResumeDecision, decide
 
@@ -79,7 +79,7 @@ def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
     """Evaluate ``tokens`` in batches of the engine's prefill size, never leaving a last batch
     shorter than the engine's ``min_fill_rows`` (see :data:`~caldrix.engines.base.MIN_FILL_ROWS`)."""
     fill = engine.capabilities.min_fill_rows
-    size = max(fill, int(getattr(engine, "prefill_batch", DEFAULT_BATCH)))
+    size = max(fill, engine.prefill_batch)
     done = 0
     while done < len(tokens):
         rest = len(tokens) - done

@@ -122,6 +122,11 @@ class Engine(Protocol):
         ...
 
     @property
+    def prefill_batch(self) -> int:
+        """Rows evaluated per batch during a prefill (``ServingFlags.batch``)."""
+        ...
+
+    @property
     def footprint_bytes(self) -> int | None:
         """Weights + KV for the window + compute buffers, when known."""
         ...

@@ -219,7 +219,7 @@ class CtransformersEngine:
 
     @property
     def prefill_batch(self) -> int:
-        """Rows per prefill batch (``flags.batch``); read by :mod:`caldrix.decoding`."""
+        """Rows per prefill batch (``flags.batch``)."""
         return self._flags.batch
 
     @property

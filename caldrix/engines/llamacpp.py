@@ -179,7 +179,7 @@ class LlamaCppEngine:
 
     @property
     def prefill_batch(self) -> int:
-        """Rows per prefill batch (``flags.batch``); read by :mod:`caldrix.decoding`."""
+        """Rows per prefill batch (``flags.batch``)."""
         return int(self._llm.n_batch)
 
     @property

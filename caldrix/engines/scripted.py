@@ -40,6 +40,7 @@ import numpy as np
 
 from caldrix.engines.base import (
     ALL_CONSTRAINTS,
+    DEFAULT_BATCH,
     ChatTemplateSource,
     ConstraintKind,
     EngineCapabilities,
@@ -214,6 +215,10 @@ class ScriptedEngine:
         self._generation_prompt = render_context(self, [{"role": "user", "text": "x"}]).generation_prompt
 
     # -- properties -------------------------------------------------------------------
+
+    @property
+    def prefill_batch(self) -> int:
+        return DEFAULT_BATCH
 
     @property
     def n_ctx(self) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from caldrix.engines.base import MIN_FILL_ROWS, EngineCapabilities
+from caldrix.engines.base import DEFAULT_BATCH, MIN_FILL_ROWS, EngineCapabilities
 from caldrix.prefix_store import (
     CONTEXT_BUDGET_MAX,
     GIB,
@@ -39,6 +39,7 @@ class RowsEngine:
     """Just the row primitives the store uses; a row is a token id padded to ROW_BYTES."""
 
     capabilities = EngineCapabilities(snapshots=True)
+    prefill_batch = DEFAULT_BATCH
 
     def __init__(self) -> None:
         self.live: list[int] = []
