@@ -86,17 +86,36 @@ def _add_import(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def _add_request_flags(parser: argparse.ArgumentParser) -> None:
     """The agent's own flags (``aerix -p``); the request itself is ``aerix.wiring``."""
     group = parser.add_argument_group("one request (headless)")
-    group.add_argument("-p", "--print", dest="print_prompt", nargs="?", const=STDIN_PROMPT, default=None,
-                       metavar="PROMPT", help="run one request and exit; without PROMPT, read it from stdin")
+    group.add_argument(
+        "-p",
+        "--print",
+        dest="print_prompt",
+        nargs="?",
+        const=STDIN_PROMPT,
+        default=None,
+        metavar="PROMPT",
+        help="run one request and exit; without PROMPT, read it from stdin",
+    )
     group.add_argument("--resume", metavar="ID", help="continue this session (id or unique prefix)")
-    group.add_argument("--continue", dest="continue_latest", action="store_true",
-                       help="continue this project's latest session")
+    group.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue this project's latest session",
+    )
     group.add_argument("--max-turns", type=int, metavar="N", help="the root agent's turn budget")
-    group.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
-                       help="text (default), json (one object) or stream-json (one event a line)")
+    group.add_argument(
+        "--output-format",
+        choices=["text", "json", "stream-json"],
+        default="text",
+        help="text (default), json (one object) or stream-json (one event a line)",
+    )
     group.add_argument("--in-place", action="store_true", help="accepted; -p always runs in place")
-    group.add_argument("--verbose", action="store_true",
-                       help="accepted, as Claude Code's stream-json needs it; the output is the same")
+    group.add_argument(
+        "--verbose",
+        action="store_true",
+        help="accepted, as Claude Code's stream-json needs it; the output is the same",
+    )
     group.add_argument("--cwd", type=Path, metavar="DIR", help="run in DIR instead of the current directory")
 
 
@@ -115,8 +134,11 @@ def cmd_print(args: argparse.Namespace) -> int:
         print("aerix: --max-turns must be 1 or more", file=sys.stderr)
         return EXIT_USAGE
     options = RequestOptions(
-        prompt=prompt, cwd=args.cwd or Path.cwd(), resume=args.resume,
-        continue_latest=args.continue_latest, max_turns=args.max_turns,
+        prompt=prompt,
+        cwd=args.cwd or Path.cwd(),
+        resume=args.resume,
+        continue_latest=args.continue_latest,
+        max_turns=args.max_turns,
     )
     try:
         return run_headless(options, args.output_format)
@@ -130,8 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None and args.print_prompt is not None:
         return cmd_print(args)
     if args.command is None and (args.resume or args.continue_latest):
-        print("aerix: --resume and --continue need -p PROMPT (the interactive screen is not built yet)",
-              file=sys.stderr)
+        print(
+            "aerix: --resume and --continue need -p PROMPT (the interactive screen is not built yet)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     handler = getattr(args, "handler", None)
     if handler is None:

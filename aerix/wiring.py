@@ -36,8 +36,12 @@ class SessionSpool:
 
 def request_deps(sessions: SessionFiles) -> RequestDeps:
     return RequestDeps(
-        projects=ProjectFiles(), pools=AutostartPool(), sessions=sessions, diffs=GitDiffs(),
-        prompts=EmbeddedPrompts(), spool_for=SessionSpool,
+        projects=ProjectFiles(),
+        pools=AutostartPool(),
+        sessions=sessions,
+        diffs=GitDiffs(),
+        prompts=EmbeddedPrompts(),
+        spool_for=SessionSpool,
     )
 
 

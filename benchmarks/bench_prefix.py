@@ -209,9 +209,11 @@ def ttft_ratios(bench: Bench, rounds: int) -> None:
             cold_s.append(c)
             ratios.append(w / c)
             starts.append(start)
-        print(f"| {name} | {len(prompt)} | {statistics.median(starts):.0f} | "
-              f"{statistics.median(warm_s) * 1000:.0f} ms | {statistics.median(cold_s) * 1000:.0f} ms | "
-              f"**{statistics.median(ratios):.3f}** |")
+        print(
+            f"| {name} | {len(prompt)} | {statistics.median(starts):.0f} | "
+            f"{statistics.median(warm_s) * 1000:.0f} ms | {statistics.median(cold_s) * 1000:.0f} ms | "
+            f"**{statistics.median(ratios):.3f}** |"
+        )
     rates = store.rates.current()
     print(f"\nrates measured by the store: {rates.describe()}")
 
@@ -238,8 +240,10 @@ def restore_cost(bench: Bench) -> None:
             loads.append(time.perf_counter() - began)
         load = statistics.median(loads)
         mb = len(data) / 1e6
-        print(f"| {rows} | {mb:.1f} MB | {save * 1000:.1f} ms | {load * 1000:.1f} ms | "
-              f"{load * 1000 / mb:.2f} ms/MB ({mb / load / 1000:.1f} GB/s) |")
+        print(
+            f"| {rows} | {mb:.1f} MB | {save * 1000:.1f} ms | {load * 1000:.1f} ms | "
+            f"{load * 1000 / mb:.2f} ms/MB ({mb / load / 1000:.1f} GB/s) |"
+        )
         engine.evaluate(tokens[rows:])
 
 
@@ -251,8 +255,10 @@ def budgets(bench: Bench, rounds: int) -> None:
     first = next(iter(contexts.values()))
     bench.answer(one_entry_probe, bench.prompt(*first))
     one_entry = one_entry_probe.stats()["bytes"] * 3 // 2
-    print("\n| budget | entries | MB kept | hits | misses | rows computed per later turn | "
-          "mean TTFT of later turns |")
+    print(
+        "\n| budget | entries | MB kept | hits | misses | rows computed per later turn | "
+        "mean TTFT of later turns |"
+    )
     print("|---|---|---|---|---|---|---|")
     for label, budget in (("none (0)", 0), ("one entry", one_entry), ("many (1 GiB)", BIG_BUDGET)):
         store = PrefixStore(budget, member="bench")
@@ -270,9 +276,11 @@ def budgets(bench: Bench, rounds: int) -> None:
                     computed.append(result.prompt_tokens - result.recomputed_from)
                 segments.append(assistant(f"{name}{turn}a", result.text))
         stats = store.stats()
-        print(f"| {label} | {stats['entries']} | {stats['bytes'] / 1e6:.0f} | {stats['hits']} | "
-              f"{stats['misses']} | {statistics.mean(computed):.0f} | "
-              f"{statistics.mean(later) * 1000:.0f} ms |")
+        print(
+            f"| {label} | {stats['entries']} | {stats['bytes'] / 1e6:.0f} | {stats['hits']} | "
+            f"{stats['misses']} | {statistics.mean(computed):.0f} | "
+            f"{statistics.mean(later) * 1000:.0f} ms |"
+        )
 
 
 def main() -> None:
@@ -283,8 +291,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="engine threads (default 1)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved warm/cold pairs per case")
     parser.add_argument("--prefix-tokens", type=int, default=PREFIX_TOKENS, help="system + instructions size")
-    parser.add_argument("--part", choices=["all", "ttft", "restore", "budgets"], default="all",
-                        help="run only one part (default all)")
+    parser.add_argument(
+        "--part",
+        choices=["all", "ttft", "restore", "budgets"],
+        default="all",
+        help="run only one part (default all)",
+    )
     args = parser.parse_args()
     engine = open_llamacpp(args.model or embedded_model(), ServingFlags(ctx=4096, threads=args.threads))
     try:

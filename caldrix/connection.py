@@ -99,17 +99,24 @@ class Connection:
 
     async def _answer_hello(self, frame: Message) -> bool:
         if frame.get("op") != "hello":
-            await self._send_error(HandshakeRequired(
-                f"the first frame must be hello (protocol {PROTOCOL_VERSION}), "
-                f"not {str(frame.get('op'))[:40]!r}"
-            ), None)
+            await self._send_error(
+                HandshakeRequired(
+                    f"the first frame must be hello (protocol {PROTOCOL_VERSION}), "
+                    f"not {str(frame.get('op'))[:40]!r}"
+                ),
+                None,
+            )
             return False
         protocol = frame.get("protocol")
         if protocol != PROTOCOL_VERSION or isinstance(protocol, bool):
-            await self._send_error(ProtocolMismatch(
-                f"this pool speaks caldrix-protocol {PROTOCOL_VERSION}, not {str(protocol)[:20]}; "
-                "update the client or the pool", supported=[PROTOCOL_VERSION],
-            ), None)
+            await self._send_error(
+                ProtocolMismatch(
+                    f"this pool speaks caldrix-protocol {PROTOCOL_VERSION}, not {str(protocol)[:20]}; "
+                    "update the client or the pool",
+                    supported=[PROTOCOL_VERSION],
+                ),
+                None,
+            )
             return False
         try:
             hello = validate_hello(frame)
@@ -117,8 +124,15 @@ class Connection:
             await self._send_error(exc, None)
             return False
         logger.info("%s: hello from %s", self.name, hello.client or "an unnamed client")
-        await self._send({"op": "hello", "protocol": PROTOCOL_VERSION, "server": f"caldrix {__version__}",
-                          "pid": _pid(), "frames": self._mode})
+        await self._send(
+            {
+                "op": "hello",
+                "protocol": PROTOCOL_VERSION,
+                "server": f"caldrix {__version__}",
+                "pid": _pid(),
+                "frames": self._mode,
+            }
+        )
         return True
 
     async def _serve_requests(self) -> None:

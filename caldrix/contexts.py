@@ -39,8 +39,10 @@ class Context:
         return self.rendered.tokens
 
     def counts(self) -> list[dict[str, Any]]:
-        return [{"id": s.id, "tokens": len(t)} for s, t in zip(self.segments, self.rendered.segment_tokens,
-                                                                strict=True)]
+        return [
+            {"id": s.id, "tokens": len(t)}
+            for s, t in zip(self.segments, self.rendered.segment_tokens, strict=True)
+        ]
 
     def described(self) -> dict[str, Any]:
         """``context.get``'s reply: the member, each segment with its count, the total."""
@@ -60,7 +62,9 @@ class Context:
                 f"context {self.id} holds {self.tokens} tokens; with max_new_tokens {max_new_tokens} that is "
                 f"{self.tokens + max_new_tokens}, over member '{self.member}'s window of {n_ctx} — "
                 "remove or shorten segments, or ask for fewer tokens",
-                tokens=self.tokens, max_new_tokens=max_new_tokens, n_ctx=n_ctx,
+                tokens=self.tokens,
+                max_new_tokens=max_new_tokens,
+                n_ctx=n_ctx,
             )
 
 
@@ -108,8 +112,11 @@ class ContextStore:
         """A new context on the same member holding the first ``keep`` segments."""
         source = self.get(context_id)
         if keep > len(source.segments):
-            raise BadRequest(f"field 'keep': context {context_id} has only {len(source.segments)} segments, "
-                             f"cannot keep {keep}", field="keep")
+            raise BadRequest(
+                f"field 'keep': context {context_id} has only {len(source.segments)} segments, "
+                f"cannot keep {keep}",
+                field="keep",
+            )
         return await self.create(source.member, source.segments[:keep])
 
     async def append(self, context_id: str, segment: Segment) -> Context:
@@ -135,8 +142,9 @@ class ContextStore:
     async def _commit(self, context: Context, segments: list[Segment]) -> None:
         rendered = await self._render(context.member, segments)
         if self._contexts.get(context.id) is not context:
-            raise ContextNotFound(f"context '{context.id}' was dropped while it was being changed",
-                                  context=context.id)
+            raise ContextNotFound(
+                f"context '{context.id}' was dropped while it was being changed", context=context.id
+            )
         context.segments = segments
         context.rendered = rendered
 
@@ -156,14 +164,18 @@ def _apply(segments: list[Segment], edit: Edit, number: int) -> None:
     where = f"edit {number} ({edit.op})"
     if isinstance(edit, AppendEdit):
         if any(s.id == edit.segment.id for s in segments):
-            raise DuplicateSegment(f"{where}: the context already holds a segment '{edit.segment.id}'",
-                                   segment=edit.segment.id, edit=number)
+            raise DuplicateSegment(
+                f"{where}: the context already holds a segment '{edit.segment.id}'",
+                segment=edit.segment.id,
+                edit=number,
+            )
         segments.append(edit.segment)
         return
     index = next((i for i, s in enumerate(segments) if s.id == edit.id), None)
     if index is None:
-        raise SegmentNotFound(f"{where}: the context holds no segment '{edit.id}'",
-                              segment=edit.id, edit=number)
+        raise SegmentNotFound(
+            f"{where}: the context holds no segment '{edit.id}'", segment=edit.id, edit=number
+        )
     if isinstance(edit, RemoveEdit):
         del segments[index]
     elif isinstance(edit, ReplaceEdit):

@@ -134,7 +134,9 @@ def _finish(url: str, dest: Path, expected: str | None) -> Downloaded:
         raise DownloadFailed(
             f"checksum mismatch for {url}: expected sha256 {expected}, got {digest}; "
             "the partial file was removed, run the command again",
-            url=url, expected=expected, actual=digest,
+            url=url,
+            expected=expected,
+            actual=digest,
         )
     write_checksum(dest, digest)
     os.replace(part, dest)
@@ -251,8 +253,7 @@ def _network_message(url: str, exc: BaseException) -> str:
     else:
         what = str(getattr(reason, "strerror", None) or reason)
     return (
-        f"cannot download {url}: {what}; check the network, "
-        "or download the file yourself and pass its path"
+        f"cannot download {url}: {what}; check the network, or download the file yourself and pass its path"
     )
 
 
@@ -273,8 +274,13 @@ def _progress_bar(enabled: bool, url: str, total: int | None, start: int) -> Ite
     )
 
     name = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1] or url
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-               TransferSpeedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
         task = bar.add_task(f"downloading {name}", total=total, completed=start)
         yield lambda n: bar.update(task, advance=n)

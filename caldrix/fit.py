@@ -138,13 +138,17 @@ def check_fit(
             raise NoFit(
                 f"the model's memory footprint is unknown, so it loads only alone; "
                 f"{len(resident_footprints)} member(s) are resident — unload them first",
-                footprint_bytes=None, resident_bytes=None, limit_bytes=limit,
+                footprint_bytes=None,
+                resident_bytes=None,
+                limit_bytes=limit,
             )
         return
     if any(footprint is None for footprint in resident_footprints):
         raise NoFit(
             "a resident member's memory footprint is unknown, so it must stay alone; unload it first",
-            footprint_bytes=new_footprint, resident_bytes=None, limit_bytes=limit,
+            footprint_bytes=new_footprint,
+            resident_bytes=None,
+            limit_bytes=limit,
         )
     resident = sum(f for f in resident_footprints if f is not None)
     budgets = budget_per_member * (len(resident_footprints) + 1)
@@ -163,8 +167,12 @@ def check_fit(
             "(use a smaller --ctx or raise --memory-limit)"
         )
     raise NoFit(
-        figures, footprint_bytes=new_footprint, resident_bytes=resident, budget_bytes=budgets,
-        needed_bytes=needed, limit_bytes=limit,
+        figures,
+        footprint_bytes=new_footprint,
+        resident_bytes=resident,
+        budget_bytes=budgets,
+        needed_bytes=needed,
+        limit_bytes=limit,
     )
 
 

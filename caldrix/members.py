@@ -202,8 +202,11 @@ class Member:
                 if self.unloading:
                     gone = f"member '{self.name}' was unloaded during this generation"
                     raise MemberNotFound(gone) from None
-                logger.info("member %s: generation cancelled after %d token(s) (its client left)",
-                            self.name, cancelled.partial.completion_tokens)
+                logger.info(
+                    "member %s: generation cancelled after %d token(s) (its client left)",
+                    self.name,
+                    cancelled.partial.completion_tokens,
+                )
                 raise
             result.queue_ms = (started - submitted) * 1000.0
             return result
@@ -285,12 +288,18 @@ class Members:
         """Resolve, fit-check and open ``reference`` as member ``name``; loads run one at a time."""
         existing = self._members.get(name)
         if existing is not None and existing.state != "failed":
-            raise MemberExists(f"a member named '{name}' is already {existing.state}; unload it first",
-                               member=name)
+            raise MemberExists(
+                f"a member named '{name}' is already {existing.state}; unload it first", member=name
+            )
         if existing is not None:
             await self._release(existing)
-        member = Member(name=name, reference=reference, flags=flags, thread=EngineThread(name),
-                        prefix_store=PrefixStore(self.plan.context_budget, member=name))
+        member = Member(
+            name=name,
+            reference=reference,
+            flags=flags,
+            thread=EngineThread(name),
+            prefix_store=PrefixStore(self.plan.context_budget, member=name),
+        )
         self._members[name] = member
         try:
             async with self._load_lock:
@@ -298,8 +307,14 @@ class Members:
         except BaseException as exc:
             await self._fail(member, exc)
             raise
-        logger.info("member %s ready: %s (%s, n_ctx %d, footprint %s bytes)", name, reference,
-                    member.path, member.n_ctx, member.footprint_bytes)
+        logger.info(
+            "member %s ready: %s (%s, n_ctx %d, footprint %s bytes)",
+            name,
+            reference,
+            member.path,
+            member.n_ctx,
+            member.footprint_bytes,
+        )
         return member
 
     async def _open(self, member: Member) -> None:

@@ -47,8 +47,16 @@ logger = logging.getLogger("caldrix.pool")
 MAX_CONNECTIONS: Final = 4
 
 ControlRequest = (
-    MemberList | MemberLoad | MemberUnload | ContextCreate | ContextEdit | ContextFork | ContextGet
-    | ContextDrop | PoolStatus | PoolStop
+    MemberList
+    | MemberLoad
+    | MemberUnload
+    | ContextCreate
+    | ContextEdit
+    | ContextFork
+    | ContextGet
+    | ContextDrop
+    | PoolStatus
+    | PoolStop
 )
 
 
@@ -114,8 +122,11 @@ class Pool:
         """Generations admitted (queued on a member or running) and waiting for admission
         under ``pool.max_connections``: an extra ``pool.status`` field."""
         slots = self.generation_slots
-        return {"limit": int(slots.total_tokens), "admitted": int(slots.borrowed_tokens),
-                "waiting": slots.statistics().tasks_waiting}
+        return {
+            "limit": int(slots.total_tokens),
+            "admitted": int(slots.borrowed_tokens),
+            "waiting": slots.statistics().tasks_waiting,
+        }
 
     async def generate(self, request: Generate, sink: CancellableSink) -> dict[str, Any]:
         """Run one generation to its end; returns the ``done`` frame's fields. Waits for one
@@ -125,8 +136,10 @@ class Pool:
         engine = member.ready_engine()
         context.check_room(request.max_new_tokens, engine.n_ctx)
         if request.append is not None and context.index_of(request.append.id) is not None:
-            raise DuplicateSegment(f"context {context.id} already holds a segment '{request.append.id}'",
-                                   segment=request.append.id)
+            raise DuplicateSegment(
+                f"context {context.id} already holds a segment '{request.append.id}'",
+                segment=request.append.id,
+            )
         params = GenerationParams(
             max_new_tokens=request.max_new_tokens,
             constraint=request.constraint.as_dict() if request.constraint is not None else None,
@@ -138,12 +151,14 @@ class Pool:
         arrived = time.perf_counter()
         async with self.generation_slots:
             waited_ms = (time.perf_counter() - arrived) * 1000.0
-            result = await member.generate(context.rendered.prompt_tokens, params, sink,
-                                           appended=request.append is not None)
+            result = await member.generate(
+                context.rendered.prompt_tokens, params, sink, appended=request.append is not None
+            )
         segment = None
         if request.append is not None:
-            output = Segment(id=request.append.id, role="assistant", text=result.text,
-                             pinned=request.append.pinned)
+            output = Segment(
+                id=request.append.id, role="assistant", text=result.text, pinned=request.append.pinned
+            )
             context = await self.contexts.append(context.id, output)
             index = context.index_of(output.id)
             tokens = len(context.rendered.segment_tokens[index]) if index is not None else 0
@@ -154,8 +169,11 @@ class Pool:
             "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens,
             "recomputed_from": result.recomputed_from,
-            "timings": {"queue_ms": round(result.queue_ms + waited_ms, 3),
-                        "prefill_ms": round(result.prefill_ms, 3), "decode_ms": round(result.decode_ms, 3)},
+            "timings": {
+                "queue_ms": round(result.queue_ms + waited_ms, 3),
+                "prefill_ms": round(result.prefill_ms, 3),
+                "decode_ms": round(result.decode_ms, 3),
+            },
             "logprobs": result.logprobs,
             "segment": segment,
         }
@@ -179,5 +197,6 @@ def _serving_flags(flags: dict[str, Any]) -> ServingFlags:
     except ValidationError as exc:
         error = bad_request_from(exc)
         field = f"flags.{error.details['field']}"
-        raise BadRequest(error.message.replace(f"'{error.details['field']}'", f"'{field}'", 1),
-                         field=field) from exc
+        raise BadRequest(
+            error.message.replace(f"'{error.details['field']}'", f"'{field}'", 1), field=field
+        ) from exc

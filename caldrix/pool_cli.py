@@ -43,8 +43,9 @@ def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Pa
     _require(args.idle_timeout >= 0, "--idle-timeout must be 0 (never) or more seconds")
     max_connections = MAX_CONNECTIONS if args.max_connections is None else args.max_connections
     _require(max_connections >= 1, "--max-connections must be 1 or more")
-    _require(args.context_budget is None or args.context_budget >= 0,
-             "--context-budget must be 0 or more bytes")
+    _require(
+        args.context_budget is None or args.context_budget >= 0, "--context-budget must be 0 or more bytes"
+    )
     _require(args.memory_limit is None or args.memory_limit > 0, "--memory-limit must be more than 0 bytes")
     return PoolSettings(
         socket_path=socket_path,
@@ -104,8 +105,10 @@ def status_lines(status: dict[str, Any], socket_path: Path) -> list[str]:
     ]
     generations = status.get("generations")
     if generations:
-        lines.append(f"generations: {generations['admitted']} admitted, {generations['waiting']} waiting "
-                     f"(at most {generations['limit']} at once)")
+        lines.append(
+            f"generations: {generations['admitted']} admitted, {generations['waiting']} waiting "
+            f"(at most {generations['limit']} at once)"
+        )
     members = status["members"]
     lines.append("members:" if members else "members: none")
     for member in members:

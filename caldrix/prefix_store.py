@@ -196,23 +196,36 @@ class PrefixStore:
         data = engine.save_rows()
         saved_ms = (time.perf_counter() - started) * 1000
         if len(data) > self.budget:
-            logger.info("%s: %d-row snapshot (%.1f MB) exceeds the budget of %.1f MB; not kept",
-                        self.member, len(tokens), len(data) / 1e6, self.budget / 1e6)
+            logger.info(
+                "%s: %d-row snapshot (%.1f MB) exceeds the budget of %.1f MB; not kept",
+                self.member,
+                len(tokens),
+                len(data) / 1e6,
+                self.budget / 1e6,
+            )
             return
         for contained in self._trie.values_along(tokens):
             self._drop(contained)  # the new snapshot serves every prefix these served
         while self._bytes + len(data) > self.budget and self._lru:
             evicted = next(iter(self._lru.values()))
             self._drop(evicted)
-            logger.info("%s: evicted a %d-row snapshot (least recently used)", self.member,
-                        len(evicted.tokens))
+            logger.info(
+                "%s: evicted a %d-row snapshot (least recently used)", self.member, len(evicted.tokens)
+            )
         entry = _Entry(tokens=tokens, data=data)
         self._trie.insert(tokens, entry)
         self._lru[tokens] = entry
         self._bytes += entry.nbytes
-        logger.info("%s: stored a %d-row snapshot (%.1f MB in %.0f ms); %d entries, %.1f of %.1f MB",
-                    self.member, len(tokens), entry.nbytes / 1e6, saved_ms, len(self._lru),
-                    self._bytes / 1e6, self.budget / 1e6)
+        logger.info(
+            "%s: stored a %d-row snapshot (%.1f MB in %.0f ms); %d entries, %.1f of %.1f MB",
+            self.member,
+            len(tokens),
+            entry.nbytes / 1e6,
+            saved_ms,
+            len(self._lru),
+            self._bytes / 1e6,
+            self.budget / 1e6,
+        )
 
     def clear(self) -> None:
         """Forget every snapshot (the member is unloading)."""

@@ -133,6 +133,7 @@ class ResumeDecision:
 
     def describe(self) -> str:
         """One log line: the choice, then what it was weighed against and with which rates."""
+
         def show(priced: PricedCandidate) -> str:
             c = priced.candidate
             restore = f" restoring {c.restore_bytes / 1e6:.1f} MB" if c.restore_bytes else ""

@@ -86,8 +86,10 @@ def prepare_socket_folder(folder: Path) -> None:
     if not stat.S_ISDIR(info.st_mode):
         raise SocketRefused(f"{folder} is not a folder; cannot put the pool's socket in it")
     if info.st_uid != os.getuid():
-        raise SocketRefused(f"the socket folder {folder} belongs to uid {info.st_uid}, not you "
-                            f"(uid {os.getuid()}); refusing to use it (use --socket)")
+        raise SocketRefused(
+            f"the socket folder {folder} belongs to uid {info.st_uid}, not you "
+            f"(uid {os.getuid()}); refusing to use it (use --socket)"
+        )
     if stat.S_IMODE(info.st_mode) != FOLDER_MODE:
         os.chmod(folder, FOLDER_MODE)
 
@@ -108,8 +110,9 @@ def socket_answers(path: Path) -> bool:
 
 def refuse_live_socket(path: Path) -> None:
     if socket_answers(path):
-        raise SocketRefused(f"a pool already answers on {path}; stop it with 'caldrix pool stop' "
-                            "or choose another --socket")
+        raise SocketRefused(
+            f"a pool already answers on {path}; stop it with 'caldrix pool stop' or choose another --socket"
+        )
 
 
 def remove_stale_socket(path: Path) -> None:
@@ -182,8 +185,13 @@ class PoolServer:
         listener = await anyio.create_unix_listener(path, mode=SOCKET_MODE)
         self._bound_inode = os.lstat(path).st_ino
         members = ", ".join(m.name for m in self.pool.members.all()) or "none"
-        logger.info("listening on %s (pid %d, %s frames, members: %s)", path, os.getpid(),
-                    self.settings.frames, members)
+        logger.info(
+            "listening on %s (pid %d, %s frames, members: %s)",
+            path,
+            os.getpid(),
+            self.settings.frames,
+            members,
+        )
         return listener
 
     async def _serve(self, listener: SocketListener) -> None:

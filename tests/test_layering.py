@@ -23,15 +23,19 @@ def _imports(package: str) -> Iterator[tuple[Path, str]]:
 
 
 def test_caldrix_never_imports_aerix() -> None:
-    offenders = [f"{path.relative_to(ROOT)}: {name}" for path, name in _imports("caldrix")
-                 if name == "aerix" or name.startswith("aerix.")]
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path, name in _imports("caldrix")
+        if name == "aerix" or name.startswith("aerix.")
+    ]
     assert offenders == []
 
 
 @pytest.mark.parametrize("allowed", ["caldrix.protocol"])
 def test_aerix_imports_only_the_protocol_package_of_caldrix(allowed: str) -> None:
     offenders = [
-        f"{path.relative_to(ROOT)}: {name}" for path, name in _imports("aerix")
+        f"{path.relative_to(ROOT)}: {name}"
+        for path, name in _imports("aerix")
         if (name == "caldrix" or name.startswith("caldrix.")) and not name.startswith(allowed)
     ]
     assert offenders == []

@@ -127,8 +127,12 @@ def _spawn(command: list[str]) -> tuple[subprocess.Popen[bytes], int]:
         output_start = log.tell()  # before the pool shares (and moves) this file offset
         try:
             process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, close_fds=True,
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
             )
             return process, output_start
         except OSError as exc:

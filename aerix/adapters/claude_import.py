@@ -173,8 +173,15 @@ class _Converter:
         label = f"[{tool} {call}]"
         segment_id = self.segment(state, "user", "tool_result", text, call=call, tool=tool, label=label)
         self.emit(
-            ev.Message, agent=state.agent, role="tool", turn=state.turns, text=text, segment=segment_id,
-            call=call, tool=tool, is_error=is_error,
+            ev.Message,
+            agent=state.agent,
+            role="tool",
+            turn=state.turns,
+            text=text,
+            segment=segment_id,
+            call=call,
+            tool=tool,
+            is_error=is_error,
         )
 
     def assistant(self, state: _AgentState, records: list[dict[str, Any]], line: ClaudeLine) -> None:
@@ -191,8 +198,15 @@ class _Converter:
         rendered = "\n".join([*(texts or []), *(f"[{call['tool']} {call['id']}]" for call in calls)])
         segment_id = self.segment(state, "assistant", "assistant", rendered or "\n".join(thoughts))
         self.emit(
-            ev.Message, agent=state.agent, role="assistant", turn=state.turns, text=rendered,
-            segment=segment_id, thought="\n\n".join(thoughts) or None, calls=calls, final=final,
+            ev.Message,
+            agent=state.agent,
+            role="assistant",
+            turn=state.turns,
+            text=rendered,
+            segment=segment_id,
+            thought="\n\n".join(thoughts) or None,
+            calls=calls,
+            final=final,
             usage=_usage(records, str(message.get("model", "")) or None),
         )
 
@@ -223,16 +237,24 @@ class _Converter:
             state.segments = []
             trigger = "manual" if metadata.get("trigger") == "manual" else "auto"
             self.emit(
-                ev.Compaction, agent=state.agent, trigger=trigger, replaced=replaced,
-                tokens_before=int(metadata.get("preTokens") or 0), tokens_after=0,
+                ev.Compaction,
+                agent=state.agent,
+                trigger=trigger,
+                replaced=replaced,
+                tokens_before=int(metadata.get("preTokens") or 0),
+                tokens_after=0,
             )
         elif subtype == "stop_hook_summary":
             infos = record.get("hookInfos") or []
             commands = [info["command"] for info in infos if isinstance(info, dict) and "command" in info]
             prevented = record.get("preventedContinuation") is True
             self.emit(
-                ev.Hook, agent=state.agent, event="Stop", command="; ".join(commands) or None,
-                outcome="blocked" if prevented else "ok", reason=record.get("stopReason") or None,
+                ev.Hook,
+                agent=state.agent,
+                event="Stop",
+                command="; ".join(commands) or None,
+                outcome="blocked" if prevented else "ok",
+                reason=record.get("stopReason") or None,
             )
 
 

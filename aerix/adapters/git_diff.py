@@ -33,8 +33,14 @@ def _git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
     try:
         done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECS,
-            env=env, check=False, stdin=subprocess.DEVNULL,
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECS,
+            env=env,
+            check=False,
+            stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:
         raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT_SECS:g} s") from exc

@@ -93,7 +93,10 @@ def _read_plugin(folder: Path, scope: str, enabled: Mapping[str, bool]) -> tuple
     description = manifest.get("description")
     hooks, problems = _hooks(folder)
     plugin = PluginInfo(
-        name=name, path=folder, scope=scope, enabled=is_enabled(name, enabled),
+        name=name,
+        path=folder,
+        scope=scope,
+        enabled=is_enabled(name, enabled),
         version=str(version) if version is not None else None,
         description=description if isinstance(description, str) else "",
         skills=tuple(sorted(path.parent.name for path in folder.glob("skills/*/SKILL.md"))),

@@ -176,9 +176,15 @@ def _counts(context: str, reply: Mapping[str, Any], member: str | None = None) -
 
 def _member(info: Mapping[str, Any]) -> MemberInfo:
     return MemberInfo(
-        name=info["name"], model=info["model"], state=info["state"], n_ctx=int(info["n_ctx"]),
-        lane=info["lane"], constraints=tuple(info.get("constraints", ())), threads=info.get("threads"),
-        footprint_bytes=info.get("footprint_bytes"), queue=int(info.get("queue", 0)),
+        name=info["name"],
+        model=info["model"],
+        state=info["state"],
+        n_ctx=int(info["n_ctx"]),
+        lane=info["lane"],
+        constraints=tuple(info.get("constraints", ())),
+        threads=info.get("threads"),
+        footprint_bytes=info.get("footprint_bytes"),
+        queue=int(info.get("queue", 0)),
     )
 
 
@@ -191,8 +197,12 @@ def _done(frame: DoneFrame) -> GenerationDone:
         )
     segment = SegmentCount(frame.segment.id, frame.segment.tokens) if frame.segment is not None else None
     return GenerationDone(
-        text=frame.text, finish=frame.finish, prompt_tokens=frame.prompt_tokens,
-        completion_tokens=frame.completion_tokens, recomputed_from=frame.recomputed_from,
+        text=frame.text,
+        finish=frame.finish,
+        prompt_tokens=frame.prompt_tokens,
+        completion_tokens=frame.completion_tokens,
+        recomputed_from=frame.recomputed_from,
         timings=GenerationTimings(frame.timings.queue_ms, frame.timings.prefill_ms, frame.timings.decode_ms),
-        logprobs=logprobs, segment=segment,
+        logprobs=logprobs,
+        segment=segment,
     )

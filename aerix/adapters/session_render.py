@@ -28,7 +28,10 @@ def render_list(console: Console, entries: list[IndexEntry]) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("id", "updated", "title", "model", "req", "state", "tags"):
         table.add_column(
-            column, overflow="ellipsis", no_wrap=True, min_width=_MIN_WIDTHS.get(column),
+            column,
+            overflow="ellipsis",
+            no_wrap=True,
+            min_width=_MIN_WIDTHS.get(column),
             max_width=_MAX_WIDTHS.get(column),
         )
     for entry in entries:

@@ -82,7 +82,12 @@ class _AgentRun:
         self.thread_cancel = threading.Event()
         self.plan = PlanState(spec.plan)
         self.dispatcher = Dispatcher(
-            self.live, self.runner, env.prompts, env.spool, env.settings.context.tool_caps, self.plan,
+            self.live,
+            self.runner,
+            env.prompts,
+            env.spool,
+            env.settings.context.tool_caps,
+            self.plan,
             self.thread_cancel,
         )
         self.usage = UsageTotals()
@@ -188,7 +193,9 @@ class _AgentRun:
             else:
                 try:
                     turn = parse_turn(
-                        done.text, self.spec.tools, verifier=self.spec.verifier,
+                        done.text,
+                        self.spec.tools,
+                        verifier=self.spec.verifier,
                         first_call_number=self.live.peek("c"),
                     )
                 except TurnParseError as exc:
@@ -215,7 +222,10 @@ class _AgentRun:
             if self.env.cancel.is_set():
                 scope.cancel()
             done = await self.env.pool.generate(
-                self.spec.context_id, max_new_tokens, constraint, append=SegmentAppend(segment_id),
+                self.spec.context_id,
+                max_new_tokens,
+                constraint,
+                append=SegmentAppend(segment_id),
                 on_token=on_token,
             )
         self._generation_scope = None
@@ -229,15 +239,24 @@ class _AgentRun:
 
     def _usage(self, done: GenerationDone) -> ev.Usage:
         return ev.Usage(
-            prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
-            recomputed_from=done.recomputed_from, prefill_ms=done.timings.prefill_ms,
-            decode_ms=done.timings.decode_ms, member=self.spec.member,
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            recomputed_from=done.recomputed_from,
+            prefill_ms=done.timings.prefill_ms,
+            decode_ms=done.timings.decode_ms,
+            member=self.spec.member,
         )
 
     def _record_attempt(self, turn_number: int, attempt: int, done: GenerationDone, problem: str) -> None:
         self.env.events.record(
-            ev.Message, agent=self.agent_id, role="assistant", turn=turn_number, text=done.text,
-            attempt=attempt, parse_error=problem, usage=self._usage(done),
+            ev.Message,
+            agent=self.agent_id,
+            role="assistant",
+            turn=turn_number,
+            text=done.text,
+            attempt=attempt,
+            parse_error=problem,
+            usage=self._usage(done),
         )
 
     def _record_turn(self, turn_number: int, attempt: int, done: GenerationDone, turn: Turn) -> None:
@@ -247,11 +266,19 @@ class _AgentRun:
             self.live.record_segment(segment)
         verdict = turn.verdict
         self.env.events.record(
-            ev.Message, agent=self.agent_id, role="assistant", turn=turn_number, text=done.text,
-            segment=segment.id if segment else None, thought=turn.thought,
+            ev.Message,
+            agent=self.agent_id,
+            role="assistant",
+            turn=turn_number,
+            text=done.text,
+            segment=segment.id if segment else None,
+            thought=turn.thought,
             calls=[ev.ToolCall(id=c.id, tool=c.tool, input=dict(c.input)) for c in turn.calls],
-            final=turn.final, verdict=verdict.verdict if verdict else None,
-            reason=verdict.reason if verdict else None, attempt=attempt, usage=self._usage(done),
+            final=turn.final,
+            verdict=verdict.verdict if verdict else None,
+            reason=verdict.reason if verdict else None,
+            attempt=attempt,
+            usage=self._usage(done),
         )
 
     # -- the end -------------------------------------------------------------------------------
@@ -270,16 +297,28 @@ class _AgentRun:
 
     def _record_end(self, ended: _Ended) -> None:
         self.env.events.record(
-            ev.AgentEnd, agent=self.agent_id, outcome=ended.outcome, reason=ended.reason, summary=ended.final,
-            turns=self.turns, verdict=ended.verdict, files_touched=list(self.dispatcher.files_touched),
+            ev.AgentEnd,
+            agent=self.agent_id,
+            outcome=ended.outcome,
+            reason=ended.reason,
+            summary=ended.final,
+            turns=self.turns,
+            verdict=ended.verdict,
+            files_touched=list(self.dispatcher.files_touched),
             checks_run=list(self.dispatcher.checks_run),
         )
 
     def _result(self, ended: _Ended) -> AgentResult:
         return AgentResult(
-            outcome=ended.outcome, final=ended.final, reason=ended.reason, turns=self.turns, usage=self.usage,
-            verdict=ended.verdict, files_touched=tuple(self.dispatcher.files_touched),
-            checks_run=tuple(self.dispatcher.checks_run), plan=self.plan.text,
+            outcome=ended.outcome,
+            final=ended.final,
+            reason=ended.reason,
+            turns=self.turns,
+            usage=self.usage,
+            verdict=ended.verdict,
+            files_touched=tuple(self.dispatcher.files_touched),
+            checks_run=tuple(self.dispatcher.checks_run),
+            plan=self.plan.text,
         )
 
 

@@ -167,6 +167,12 @@ class ContextTool:
         refused: str | None = None,
     ) -> None:
         self.live.events.record(
-            ev.ContextOp, agent=self.live.agent_id, op=op, ids=list(ids), text=text, segment=segment,
-            tokens=tokens, refused=refused,
+            ev.ContextOp,
+            agent=self.live.agent_id,
+            op=op,
+            ids=list(ids),
+            text=text,
+            segment=segment,
+            tokens=tokens,
+            refused=refused,
         )

@@ -102,8 +102,13 @@ class LiveContext:
                 text = getattr(given, "text", None)
                 self.segments.append(
                     ContextSegment(
-                        count.id, given.role, given.kind, text if isinstance(text, str) else None,
-                        given.pinned, given.label, call=getattr(given, "call", None),
+                        count.id,
+                        given.role,
+                        given.kind,
+                        text if isinstance(text, str) else None,
+                        given.pinned,
+                        given.label,
+                        call=getattr(given, "call", None),
                         tool=getattr(given, "tool", None),
                     )
                 )
@@ -185,9 +190,17 @@ class LiveContext:
 
     def record_segment(self, segment: ContextSegment) -> None:
         self.events.record(
-            ev.Segment, agent=self.agent_id, id=segment.id, role=segment.role, kind=segment.kind,
-            label=segment.label, text=segment.text or "", pinned=segment.pinned, tokens=segment.tokens,
-            call=segment.call, tool=segment.tool,
+            ev.Segment,
+            agent=self.agent_id,
+            id=segment.id,
+            role=segment.role,
+            kind=segment.kind,
+            label=segment.label,
+            text=segment.text or "",
+            pinned=segment.pinned,
+            tokens=segment.tokens,
+            call=segment.call,
+            tool=segment.tool,
         )
 
     async def remove(self, segment_ids: Sequence[str]) -> None:
@@ -229,7 +242,11 @@ async def compact(live: LiveContext, prompts: PromptSource, trigger: Trigger = "
         tokens = segment.tokens if segment else None
         replaced.append(ev.Replaced(id=replacement.segment_id, marker=replacement.marker, tokens=tokens))
     live.events.record(
-        ev.Compaction, agent=live.agent_id, trigger=trigger, replaced=replaced, tokens_before=before,
+        ev.Compaction,
+        agent=live.agent_id,
+        trigger=trigger,
+        replaced=replaced,
+        tokens_before=before,
         tokens_after=live.tokens,
     )
     await live.add_note(prompts.get("compacted").strip())

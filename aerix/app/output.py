@@ -131,8 +131,14 @@ def result_object(result: RequestResult) -> dict[str, Any]:
 def error_object(message: str, exit_code: int) -> dict[str, Any]:
     """The ``json`` result of a request that could not start (no session was made)."""
     return {
-        "type": "result", "subtype": "error_during_execution", "is_error": True, "result": "",
-        "session_id": None, "outcome": "failed", "reason": message, "exit_code": exit_code,
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": True,
+        "result": "",
+        "session_id": None,
+        "outcome": "failed",
+        "reason": message,
+        "exit_code": exit_code,
     }
 
 
@@ -140,11 +146,18 @@ def stream_lines(record: ev.EventBase, listing: dict[str, Any] | None = None) ->
     """The ``stream-json`` lines of one session event; ``listing`` (what startup found, see
     ``aerix.app.startup.startup_listing``) joins the ``init`` line."""
     if isinstance(record, ev.SessionStart):
-        return [{
-            "type": "system", "subtype": "init", "session_id": record.session, "cwd": record.cwd,
-            "model": record.model, "request": record.request, "resumed": record.resumed,
-            **(listing or {}),
-        }]
+        return [
+            {
+                "type": "system",
+                "subtype": "init",
+                "session_id": record.session,
+                "cwd": record.cwd,
+                "model": record.model,
+                "request": record.request,
+                "resumed": record.resumed,
+                **(listing or {}),
+            }
+        ]
     if isinstance(record, ev.Message):
         return [_message_line(record)]
     fields = record.model_dump(mode="json", exclude_none=True)
@@ -156,8 +169,10 @@ def _message_line(record: ev.Message) -> dict[str, Any]:
     usage = record.usage.model_dump(mode="json", exclude_none=True) if record.usage else None
     if record.role == "tool":
         block = {
-            "type": "tool_result", "tool_use_id": f"{record.agent}.{record.call}",
-            "content": record.text, "is_error": record.is_error,
+            "type": "tool_result",
+            "tool_use_id": f"{record.agent}.{record.call}",
+            "content": record.text,
+            "is_error": record.is_error,
         }
         message: dict[str, Any] = {"role": "user", "content": [block]}
         return {"type": "user", "agent": record.agent, "parent_tool_use_id": parent, "message": message}

@@ -189,14 +189,24 @@ def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) 
 
 
 def _open_session(
-    options: RequestOptions, deps: RequestDeps, project: Project, members: BoundMembers,
-    resume: use.ResumeState | None, snapshot: Snapshot, loaded: ev.Loaded,
+    options: RequestOptions,
+    deps: RequestDeps,
+    project: Project,
+    members: BoundMembers,
+    resume: use.ResumeState | None,
+    snapshot: Snapshot,
+    loaded: ev.Loaded,
 ) -> tuple[use.SessionWriter, ev.SessionStart]:
     """The session's writer and the ``session.start`` of this request (written already)."""
     start: dict[str, Any] = {
-        "cwd": str(project.cwd), "project": project.key, "model": members.main.model,
-        "prompt": options.prompt, "aerix_version": __version__, "window": members.main.n_ctx,
-        "base_commit": snapshot.base, "loaded": loaded,
+        "cwd": str(project.cwd),
+        "project": project.key,
+        "model": members.main.model,
+        "prompt": options.prompt,
+        "aerix_version": __version__,
+        "window": members.main.n_ctx,
+        "base_commit": snapshot.base,
+        "loaded": loaded,
     }
     if resume is None:
         writer = use.start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
@@ -214,8 +224,10 @@ def _loaded(listing: dict[str, Any]) -> ev.Loaded:
     """The part of the startup listing the log keeps: what this request's context and runtime
     were built from, so a session can be understood (and tuned) without the folders it ran in."""
     return ev.Loaded(
-        instruction_files=listing["instruction_files"], skills=listing["skills"],
-        agents=listing["agents"], hooks=listing["hooks"],
+        instruction_files=listing["instruction_files"],
+        skills=listing["skills"],
+        agents=listing["agents"],
+        hooks=listing["hooks"],
         plugins=[plugin["name"] for plugin in listing["plugins"] if plugin["enabled"]],
     )
 
@@ -257,12 +269,23 @@ class _Request:
         )
         self.route = choice.choice
         rebuilt, added = self._segments(prompt, choice.choice)
-        return await run_root(RootRun(
-            pool=self.pool, events=self.tap, prompts=deps.prompts, project=project, member=self.members.main,
-            rebuilt=rebuilt, added=added, route=choice.choice, max_turns=self.options.max_turns,
-            plan=self.resume.plan if self.resume else None, spool=deps.spool_for(self.tap.writer),
-            extras=deps.agent_extras(project, self.tap.writer), on_token=self.tap.observer.token,
-        ))
+        return await run_root(
+            RootRun(
+                pool=self.pool,
+                events=self.tap,
+                prompts=deps.prompts,
+                project=project,
+                member=self.members.main,
+                rebuilt=rebuilt,
+                added=added,
+                route=choice.choice,
+                max_turns=self.options.max_turns,
+                plan=self.resume.plan if self.resume else None,
+                spool=deps.spool_for(self.tap.writer),
+                extras=deps.agent_extras(project, self.tap.writer),
+                on_token=self.tap.observer.token,
+            )
+        )
 
     def _segments(self, prompt: str, route: str) -> tuple[list[SegmentPlan], list[SegmentPlan]]:
         """(a resumed root's segments, already in the log; this request's new segments)."""
@@ -282,14 +305,30 @@ class _Request:
         if diff.in_git:
             stats = ev.DiffStats(added=diff.added, removed=diff.removed, files=diff.files)
         tap.record(
-            ev.SessionEnd, outcome=ended.outcome, exit_code=ended.exit_code, reason=ended.reason,
-            diff=stats, untracked=list(diff.untracked), duration_ms=duration_ms,
+            ev.SessionEnd,
+            outcome=ended.outcome,
+            exit_code=ended.exit_code,
+            reason=ended.reason,
+            diff=stats,
+            untracked=list(diff.untracked),
+            duration_ms=duration_ms,
         )
         return RequestResult(
-            session_id=tap.writer.ref.id, outcome=ended.outcome, exit_code=ended.exit_code,
-            result=ended.result, reason=ended.reason, route=self.route, turns=ended.turns, usage=tap.usage,
-            diff=diff, duration_ms=duration_ms, request=self.number, resumed=self.resume is not None,
-            model=self.members.main.model, log=tap.writer.log_path, notes=(*ended.notes, *diff.notes),
+            session_id=tap.writer.ref.id,
+            outcome=ended.outcome,
+            exit_code=ended.exit_code,
+            result=ended.result,
+            reason=ended.reason,
+            route=self.route,
+            turns=ended.turns,
+            usage=tap.usage,
+            diff=diff,
+            duration_ms=duration_ms,
+            request=self.number,
+            resumed=self.resume is not None,
+            model=self.members.main.model,
+            log=tap.writer.log_path,
+            notes=(*ended.notes, *diff.notes),
         )
 
 

@@ -28,7 +28,10 @@ from aerix.errors import PoolError
 
 #: The exit status of each way an agent ends (``budget`` is the spec's; see docs/configuration.md).
 EXIT_CODES: Final[dict[str, int]] = {
-    "done": EXIT_DONE, "failed": EXIT_FAILED, "budget": EXIT_BUDGET, "killed": EXIT_KILLED,
+    "done": EXIT_DONE,
+    "failed": EXIT_FAILED,
+    "budget": EXIT_BUDGET,
+    "killed": EXIT_KILLED,
     "cancelled": EXIT_CANCELLED,
 }
 
@@ -72,12 +75,24 @@ async def run_root(run: RootRun) -> RootEnded:
         tools = root_tools(run.route, run.project.settings)
         max_turns = run.max_turns or run.project.settings.delegation.max_turns
         run.events.record(
-            ev.AgentSpawn, agent=ROOT_AGENT, kind="root", member=run.member.name, model=run.member.model,
-            tools=[tool.name for tool in tools], depth=0, max_turns=max_turns,
+            ev.AgentSpawn,
+            agent=ROOT_AGENT,
+            kind="root",
+            member=run.member.name,
+            model=run.member.model,
+            tools=[tool.name for tool in tools],
+            depth=0,
+            max_turns=max_turns,
         )
         spec = AgentSpec(
-            agent_id=ROOT_AGENT, member=run.member.name, context_id=counts.context, window=run.member.n_ctx,
-            tools=tools, max_turns=max_turns, verifier=False, segments=(*run.rebuilt, *run.added),
+            agent_id=ROOT_AGENT,
+            member=run.member.name,
+            context_id=counts.context,
+            window=run.member.n_ctx,
+            tools=tools,
+            max_turns=max_turns,
+            verifier=False,
+            segments=(*run.rebuilt, *run.added),
             plan=run.plan,
         )
         result = await run_agent(spec, _environment(run))
@@ -89,17 +104,27 @@ async def run_root(run: RootRun) -> RootEnded:
 
 def _environment(run: RootRun) -> AgentEnvironment:
     return AgentEnvironment(
-        pool=run.pool, events=run.events, prompts=run.prompts, settings=run.project.settings,
-        cwd=run.project.cwd, spool=run.spool, skills=run.project.skills, clock=utc_now,
-        on_token=run.on_token, **run.extras,
+        pool=run.pool,
+        events=run.events,
+        prompts=run.prompts,
+        settings=run.project.settings,
+        cwd=run.project.cwd,
+        spool=run.spool,
+        skills=run.project.skills,
+        clock=utc_now,
+        on_token=run.on_token,
+        **run.extras,
     )
 
 
 def ended_from(result: AgentResult) -> RootEnded:
     outcome = str(result.outcome)
     return RootEnded(
-        outcome=outcome, exit_code=EXIT_CODES.get(outcome, 1), result=result.final or "",
-        reason=result.reason, turns=result.turns,
+        outcome=outcome,
+        exit_code=EXIT_CODES.get(outcome, 1),
+        result=result.final or "",
+        reason=result.reason,
+        turns=result.turns,
     )
 
 

@@ -109,7 +109,13 @@ def record_segments(events: EventRecorder, segments: Sequence[SegmentPlan], coun
     """One ``segment`` event per segment, with the pool's token count."""
     for segment in segments:
         events.record(
-            ev.Segment, agent=ROOT_AGENT, id=segment.id, role=segment.role, kind=segment.kind,
-            label=segment.label, text=segment.text, pinned=segment.pinned,
+            ev.Segment,
+            agent=ROOT_AGENT,
+            id=segment.id,
+            role=segment.role,
+            kind=segment.kind,
+            label=segment.label,
+            text=segment.text,
+            pinned=segment.pinned,
             tokens=counts.tokens_of(segment.id),
         )

@@ -36,8 +36,13 @@ class RouteChoice:
 
 
 async def route_request(
-    pool: PoolPort, member: str, prompt: str, prompts: PromptSource, events: EventRecorder,
-    *, one_of: bool = True,
+    pool: PoolPort,
+    member: str,
+    prompt: str,
+    prompts: PromptSource,
+    events: EventRecorder,
+    *,
+    one_of: bool = True,
 ) -> RouteChoice:
     """Classify ``prompt`` on ``member`` and record the ``route`` event. ``one_of``: whether
     the member declares the ``one_of`` constraint (``MemberInfo.constraints``)."""

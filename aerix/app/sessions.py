@@ -278,9 +278,7 @@ def show_session(storage: SessionStorage, session_id: str) -> tuple[SessionRef, 
 RemoveHook = Callable[[SessionRef, ev.SessionStart | None], None]
 
 
-def remove_session(
-    storage: SessionStorage, session_id: str, also: RemoveHook | None = None
-) -> list[Path]:
+def remove_session(storage: SessionStorage, session_id: str, also: RemoveHook | None = None) -> list[Path]:
     """Delete a session's log, spool, transcript and index entry. ``also`` runs first with the
     session's start (the profile's ``session/<id>`` branch is removed there, by its owner)."""
     ref = storage.find(session_id)

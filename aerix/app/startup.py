@@ -123,7 +123,8 @@ async def bind_members(pool: PoolPort, settings: PoolSettings) -> BoundMembers:
     if main.state != "ready":
         raise PoolError(
             f"the pool's main member ({main.model}) is {main.state}; stop the pool with "
-            "'caldrix pool stop' and start again", code="member_not_ready",
+            "'caldrix pool stop' and start again",
+            code="member_not_ready",
         )
     if main.model != settings.main:
         notes.append(
@@ -158,9 +159,14 @@ def startup_listing(project: Project, members: BoundMembers) -> dict[str, Any]:
         "agents": list(project.agents.names),
         "plugins": [
             {
-                "name": plugin.name, "path": str(plugin.path), "scope": plugin.scope,
-                "enabled": plugin.enabled, "version": plugin.version, "skills": list(plugin.skills),
-                "agents": list(plugin.agents), "commands": list(plugin.commands),
+                "name": plugin.name,
+                "path": str(plugin.path),
+                "scope": plugin.scope,
+                "enabled": plugin.enabled,
+                "version": plugin.version,
+                "skills": list(plugin.skills),
+                "agents": list(plugin.agents),
+                "commands": list(plugin.commands),
                 "hooks": list(plugin.hooks),
             }
             for plugin in project.plugins

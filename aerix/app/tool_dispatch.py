@@ -129,8 +129,13 @@ class Dispatcher:
         for report in reports:
             call_id, command = self.jobs.get(report.job_id, ("", report.command))
             self.live.events.record(
-                ev.Job, agent=self.agent_id, job=report.job_id, command=command, state=job_state(report),
-                exit=report.outcome.returncode, call=call_id or None,
+                ev.Job,
+                agent=self.agent_id,
+                job=report.job_id,
+                command=command,
+                state=job_state(report),
+                exit=report.outcome.returncode,
+                call=call_id or None,
             )
             segment_id = f"{self.agent_id}.{call_id or 'job'}.{report.job_id}"
             output = ToolOutput(report.text, self.caps.job, self.spool, segment_id)
@@ -141,13 +146,24 @@ class Dispatcher:
         for report in reports:
             call_id, command = self.jobs.get(report.job_id, ("", report.command))
             self.live.events.record(
-                ev.Job, agent=self.agent_id, job=report.job_id, command=command, state=job_state(report),
-                exit=report.outcome.returncode, call=call_id or None,
+                ev.Job,
+                agent=self.agent_id,
+                job=report.job_id,
+                command=command,
+                state=job_state(report),
+                exit=report.outcome.returncode,
+                call=call_id or None,
             )
 
     async def _append_output(
-        self, output: ToolOutput, segment_id: str, header: str | None, tool: str, call_id: str | None,
-        turn_number: int, is_error: bool,
+        self,
+        output: ToolOutput,
+        segment_id: str,
+        header: str | None,
+        tool: str,
+        call_id: str | None,
+        turn_number: int,
+        is_error: bool,
     ) -> None:
         target = _ResultTarget(self.live, self.prompts, segment_id, header, tool, call_id)
         outcome = await append_result(target, output)
@@ -159,8 +175,15 @@ class Dispatcher:
         assert segment is not None
         self.live.record_segment(segment)
         self.live.events.record(
-            ev.Message, agent=self.agent_id, role="tool", turn=turn_number, text=segment.text or "",
-            segment=segment.id, call=call_id, tool=tool, is_error=is_error,
+            ev.Message,
+            agent=self.agent_id,
+            role="tool",
+            turn=turn_number,
+            text=segment.text or "",
+            segment=segment.id,
+            call=call_id,
+            tool=tool,
+            is_error=is_error,
             spool=str(output.spool_path) if output.spool_path else None,
         )
 
@@ -182,7 +205,12 @@ class _ResultTarget:
     ask still fits after it (by the pool's count)."""
 
     def __init__(
-        self, live: LiveContext, prompts: PromptSource, segment_id: str, header: str | None, tool: str,
+        self,
+        live: LiveContext,
+        prompts: PromptSource,
+        segment_id: str,
+        header: str | None,
+        tool: str,
         call_id: str | None,
     ) -> None:
         self.live = live
@@ -214,7 +242,12 @@ class _ResultTarget:
     async def _append(self, text: str) -> ContextSegment:
         body = f"{self.header}\n{text}" if self.header else text
         segment = ContextSegment(
-            self.segment_id, "user", "tool_result", body, label=f"{self.tool} {self.call_id or ''}".strip(),
-            call=self.call_id, tool=self.tool,
+            self.segment_id,
+            "user",
+            "tool_result",
+            body,
+            label=f"{self.tool} {self.call_id or ''}".strip(),
+            call=self.call_id,
+            tool=self.tool,
         )
         return await self.live.append(segment, record=False)

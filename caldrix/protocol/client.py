@@ -148,8 +148,10 @@ class PoolClient:
         with anyio.move_on_after(timeout) as scope:
             return await self._receive_frame()
         assert scope.cancelled_caught
-        raise PoolUnavailable(f"the pool at {self.socket_path} sent nothing for {timeout:g} s while "
-                              f"waiting for {waiting_for}; it may be overloaded or stuck")
+        raise PoolUnavailable(
+            f"the pool at {self.socket_path} sent nothing for {timeout:g} s while "
+            f"waiting for {waiting_for}; it may be overloaded or stuck"
+        )
 
     async def _receive_frame(self) -> Message:
         while True:
@@ -253,7 +255,9 @@ class Generation:
 
 
 _GENERATION_FRAMES: Final[dict[Any, type[GenerationFrame]]] = {
-    "progress": ProgressFrame, "token": TokenFrame, "done": DoneFrame,
+    "progress": ProgressFrame,
+    "token": TokenFrame,
+    "done": DoneFrame,
 }
 
 

@@ -219,8 +219,17 @@ class PoolStop(_Request):
 
 
 Request = (
-    MemberList | MemberLoad | MemberUnload | ContextCreate | ContextEdit | ContextFork | ContextGet
-    | ContextDrop | Generate | PoolStatus | PoolStop
+    MemberList
+    | MemberLoad
+    | MemberUnload
+    | ContextCreate
+    | ContextEdit
+    | ContextFork
+    | ContextGet
+    | ContextDrop
+    | Generate
+    | PoolStatus
+    | PoolStop
 )
 _REQUEST_MODELS: Final[dict[str, type[_Request]]] = {
     "member.list": MemberList, "member.load": MemberLoad, "member.unload": MemberUnload,

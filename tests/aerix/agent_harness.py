@@ -46,8 +46,17 @@ def start_scripted_pool(folder: Path) -> PoolProcess:
     empty = folder / "empty-script.json"
     empty.write_text("[]")
     return start_pool(
-        folder, "--load", MODEL_REFERENCE, "--engine", "scripted", "--script", str(empty), "--ctx", "1024",
-        "--idle-timeout", "0",
+        folder,
+        "--load",
+        MODEL_REFERENCE,
+        "--engine",
+        "scripted",
+        "--script",
+        str(empty),
+        "--ctx",
+        "1024",
+        "--idle-timeout",
+        "0",
     )
 
 
@@ -86,8 +95,14 @@ class AgentRun:
         self.context = counts.context
         for segment in segments:
             self.writer.record(
-                ev.Segment, agent="a1", id=segment.id, role=segment.role, kind=segment.kind,
-                label=segment.label, text=segment.text, pinned=segment.pinned,
+                ev.Segment,
+                agent="a1",
+                id=segment.id,
+                role=segment.role,
+                kind=segment.kind,
+                label=segment.label,
+                text=segment.text,
+                pinned=segment.pinned,
                 tokens=counts.tokens_of(segment.id),
             )
         self.writer.record(ev.AgentSpawn, agent="a1", kind="root", member=self.member)
@@ -101,12 +116,22 @@ class AgentRun:
         environment: dict[str, Any] | None = None,
     ) -> AgentResult:
         spec = AgentSpec(
-            agent_id="a1", member=self.member, context_id=self.context, window=self.window,
-            tools=tuple(tools), max_turns=max_turns, segments=self.segments,
+            agent_id="a1",
+            member=self.member,
+            context_id=self.context,
+            window=self.window,
+            tools=tuple(tools),
+            max_turns=max_turns,
+            segments=self.segments,
         )
         env = AgentEnvironment(
-            pool=self.pool, events=self.writer, prompts=EmbeddedPrompts(),
-            settings=settings or settings_with(), cwd=self.cwd, spool=self.writer, skills=SkillCatalog(()),
+            pool=self.pool,
+            events=self.writer,
+            prompts=EmbeddedPrompts(),
+            settings=settings or settings_with(),
+            cwd=self.cwd,
+            spool=self.writer,
+            skills=SkillCatalog(()),
             **(environment or {}),
         )
         return await run_agent(spec, env)
@@ -139,7 +164,11 @@ class AgentRun:
 
 
 async def load_member(
-    pool: CaldrixPool, folder: Path, completions: Sequence[str], *, ctx: int = 2048,
+    pool: CaldrixPool,
+    folder: Path,
+    completions: Sequence[str],
+    *,
+    ctx: int = 2048,
     constraints: Sequence[str] | None = None,
 ) -> tuple[str, int]:
     """Load a scripted member answering ``completions`` in order; (its name, its window)."""
@@ -166,8 +195,14 @@ async def unload_member(socket: Path, name: str) -> None:
 def new_writer(folder: Path, cwd: Path) -> use.SessionWriter:
     files = SessionFiles(folder / "sessions")
     return use.start_session(
-        files, use.utc_now, session=uuid.uuid4().hex, cwd=str(cwd), project="agent-tests",
-        model=MODEL_REFERENCE, prompt="(test)", aerix_version="0.1.0",
+        files,
+        use.utc_now,
+        session=uuid.uuid4().hex,
+        cwd=str(cwd),
+        project="agent-tests",
+        model=MODEL_REFERENCE,
+        prompt="(test)",
+        aerix_version="0.1.0",
     )
 
 

@@ -39,8 +39,12 @@ class World:
 
 def make_world(root: Path, settings: dict[str, Any]) -> World:
     env = dict(os.environ)
-    for var, name in (("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state"),
-                      ("XDG_CONFIG_HOME", "config"), ("XDG_RUNTIME_DIR", "run")):
+    for var, name in (
+        ("XDG_DATA_HOME", "data"),
+        ("XDG_STATE_HOME", "state"),
+        ("XDG_CONFIG_HOME", "config"),
+        ("XDG_RUNTIME_DIR", "run"),
+    ):
         (root / name).mkdir(parents=True, exist_ok=True)
         env[var] = str(root / name)
     env["CLAUDE_CONFIG_DIR"] = str(root / "claude")
@@ -67,8 +71,14 @@ def make_project(path: Path, files: dict[str, str]) -> Path:
 
 def aerix(world: World, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [AERIX, *args], cwd=cwd, env=world.env, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECS,
-        input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+        [AERIX, *args],
+        cwd=cwd,
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECS,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
     )
 
 
@@ -84,9 +94,23 @@ def start_scripted_pool(world: World, socket: Path, completions: list[str]) -> s
     script = socket.with_suffix(".script.json")
     script.write_text(json.dumps(completions))
     process = subprocess.Popen(
-        [CALDRIX, "pool", "--socket", str(socket), "--load", MODEL, "--engine", "scripted",
-         "--script", str(script), "--ctx", "4096"],
-        env=world.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            CALDRIX,
+            "pool",
+            "--socket",
+            str(socket),
+            "--load",
+            MODEL,
+            "--engine",
+            "scripted",
+            "--script",
+            str(script),
+            "--ctx",
+            "4096",
+        ],
+        env=world.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 120
     while not socket.exists():
@@ -98,5 +122,6 @@ def start_scripted_pool(world: World, socket: Path, completions: list[str]) -> s
 
 def stop_pool(world: World, socket: Path) -> None:
     if socket.exists():
-        subprocess.run([CALDRIX, "pool", "stop", "--socket", str(socket)], env=world.env,
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [CALDRIX, "pool", "stop", "--socket", str(socket)], env=world.env, capture_output=True, timeout=60
+        )

@@ -45,8 +45,12 @@ async def make(pool_process: PoolProcess, tmp_path: Path) -> AsyncIterator[Make]
     work.mkdir()
 
     async def build(
-        completions: Sequence[str], *, prompt: str = "Do the task.", ctx: int = 2048,
-        constraints: Sequence[str] | None = None, segments: Any = None,
+        completions: Sequence[str],
+        *,
+        prompt: str = "Do the task.",
+        ctx: int = 2048,
+        constraints: Sequence[str] | None = None,
+        segments: Any = None,
     ) -> AgentRun:
         name, window = await load_member(pool, tmp_path, completions, ctx=ctx, constraints=constraints)
         loaded.append(name)
@@ -101,18 +105,23 @@ async def test_the_json_constraint_wins_over_a_script_that_breaks_it(make: Make)
 
 
 async def test_a_call_then_a_final_runs_the_tools_on_real_files(make: Make) -> None:
-    run = await make([
-        turn("Write the file, then read it back.",
-             ("write", {"path": "notes/hello.txt", "content": "hello\nworld\n"}),
-             ("read", {"path": "notes/hello.txt"})),
-        final("The file holds two lines.", "Wrote notes/hello.txt."),
-    ])
+    run = await make(
+        [
+            turn(
+                "Write the file, then read it back.",
+                ("write", {"path": "notes/hello.txt", "content": "hello\nworld\n"}),
+                ("read", {"path": "notes/hello.txt"}),
+            ),
+            final("The file holds two lines.", "Wrote notes/hello.txt."),
+        ]
+    )
     result = await run.run()
     assert (run.cwd / "notes" / "hello.txt").read_text() == "hello\nworld\n"
     assert (result.outcome, result.turns, result.files_touched) == ("done", 2, ("notes/hello.txt",))
     results = _messages(run, "tool")
     assert [(m.call, m.tool, m.segment) for m in results] == [
-        ("c1", "write", "a1.c1"), ("c2", "read", "a1.c2"),
+        ("c1", "write", "a1.c1"),
+        ("c2", "read", "a1.c2"),
     ]
     assert results[0].text.startswith("[write c1]\ncreated notes/hello.txt")
     assert results[1].text == "[read c2]\n1\thello\n2\tworld"
@@ -124,11 +133,16 @@ async def test_a_call_then_a_final_runs_the_tools_on_real_files(make: Make) -> N
 
 
 async def test_a_tool_error_is_a_result_and_the_loop_goes_on(make: Make) -> None:
-    run = await make([
-        turn("Read it.", ("read", {"path": "missing.txt"}),
-             ("edit", {"path": "missing.txt", "old": "a", "new": "b"})),
-        final("It does not exist.", "There is no missing.txt."),
-    ])
+    run = await make(
+        [
+            turn(
+                "Read it.",
+                ("read", {"path": "missing.txt"}),
+                ("edit", {"path": "missing.txt", "old": "a", "new": "b"}),
+            ),
+            final("It does not exist.", "There is no missing.txt."),
+        ]
+    )
     result = await run.run()
     assert result.outcome == "done"
     errors = _messages(run, "tool")
@@ -202,11 +216,13 @@ async def test_more_than_eight_calls_keeps_eight_and_tells_the_model(make: Make)
 
 
 async def test_call_ids_continue_across_turns(make: Make) -> None:
-    run = await make([
-        turn("One.", ("glob", {"pattern": "*.md"})),
-        turn("Two.", ("glob", {"pattern": "*.py"}), ("glob", {"pattern": "*.rs"})),
-        final("Done.", "none"),
-    ])
+    run = await make(
+        [
+            turn("One.", ("glob", {"pattern": "*.md"})),
+            turn("Two.", ("glob", {"pattern": "*.py"}), ("glob", {"pattern": "*.rs"})),
+            final("Done.", "none"),
+        ]
+    )
     await run.run()
     assert [m.call for m in _messages(run, "tool")] == ["c1", "c2", "c3"]
     assert [m.turn for m in _messages(run)] == [1, 2, 3]
@@ -222,11 +238,16 @@ async def test_the_turn_budget_ends_the_agent_with_budget(make: Make) -> None:
 
 
 async def test_agent_calls_are_refused_until_delegation_exists(make: Make) -> None:
-    run = await make([
-        turn("Delegate and look.", ("agent", {"brief": "fix it", "check": "make test"}),
-             ("glob", {"pattern": "*"})),
-        final("Could not delegate.", "no delegation"),
-    ])
+    run = await make(
+        [
+            turn(
+                "Delegate and look.",
+                ("agent", {"brief": "fix it", "check": "make test"}),
+                ("glob", {"pattern": "*"}),
+            ),
+            final("Could not delegate.", "no delegation"),
+        ]
+    )
     await run.run()
     results = _messages(run, "tool")
     assert [(m.call, m.tool) for m in results] == [("c1", "agent"), ("c2", "glob")]
@@ -234,16 +255,19 @@ async def test_agent_calls_are_refused_until_delegation_exists(make: Make) -> No
 
 
 async def test_a_final_waits_for_a_running_background_job(make: Make) -> None:
-    run = await make([
-        turn("Start it.", ("bash", {"command": "sleep 1; echo built", "background": True})),
-        final("Started; done.", "waiting"),
-        final("The job printed built.", "built"),
-    ])
+    run = await make(
+        [
+            turn("Start it.", ("bash", {"command": "sleep 1; echo built", "background": True})),
+            final("Started; done.", "waiting"),
+            final("The job printed built.", "built"),
+        ]
+    )
     result = await run.run()
     assert (result.outcome, result.final, result.turns) == ("done", "built", 3)
     jobs = run.of(ev.Job)
     assert [(j.job, j.state, j.exit, j.call) for j in jobs] == [
-        ("j1", "started", None, "c1"), ("j1", "exited", 0, "c1"),
+        ("j1", "started", None, "c1"),
+        ("j1", "exited", 0, "c1"),
     ]
     report = [m for m in _messages(run, "tool") if m.segment == "a1.c1.j1"]
     assert len(report) == 1 and report[0].text == "[job j1 exited 0]\nbuilt"

@@ -41,7 +41,10 @@ async def make(pool_process: PoolProcess, pool: CaldrixPool, tmp_path: Path) -> 
     work.mkdir()
 
     async def build(
-        completions: Sequence[str], *, ctx: int = 2048, segments: Sequence[OpeningSegment] | None = None,
+        completions: Sequence[str],
+        *,
+        ctx: int = 2048,
+        segments: Sequence[OpeningSegment] | None = None,
     ) -> AgentRun:
         name, window = await load_member(pool, tmp_path, completions, ctx=ctx)
         loaded.append(name)
@@ -155,7 +158,8 @@ async def test_the_second_hard_limit_hit_kills_the_agent_at_the_context_floor(
     # Room for 100 tokens, less than a turn's ask (128) but more than 64: the first turn is cut
     # to the room left; its result leaves less, and the next turn hits the floor.
     run = await make(
-        [turn("Look.", ("glob", {"pattern": "*"})), final("never", "never")], ctx=512,
+        [turn("Look.", ("glob", {"pattern": "*"})), final("never", "never")],
+        ctx=512,
         segments=[OpeningSegment("a1.system", "system", "system", SYSTEM_TEXT, True, "system")],
     )
     prompt = await _prompt_leaving(pool, run.member, 100)
@@ -171,23 +175,31 @@ async def test_the_second_hard_limit_hit_kills_the_agent_at_the_context_floor(
 
 
 async def test_the_context_tool_notes_pins_summarizes_and_drops(make: Make) -> None:
-    run = await make([
-        turn("Look, and remember.", ("glob", {"pattern": "*"}),
-             ("context", {"op": "note", "text": "check the tests"})),
-        turn("Keep it.", ("context", {"op": "pin", "ids": ["a1.c1"]}), ("context", {"op": "status"})),
-        turn(
-            "Tidy up.",
-            ("context", {"op": "drop", "ids": ["a1.system"]}),
-            ("context", {"op": "summarize", "ids": ["a1.c1", "a1.m1", "a1.c2"], "text": "Nothing here yet."}),
-        ),
-        turn(
-            "More.",
-            ("context", {"op": "drop", "ids": ["a1.c4"]}),
-            ("context", {"op": "unpin", "ids": ["a1.m1"]}),
-            ("context", {"op": "note", "text": "then ship"}),
-        ),
-        final("Tidy.", "tidied"),
-    ])
+    run = await make(
+        [
+            turn(
+                "Look, and remember.",
+                ("glob", {"pattern": "*"}),
+                ("context", {"op": "note", "text": "check the tests"}),
+            ),
+            turn("Keep it.", ("context", {"op": "pin", "ids": ["a1.c1"]}), ("context", {"op": "status"})),
+            turn(
+                "Tidy up.",
+                ("context", {"op": "drop", "ids": ["a1.system"]}),
+                (
+                    "context",
+                    {"op": "summarize", "ids": ["a1.c1", "a1.m1", "a1.c2"], "text": "Nothing here yet."},
+                ),
+            ),
+            turn(
+                "More.",
+                ("context", {"op": "drop", "ids": ["a1.c4"]}),
+                ("context", {"op": "unpin", "ids": ["a1.m1"]}),
+                ("context", {"op": "note", "text": "then ship"}),
+            ),
+            final("Tidy.", "tidied"),
+        ]
+    )
     result = await run.run()
     assert result.outcome == "done"
     ops = run.of(ev.ContextOp)
@@ -216,11 +228,13 @@ async def test_the_context_tool_notes_pins_summarizes_and_drops(make: Make) -> N
 
 
 async def test_the_plan_tool_reads_and_writes_with_a_plan_event(make: Make) -> None:
-    run = await make([
-        turn("Plan.", ("plan", {"op": "read"}), ("plan", {"op": "write", "text": "1. look\n2. fix"})),
-        turn("Check.", ("plan", {"op": "read"}), ("plan", {"op": "write"})),
-        final("Planned.", "planned"),
-    ])
+    run = await make(
+        [
+            turn("Plan.", ("plan", {"op": "read"}), ("plan", {"op": "write", "text": "1. look\n2. fix"})),
+            turn("Check.", ("plan", {"op": "read"}), ("plan", {"op": "write"})),
+            final("Planned.", "planned"),
+        ]
+    )
     result = await run.run()
     assert result.plan == "1. look\n2. fix"
     assert [p.text for p in run.of(ev.Plan)] == ["1. look\n2. fix"]
@@ -245,4 +259,3 @@ async def test_a_resumed_context_continues_its_turn_and_call_numbers(make: Make)
     assistant = [m for m in run.of(ev.Message) if m.role == "assistant"]
     assert [(m.turn, m.segment) for m in assistant] == [(4, "a1.m4"), (5, "a1.m5")]
     assert [m.call for m in _tool_messages(run)] == ["c6"]
-

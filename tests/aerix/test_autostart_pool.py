@@ -83,10 +83,13 @@ def test_contexts_and_generation_through_the_port(world: dict[str, Any]) -> None
         async with CaldrixPool(world["socket"]) as pool:
             members = await bind_members(pool, PoolSettings(socket=str(world["socket"])))
             assert members.router.name == "main" and members.main.n_ctx == 1024
-            created = await pool.create_context("main", [
-                {"id": "s", "role": "system", "text": "You answer briefly.", "pinned": True},
-                {"id": "u", "role": "user", "text": "Say hi.", "pinned": False},
-            ])
+            created = await pool.create_context(
+                "main",
+                [
+                    {"id": "s", "role": "system", "text": "You answer briefly.", "pinned": True},
+                    {"id": "u", "role": "user", "text": "Say hi.", "pinned": False},
+                ],
+            )
             assert [c.id for c in created.segments] == ["s", "u"]
             assert created.tokens >= sum(c.tokens for c in created.segments)  # plus the generation prompt
             streamed: list[str] = []
@@ -183,7 +186,9 @@ def test_a_decision_member_is_loaded_within_the_start_timeout_and_routes(world: 
 
     def settings(timeout: float) -> PoolSettings:
         return PoolSettings(
-            socket=str(socket), decision="smollm2-135m", decision_flags=MemberFlags(ctx=512),
+            socket=str(socket),
+            decision="smollm2-135m",
+            decision_flags=MemberFlags(ctx=512),
             start_timeout_secs=timeout,
         )
 

@@ -107,12 +107,27 @@ def test_upcasting_runs_each_step_from_the_line_s_version() -> None:
 def test_session_start_keeps_what_startup_loaded_and_reads_lines_written_without_it() -> None:
     """``loaded`` is optional within v2: a line written before it reads as null, one with it
     round-trips and is valid under the exported schema."""
-    before = {"type": "session.start", "seq": 1, "time": "2026-01-02T03:04:05Z", "v": 2, "session": "x",
-              "cwd": "/", "project": "p", "model": "m", "prompt": "hi", "aerix_version": "0"}
+    before = {
+        "type": "session.start",
+        "seq": 1,
+        "time": "2026-01-02T03:04:05Z",
+        "v": 2,
+        "session": "x",
+        "cwd": "/",
+        "project": "p",
+        "model": "m",
+        "prompt": "hi",
+        "aerix_version": "0",
+    }
     old = ev.parse_event(dict(before))
     assert isinstance(old, ev.SessionStart) and old.loaded is None
-    loaded = {"instruction_files": ["/r/CLAUDE.md"], "skills": ["deploy"], "agents": ["reviewer"],
-              "plugins": ["helper"], "hooks": ["PreToolUse (1)"]}
+    loaded = {
+        "instruction_files": ["/r/CLAUDE.md"],
+        "skills": ["deploy"],
+        "agents": ["reviewer"],
+        "plugins": ["helper"],
+        "hooks": ["PreToolUse (1)"],
+    }
     line = json.loads(ev.parse_event({**before, "loaded": loaded}).model_dump_json(exclude_none=True))
     assert line["loaded"] == loaded
     jsonschema.validate(line, ev.event_json_schemas()["session.start"])

@@ -16,14 +16,24 @@ from aerix.domain.diffs import FileStat, RequestDiff
 AT = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 DIFF = RequestDiff(
     text="diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n one\n+two\n",
-    stats=(FileStat("a.txt", 1, 0),), untracked=("new.py",),
+    stats=(FileStat("a.txt", 1, 0),),
+    untracked=("new.py",),
 )
 
 
 def result(outcome: str = "done", exit_code: int = 0, diff: RequestDiff = DIFF) -> RequestResult:
     return RequestResult(
-        session_id="s1", outcome=outcome, exit_code=exit_code, result="Added two.", reason=None,
-        route="edit", turns=2, usage=Usage(900, 40, 2), diff=diff, duration_ms=1234.5, model="m",
+        session_id="s1",
+        outcome=outcome,
+        exit_code=exit_code,
+        result="Added two.",
+        reason=None,
+        route="edit",
+        turns=2,
+        usage=Usage(900, 40, 2),
+        diff=diff,
+        duration_ms=1234.5,
+        model="m",
         log=Path("/x/s1.jsonl"),
     )
 
@@ -67,17 +77,29 @@ def test_json_is_one_object_with_claude_codes_keys_first() -> None:
 
 def test_stream_json_lines_shape_turns_like_claude_code() -> None:
     turn = ev.Message(
-        seq=5, time=AT, agent="a1.c3.r1", role="assistant", turn=1, text="{}", thought="Look first.",
+        seq=5,
+        time=AT,
+        agent="a1.c3.r1",
+        role="assistant",
+        turn=1,
+        text="{}",
+        thought="Look first.",
         calls=[ev.ToolCall(id="c1", tool="read", input={"path": "a.txt"})],
         usage=ev.Usage(prompt_tokens=10, completion_tokens=3, recomputed_from=8),
     )
     [line] = stream_lines(turn)
     assert line == {
-        "type": "assistant", "agent": "a1.c3.r1", "parent_tool_use_id": "a1.c3",
-        "message": {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "Look first."},
-            {"type": "tool_use", "id": "a1.c3.r1.c1", "name": "read", "input": {"path": "a.txt"}},
-        ], "usage": {"prompt_tokens": 10, "completion_tokens": 3, "recomputed_from": 8}},
+        "type": "assistant",
+        "agent": "a1.c3.r1",
+        "parent_tool_use_id": "a1.c3",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Look first."},
+                {"type": "tool_use", "id": "a1.c3.r1.c1", "name": "read", "input": {"path": "a.txt"}},
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "recomputed_from": 8},
+        },
     }
     tool = ev.Message(seq=6, time=AT, agent="a1", role="tool", text="[read c1] one", call="c1", tool="read")
     assert stream_lines(tool)[0]["message"]["content"] == [
@@ -85,20 +107,39 @@ def test_stream_json_lines_shape_turns_like_claude_code() -> None:
     ]
     route = ev.RouteDecision(seq=2, time=AT, choice="answer", scores={"answer": -0.1})
     assert stream_lines(route)[0] == {
-        "type": "system", "subtype": "route", "seq": 2, "time": "2025-01-02T03:04:05Z", "v": 2,
-        "choice": "answer", "scores": {"answer": -0.1},
+        "type": "system",
+        "subtype": "route",
+        "seq": 2,
+        "time": "2025-01-02T03:04:05Z",
+        "v": 2,
+        "choice": "answer",
+        "scores": {"answer": -0.1},
     }
 
 
 def test_the_banner_is_one_line_on_stderr() -> None:
     out, err = io.StringIO(), io.StringIO()
     start = ev.SessionStart(
-        seq=1, time=AT, session="s1", cwd="/p", project="k", model="m", prompt="hi",
-        aerix_version="0.1.0", window=8192, request=2, resumed=True,
+        seq=1,
+        time=AT,
+        session="s1",
+        cwd="/p",
+        project="k",
+        model="m",
+        prompt="hi",
+        aerix_version="0.1.0",
+        window=8192,
+        request=2,
+        resumed=True,
     )
     HeadlessOutput("stream-json", out, err).event(start)
     assert err.getvalue() == "aerix 0.1.0 · m, 8192 tokens · session s1 (resumed, request 2)\n"
     assert json.loads(out.getvalue()) == {
-        "type": "system", "subtype": "init", "session_id": "s1", "cwd": "/p", "model": "m",
-        "request": 2, "resumed": True,
+        "type": "system",
+        "subtype": "init",
+        "session_id": "s1",
+        "cwd": "/p",
+        "model": "m",
+        "request": 2,
+        "resumed": True,
     }

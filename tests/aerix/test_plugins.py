@@ -29,10 +29,13 @@ def write(path: Path, text: str) -> Path:
 
 GUARD = {"type": "command", "command": "./guard.sh", "timeout": 10}
 LINT, TRUE = {"type": "command", "command": "make lint"}, {"type": "command", "command": "true"}
-HOOKS = {"description": "guards", "hooks": {
-    "PreToolUse": [{"matcher": "Bash", "hooks": [GUARD]}],
-    "Stop": [{"hooks": [LINT, TRUE]}],
-}}
+HOOKS = {
+    "description": "guards",
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [GUARD]}],
+        "Stop": [{"hooks": [LINT, TRUE]}],
+    },
+}
 
 
 @pytest.fixture
@@ -93,10 +96,18 @@ def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> No
     out, err = io.StringIO(), io.StringIO()
     output = HeadlessOutput("stream-json", out, err)
     output.startup(listing)
-    output.event(ev.SessionStart(
-        seq=1, time=datetime(2025, 1, 2, tzinfo=UTC), session="s1", cwd=str(repo), project="k",
-        model="smollm2-135m", prompt="hi", aerix_version="0.1.0",
-    ))
+    output.event(
+        ev.SessionStart(
+            seq=1,
+            time=datetime(2025, 1, 2, tzinfo=UTC),
+            session="s1",
+            cwd=str(repo),
+            project="k",
+            model="smollm2-135m",
+            prompt="hi",
+            aerix_version="0.1.0",
+        )
+    )
     init = json.loads(out.getvalue())
     assert (init["type"], init["subtype"], init["session_id"]) == ("system", "init", "s1")
     assert init["tools"] == list(TOOL_NAMES) and init["skills"] == ["deploy"]
@@ -105,6 +116,8 @@ def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> No
     assert init["settings_files"] == [str(repo / ".aerix" / "settings.json")]
     assert init["hooks"] == ["PreToolUse (1)", "Stop (2)"]
     assert [(p["name"], p["enabled"], p["scope"]) for p in init["plugins"]] == [
-        ("loose", True, "project"), ("reviewer", True, "user"), ("shared", True, "project"),
+        ("loose", True, "project"),
+        ("reviewer", True, "user"),
+        ("shared", True, "project"),
     ]
     assert init["plugins"][1]["path"] == str(config_home() / "plugins" / "review-kit")

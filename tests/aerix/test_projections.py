@@ -171,8 +171,15 @@ def test_the_approximate_context_ends_when_the_pool_reports_and_a_short_stream_h
 
     rec(ev.AgentSpawn, agent="a1", kind="root")
     rec(ev.Compaction, agent="a1", replaced=[], tokens_before=900, tokens_after=400)
-    rec(ev.Message, agent="a1", role="assistant", turn=1, text="{}", final="ok",
-        usage=ev.Usage(prompt_tokens=410, completion_tokens=2, decode_ms=STATS_MIN_STREAMING_SECS * 500))
+    rec(
+        ev.Message,
+        agent="a1",
+        role="assistant",
+        turn=1,
+        text="{}",
+        final="ok",
+        usage=ev.Usage(prompt_tokens=410, completion_tokens=2, decode_ms=STATS_MIN_STREAMING_SECS * 500),
+    )
     rec(ev.SessionEnd, outcome="done")
     events = [event.record for event in s.collect_events()]  # type: ignore[attr-defined]
     after_compaction = StatusFigures()

@@ -154,8 +154,15 @@ def test_resume_by_id_prefix_with_text_output(world: World, project: Path, first
 def test_an_imported_session_is_refused_in_one_line(world: World, project: Path) -> None:
     files = SessionFiles(world.sessions)
     writer = use.start_session(
-        files, use.utc_now, session="imported-1", project="claude-code", cwd=str(project), model="claude",
-        prompt="hello", aerix_version="0.1.0", tags=[CLAUDE_CODE_TAG],
+        files,
+        use.utc_now,
+        session="imported-1",
+        project="claude-code",
+        cwd=str(project),
+        model="claude",
+        prompt="hello",
+        aerix_version="0.1.0",
+        tags=[CLAUDE_CODE_TAG],
     )
     writer.close()
     files.close()
@@ -178,8 +185,12 @@ def test_an_empty_prompt_and_a_bad_flag_are_refused(world: World, project: Path)
 
 # ---- on the scripted member ----------------------------------------------------------------------
 
-WRITE_TURN = json.dumps({"thought": "Write the file.", "calls": [
-    {"tool": "write", "input": {"path": "hello.txt", "content": "hi\n"}}]})
+WRITE_TURN = json.dumps(
+    {
+        "thought": "Write the file.",
+        "calls": [{"tool": "write", "input": {"path": "hello.txt", "content": "hi\n"}}],
+    }
+)
 FINAL_TURN = json.dumps({"thought": "Done.", "final": "I wrote hello.txt."})
 
 
@@ -243,12 +254,25 @@ def test_continue_rebuilds_the_plan_and_init_shows_what_startup_found(
     (proj / ".aerix" / "plugins" / "helper" / "commands" / "tidy.md").write_text("Tidy up.\n")
     (proj / ".aerix" / "skills" / "deploy").mkdir(parents=True)
     (proj / ".aerix" / "skills" / "deploy" / "SKILL.md").write_text("Deploy $ARGUMENTS.\n")
-    write_plan = json.dumps({"thought": "Plan first.", "calls": [
-        {"tool": "plan", "input": {"op": "write", "text": "1. look\n2. fix"}}]})
+    write_plan = json.dumps(
+        {
+            "thought": "Plan first.",
+            "calls": [{"tool": "plan", "input": {"op": "write", "text": "1. look\n2. fix"}}],
+        }
+    )
     read_plan = json.dumps({"thought": "Where was I?", "calls": [{"tool": "plan", "input": {"op": "read"}}]})
-    start_scripted_pool(world, socket, [
-        "investigate", write_plan, FINAL_TURN, "investigate", read_plan, FINAL_TURN,
-    ])
+    start_scripted_pool(
+        world,
+        socket,
+        [
+            "investigate",
+            write_plan,
+            FINAL_TURN,
+            "investigate",
+            read_plan,
+            FINAL_TURN,
+        ],
+    )
     first_run = aerix(world, proj, "-p", "plan the fix", "--output-format", "json")
     assert first_run.returncode == 0, first_run.stderr
     done = aerix(world, proj, "-p", "go on", "--continue", "--output-format", "stream-json")

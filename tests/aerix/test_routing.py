@@ -38,7 +38,11 @@ async def _route(
     try:
         [info] = [m for m in await pool.member_list() if m.name == member]
         choice = await route_request(
-            pool, member, "Rename parse to parse_cli.", EmbeddedPrompts(), writer,
+            pool,
+            member,
+            "Rename parse to parse_cli.",
+            EmbeddedPrompts(),
+            writer,
             one_of="one_of" in info.constraints,
         )
         lines = writer.log_path.read_text(encoding="utf-8").splitlines()

@@ -193,12 +193,20 @@ def test_rm_of_a_session_another_process_writes_is_refused_in_one_line(native_se
     """A real second process holds the session as its writer; rm refuses and removes nothing."""
     ref = SessionFiles().find(native_session)
     holder = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import sys\nfrom aerix.adapters.session_store import SessionFiles\n"
-            "files = SessionFiles()\nfiles.acquire(files.find(sys.argv[1]))\n"
-            "print('held', flush=True)\nsys.stdin.read()\n"
-        ), native_session],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=os.environ.copy(),
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys\nfrom aerix.adapters.session_store import SessionFiles\n"
+                "files = SessionFiles()\nfiles.acquire(files.find(sys.argv[1]))\n"
+                "print('held', flush=True)\nsys.stdin.read()\n"
+            ),
+            native_session,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
@@ -230,8 +238,14 @@ def test_a_store_folder_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
     not_a_folder.write_text("")
     env = {**os.environ, "XDG_DATA_HOME": str(not_a_folder)}
     for args in (["sessions", "list"], ["import", "claude", str(FIXTURES / "spotter_sub.jsonl")]):
-        result = subprocess.run([sys.executable, "-m", "aerix", *args], capture_output=True, text=True,
-                                cwd=tmp_path, env=env, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-m", "aerix", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
         assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith(f"aerix: cannot use {not_a_folder}/aerix/sessions/")
         assert "(Not a directory); check that path" in result.stderr

@@ -67,7 +67,9 @@ def launch_pool(
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             pool_command("--socket", str(path), "--frames", frames, *args),
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
     return PoolProcess(process=process, socket_path=path, log_path=log_path, frames=frames)
 

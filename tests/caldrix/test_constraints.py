@@ -250,8 +250,9 @@ class EvaluationLog:
 
 def test_forced_tokens_are_evaluated_in_one_batch(engine: LlamaCppEngine) -> None:
     schema = {"type": "object", "properties": {"answer": {"const": "forty-two"}}, "required": ["answer"]}
-    prompt = render_context(engine, [{"id": "u", "role": "user", "text": "What is the answer?",
-                                      "pinned": False}]).prompt_tokens
+    prompt = render_context(
+        engine, [{"id": "u", "role": "user", "text": "What is the answer?", "pinned": False}]
+    ).prompt_tokens
     logged = EvaluationLog(engine, len(prompt))
     params = GenerationParams(max_new_tokens=30, constraint={"json": schema})
     result = run_generation(logged, prompt, params, CollectingSink())  # type: ignore[arg-type]

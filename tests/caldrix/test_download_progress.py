@@ -54,8 +54,9 @@ class TerminalRun:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         main, secondary = pty.openpty()
-        self.process = subprocess.Popen(_caldrix(*args), stdin=subprocess.DEVNULL, stdout=secondary,
-                                        stderr=secondary, env=env)
+        self.process = subprocess.Popen(
+            _caldrix(*args), stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env
+        )
         os.close(secondary)
         self._main = main
         self._chunks: list[bytes] = []
@@ -96,8 +97,14 @@ def test_models_pull_shows_a_progress_bar_on_a_terminal(model_url: str, tmp_path
 
 
 def test_models_pull_without_a_terminal_prints_no_bar(model_url: str, tmp_path: Path) -> None:
-    done = subprocess.run(_caldrix("models", "pull", model_url), env=_env(tmp_path), capture_output=True,
-                          text=True, timeout=EXIT_TIMEOUT_SECS, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        _caldrix("models", "pull", model_url),
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=EXIT_TIMEOUT_SECS,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert "downloading" not in done.stderr
     assert "pulled " in done.stdout
@@ -106,16 +113,22 @@ def test_models_pull_without_a_terminal_prints_no_bar(model_url: str, tmp_path: 
 @pytest.mark.e2e
 def test_pool_load_of_a_url_shows_the_bar_then_serves_it(model_url: str, tmp_path: Path) -> None:
     socket_path = tmp_path / "run" / "pool.sock"
-    run = TerminalRun(["pool", "--socket", str(socket_path), "--load", model_url, "--ctx", "256",
-                       "--idle-timeout", "0"], _env(tmp_path))
+    run = TerminalRun(
+        ["pool", "--socket", str(socket_path), "--load", model_url, "--ctx", "256", "--idle-timeout", "0"],
+        _env(tmp_path),
+    )
     try:
         deadline = time.monotonic() + START_TIMEOUT_SECS
         while not socket_path.exists():
             assert run.process.poll() is None, run.output()
             assert time.monotonic() < deadline, run.output()
             time.sleep(0.2)
-        status = subprocess.run(_caldrix("pool", "status", "--socket", str(socket_path)),
-                                capture_output=True, text=True, timeout=EXIT_TIMEOUT_SECS)
+        status = subprocess.run(
+            _caldrix("pool", "status", "--socket", str(socket_path)),
+            capture_output=True,
+            text=True,
+            timeout=EXIT_TIMEOUT_SECS,
+        )
         assert f"main: ready, {model_url}, n_ctx 256" in status.stdout, status
         cached = tmp_path / "cache" / "caldrix" / "models" / "url" / "http"
         assert [p.name for p in cached.rglob("*.gguf")] == [MODEL.name]

@@ -67,8 +67,11 @@ def test_a_refusal_gives_the_figures_in_mib() -> None:
         "1100 MiB, over the 1024 MiB limit (use a smaller --ctx, unload a member, or raise --memory-limit)"
     )
     assert error.details == {
-        "footprint_bytes": 700 * MIB, "resident_bytes": 300 * MIB, "budget_bytes": 100 * MIB,
-        "needed_bytes": 1100 * MIB, "limit_bytes": 1 * GIB,
+        "footprint_bytes": 700 * MIB,
+        "resident_bytes": 300 * MIB,
+        "budget_bytes": 100 * MIB,
+        "needed_bytes": 1100 * MIB,
+        "limit_bytes": 1 * GIB,
     }
 
 

@@ -27,8 +27,9 @@ LEGACY_FLAGS = {"engine": "ctransformers", "model_type": "gpt2", "threads": 1}
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp("fit")
-    process = start_pool(folder, "--load", DEFAULT_MODEL, "--ctx", "512", "--threads", "1",
-                         "--idle-timeout", "0")
+    process = start_pool(
+        folder, "--load", DEFAULT_MODEL, "--ctx", "512", "--threads", "1", "--idle-timeout", "0"
+    )
     yield process
     process.stop()
 

@@ -29,8 +29,19 @@ WAIT_BOUND_SECS = 300.0
 @pytest.fixture(scope="module")
 def two_loads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp("side-by-side")
-    process = start_pool(folder, "--load", DEFAULT_MODEL, "--load", DEFAULT_MODEL, "--ctx", "512",
-                         "--threads", "1", "--idle-timeout", "0")  # the default --max-connections (4)
+    process = start_pool(
+        folder,
+        "--load",
+        DEFAULT_MODEL,
+        "--load",
+        DEFAULT_MODEL,
+        "--ctx",
+        "512",
+        "--threads",
+        "1",
+        "--idle-timeout",
+        "0",
+    )  # the default --max-connections (4)
     yield process
     process.stop()
 
@@ -56,8 +67,11 @@ def test_a_generation_on_one_member_does_not_wait_for_another(two_loads: PoolPro
             context_a = await on_a.request("context.create", member="main", segments=[USER])
             context_b = await on_b.request("context.create", member="member2", segments=[USER])
             with anyio.fail_after(WAIT_BOUND_SECS):
-                long_run = on_a.generate(context=context_a["context"], max_new_tokens=LONG_TOKENS,
-                                         constraint={"regex": f"[a-z]{{{LONG_TOKENS * 3}}}"})
+                long_run = on_a.generate(
+                    context=context_a["context"],
+                    max_new_tokens=LONG_TOKENS,
+                    constraint={"regex": f"[a-z]{{{LONG_TOKENS * 3}}}"},
+                )
                 async for frame in long_run:
                     if isinstance(frame, TokenFrame):
                         break  # A has prefilled and is decoding

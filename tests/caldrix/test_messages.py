@@ -74,8 +74,9 @@ def test_constraint_and_append_parse() -> None:
 
 def test_json_schema_constraint_keeps_its_schema() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
-    request = parse_request({"op": "generate", "rid": 1, "context": "c1", "max_new_tokens": 4,
-                             "constraint": {"json": schema}})
+    request = parse_request(
+        {"op": "generate", "rid": 1, "context": "c1", "max_new_tokens": 4, "constraint": {"json": schema}}
+    )
     assert isinstance(request, Generate) and request.constraint is not None
     assert request.constraint.as_dict() == {"json": schema}
 
@@ -163,8 +164,9 @@ def test_done_frame_reads_a_full_done() -> None:
 
 
 def test_error_replies_become_their_error_classes() -> None:
-    error = error_from_reply({"op": "error", "rid": 1, "code": "protocol_mismatch", "message": "no",
-                              "supported": [2]})
+    error = error_from_reply(
+        {"op": "error", "rid": 1, "code": "protocol_mismatch", "message": "no", "supported": [2]}
+    )
     assert error.code == "protocol_mismatch"
     assert error.details == {"supported": [2]}
     unknown = error_from_reply({"op": "error", "rid": 1, "code": "brand_new", "message": "later"})

@@ -48,9 +48,27 @@ def test_flag_defaults_of_caldrix_pool() -> None:
 
 def test_load_and_decision_get_their_member_names_and_the_serving_flags() -> None:
     args = build_parser().parse_args(
-        ["pool", "--load", "a.gguf", "--load", "b.gguf", "--decision", "c.gguf", "--ctx", "512",
-         "--threads", "1", "--idle-timeout", "0", "--frames", "json", "--memory-limit", "123456789",
-         "--context-budget", "1000"]
+        [
+            "pool",
+            "--load",
+            "a.gguf",
+            "--load",
+            "b.gguf",
+            "--decision",
+            "c.gguf",
+            "--ctx",
+            "512",
+            "--threads",
+            "1",
+            "--idle-timeout",
+            "0",
+            "--frames",
+            "json",
+            "--memory-limit",
+            "123456789",
+            "--context-budget",
+            "1000",
+        ]
     )
     flags = serving_flags_from(args)
     settings = pool_settings(args, flags, default_socket_path())
@@ -61,8 +79,13 @@ def test_load_and_decision_get_their_member_names_and_the_serving_flags() -> Non
 
 
 def _caldrix_pool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(pool_command(*args), capture_output=True, text=True, timeout=EXIT_TIMEOUT_SECS,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        pool_command(*args),
+        capture_output=True,
+        text=True,
+        timeout=EXIT_TIMEOUT_SECS,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _wait_for_socket(path: Path, process: subprocess.Popen[bytes]) -> None:
@@ -80,7 +103,9 @@ def test_a_pool_without_socket_flag_serves_the_default_path(tmp_path: Path) -> N
     log = (tmp_path / "pool.log").open("wb")
     process = subprocess.Popen(
         pool_command("--load", DEFAULT_MODEL, "--ctx", "256", "--threads", "1", "--idle-timeout", "0"),
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
     )
     try:
         _wait_for_socket(expected, process)

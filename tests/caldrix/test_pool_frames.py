@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.model]
 @pytest.fixture(scope="module", params=["cbor", "json"])
 def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp(f"frames-{request.param}")
-    process = start_pool(folder, "--load", DEFAULT_MODEL, "--ctx", "1024", "--idle-timeout", "0",
-                         frames=request.param)
+    process = start_pool(
+        folder, "--load", DEFAULT_MODEL, "--ctx", "1024", "--idle-timeout", "0", frames=request.param
+    )
     yield process
     process.stop()
 
@@ -60,8 +61,10 @@ def _assert_still_serving(pool: PoolProcess, bystander: RawConnection) -> None:
 
 @pytest.mark.parametrize("kind", sorted(BAD_FRAMES))
 def test_bad_frame_after_hello_closes_only_that_connection(pool: PoolProcess, kind: str) -> None:
-    with raw_connection(pool.socket_path, pool.frames) as bystander, \
-            raw_connection(pool.socket_path, pool.frames) as victim:
+    with (
+        raw_connection(pool.socket_path, pool.frames) as bystander,
+        raw_connection(pool.socket_path, pool.frames) as victim,
+    ):
         victim.send_bytes(BAD_FRAMES[kind](pool.frames))
         error = victim.receive()
         assert error["op"] == "error"
@@ -73,8 +76,10 @@ def test_bad_frame_after_hello_closes_only_that_connection(pool: PoolProcess, ki
 
 @pytest.mark.parametrize("kind", sorted(BAD_FRAMES))
 def test_bad_frame_as_the_first_frame(pool: PoolProcess, kind: str) -> None:
-    with raw_connection(pool.socket_path, pool.frames, hello=False) as victim, \
-            raw_connection(pool.socket_path, pool.frames) as bystander:
+    with (
+        raw_connection(pool.socket_path, pool.frames, hello=False) as victim,
+        raw_connection(pool.socket_path, pool.frames) as bystander,
+    ):
         victim.send_bytes(BAD_FRAMES[kind](pool.frames))
         assert victim.receive()["code"] == "bad_frame"
         assert victim.at_eof()
@@ -82,8 +87,10 @@ def test_bad_frame_as_the_first_frame(pool: PoolProcess, kind: str) -> None:
 
 
 def test_bad_frame_during_a_generation_closes_that_connection(pool: PoolProcess) -> None:
-    with raw_connection(pool.socket_path, pool.frames) as victim, \
-            raw_connection(pool.socket_path, pool.frames) as bystander:
+    with (
+        raw_connection(pool.socket_path, pool.frames) as victim,
+        raw_connection(pool.socket_path, pool.frames) as bystander,
+    ):
         story = {"id": "u", "role": "user", "text": "Tell a long story.", "pinned": False}
         victim.send({"op": "context.create", "rid": 1, "member": "main", "segments": [story]})
         context = victim.receive()["context"]
@@ -98,8 +105,13 @@ def test_bad_frame_during_a_generation_closes_that_connection(pool: PoolProcess)
 def test_hello_reply(pool: PoolProcess) -> None:
     with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
         reply = connection.hello()
-    assert reply == {"op": "hello", "protocol": 2, "server": reply["server"], "pid": pool.process.pid,
-                     "frames": pool.frames}
+    assert reply == {
+        "op": "hello",
+        "protocol": 2,
+        "server": reply["server"],
+        "pid": pool.process.pid,
+        "frames": pool.frames,
+    }
     assert reply["server"].startswith("caldrix ")
 
 

@@ -34,8 +34,9 @@ SMALL = ("--ctx", "512")
 
 
 def _run(*args: str, timeout: float = EXIT_TIMEOUT_SECS) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(pool_command(*args), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        pool_command(*args), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def _one_line_refusal(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
@@ -50,8 +51,18 @@ def _one_line_refusal(result: subprocess.CompletedProcess[str], *fragments: str)
 @pytest.fixture(scope="module")
 def two_members(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp("lifecycle")
-    process = start_pool(folder, "--load", DEFAULT_MODEL, "--decision", DEFAULT_MODEL, *SMALL,
-                         "--idle-timeout", "0", "--max-connections", "1")
+    process = start_pool(
+        folder,
+        "--load",
+        DEFAULT_MODEL,
+        "--decision",
+        DEFAULT_MODEL,
+        *SMALL,
+        "--idle-timeout",
+        "0",
+        "--max-connections",
+        "1",
+    )
     yield process
     process.stop()
 
@@ -78,8 +89,9 @@ def test_max_connections_bounds_generations_across_members(two_members: PoolProc
         async with first, second, observer:
             on_main = await first.request("context.create", member="main", segments=[user])
             on_decision = await second.request("context.create", member="decision", segments=[user])
-            long_run = first.generate(context=on_main["context"], max_new_tokens=300,
-                                      constraint={"regex": "[a-z]{900}"})
+            long_run = first.generate(
+                context=on_main["context"], max_new_tokens=300, constraint={"regex": "[a-z]{900}"}
+            )
             async for frame in long_run:
                 if isinstance(frame, TokenFrame):
                     break
@@ -147,8 +159,16 @@ def test_pool_stop_cancels_a_running_generation(tmp_path: Path) -> None:
             story = {"id": "u", "role": "user", "text": "Tell a long story.", "pinned": False}
             generating.send({"op": "context.create", "rid": 1, "member": "main", "segments": [story]})
             context = generating.receive()["context"]
-            generating.send({"op": "generate", "rid": 2, "context": context, "max_new_tokens": 400,
-                             "temperature": 1.0, "seed": 5})
+            generating.send(
+                {
+                    "op": "generate",
+                    "rid": 2,
+                    "context": context,
+                    "max_new_tokens": 400,
+                    "temperature": 1.0,
+                    "seed": 5,
+                }
+            )
             while generating.receive()["op"] != "token":
                 pass
             with raw_connection(pool.socket_path, "cbor") as stopper:
@@ -164,8 +184,10 @@ def test_pool_stop_cancels_a_running_generation(tmp_path: Path) -> None:
 def test_sigterm_lets_a_running_generation_finish(tmp_path: Path) -> None:
     pool = start_pool(tmp_path, "--load", DEFAULT_MODEL, *SMALL)
     try:
-        with raw_connection(pool.socket_path, "cbor") as generating, \
-                raw_connection(pool.socket_path, "cbor") as idle:
+        with (
+            raw_connection(pool.socket_path, "cbor") as generating,
+            raw_connection(pool.socket_path, "cbor") as idle,
+        ):
             hello = {"id": "u", "role": "user", "text": "Say hello.", "pinned": False}
             generating.send({"op": "context.create", "rid": 1, "member": "main", "segments": [hello]})
             context = generating.receive()["context"]
@@ -263,17 +285,23 @@ def test_a_load_that_fails_exits_1_with_one_line(tmp_path: Path) -> None:
 
 
 def test_a_load_that_does_not_fit_exits_1(tmp_path: Path) -> None:
-    result = _run("--socket", str(tmp_path / "run" / "pool.sock"), "--load", DEFAULT_MODEL,
-                  "--memory-limit", "50000000")
+    result = _run(
+        "--socket", str(tmp_path / "run" / "pool.sock"), "--load", DEFAULT_MODEL, "--memory-limit", "50000000"
+    )
     _one_line_refusal(result, "MiB limit")
 
 
 @pytest.mark.parametrize(
     ("flag", "value", "says"),
-    [("--max-connections", "0", "--max-connections"), ("--idle-timeout", "-1", "--idle-timeout"),
-     ("--context-budget", "-5", "--context-budget"), ("--max-batch", "2", "--max-batch"),
-     ("--ctx", "0", "--ctx: input should be greater than or equal to 1"), ("--threads", "-2", "--threads"),
-     ("--batch", "0", "--batch")],
+    [
+        ("--max-connections", "0", "--max-connections"),
+        ("--idle-timeout", "-1", "--idle-timeout"),
+        ("--context-budget", "-5", "--context-budget"),
+        ("--max-batch", "2", "--max-batch"),
+        ("--ctx", "0", "--ctx: input should be greater than or equal to 1"),
+        ("--threads", "-2", "--threads"),
+        ("--batch", "0", "--batch"),
+    ],
 )
 def test_bad_flag_values_are_one_line(tmp_path: Path, flag: str, value: str, says: str) -> None:
     result = _run("--socket", str(tmp_path / "pool.sock"), flag, value)

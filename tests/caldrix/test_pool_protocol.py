@@ -52,8 +52,20 @@ def anyio_backend() -> str:
 def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     # Room for two small members but not three: 'main' at the window below plus one more at 512.
     folder = tmp_path_factory.mktemp(f"pool-{request.param}")
-    process = start_pool(folder, "--load", DEFAULT_MODEL, "--ctx", str(WINDOW), "--memory-limit", "560000000",
-                         "--context-budget", "33554432", "--idle-timeout", "0", frames=request.param)
+    process = start_pool(
+        folder,
+        "--load",
+        DEFAULT_MODEL,
+        "--ctx",
+        str(WINDOW),
+        "--memory-limit",
+        "560000000",
+        "--context-budget",
+        "33554432",
+        "--idle-timeout",
+        "0",
+        frames=request.param,
+    )
     yield process
     process.stop()
 
@@ -168,8 +180,9 @@ async def test_duplicate_segments_are_refused(client: PoolClient) -> None:
         await _create(client, SYSTEM, SYSTEM)
     created = await _create(client)
     with pytest.raises(DuplicateSegment, match="u1"):
-        await client.request("context.edit", context=created["context"],
-                             edits=[{"op": "append", "segment": USER}])
+        await client.request(
+            "context.edit", context=created["context"], edits=[{"op": "append", "segment": USER}]
+        )
     with pytest.raises(DuplicateSegment):
         await client.generate(context=created["context"], max_new_tokens=2, append={"id": "sys"}).result()
 
@@ -201,8 +214,11 @@ async def test_contexts_are_shared_across_connections(pool: PoolProcess, client:
     created = await _create(client)
     other = await connect(pool.socket_path, frames=pool.frames)
     try:
-        await other.request("context.edit", context=created["context"],
-                            edits=[{"op": "replace", "id": "u1", "text": "Name two colours."}])
+        await other.request(
+            "context.edit",
+            context=created["context"],
+            edits=[{"op": "replace", "id": "u1", "text": "Name two colours."}],
+        )
         done = await other.generate(context=created["context"], max_new_tokens=4).result()
         assert done.prompt_tokens > 0
     finally:
@@ -232,21 +248,32 @@ async def test_generate_streams_tokens_then_done(client: PoolClient) -> None:
 
 async def test_generate_with_append_stores_the_output(client: PoolClient) -> None:
     created = await _create(client)
-    done = await client.generate(context=created["context"], max_new_tokens=8,
-                                 append={"id": "a1.m1", "pinned": True}).result()
+    done = await client.generate(
+        context=created["context"], max_new_tokens=8, append={"id": "a1.m1", "pinned": True}
+    ).result()
     assert done.segment is not None and done.segment.id == "a1.m1" and done.segment.tokens > 0
     got = await client.request("context.get", context=created["context"])
     appended = got["segments"][-1]
-    assert appended == {"id": "a1.m1", "role": "assistant", "text": done.text, "pinned": True,
-                        "tokens": done.segment.tokens}
-    assert got["tokens"] == sum(s["tokens"] for s in got["segments"]) + (created["tokens"] - sum(
-        s["tokens"] for s in created["segments"]))
+    assert appended == {
+        "id": "a1.m1",
+        "role": "assistant",
+        "text": done.text,
+        "pinned": True,
+        "tokens": done.segment.tokens,
+    }
+    assert got["tokens"] == sum(s["tokens"] for s in got["segments"]) + (
+        created["tokens"] - sum(s["tokens"] for s in created["segments"])
+    )
 
 
 async def test_one_of_with_logprobs(client: PoolClient) -> None:
     created = await _create(client, SYSTEM, {"id": "u", "role": "user", "text": "Pick one.", "pinned": False})
-    done = await client.generate(context=created["context"], max_new_tokens=8, logprobs=3,
-                                 constraint={"one_of": ["answer", "edit", "investigate", "plan"]}).result()
+    done = await client.generate(
+        context=created["context"],
+        max_new_tokens=8,
+        logprobs=3,
+        constraint={"one_of": ["answer", "edit", "investigate", "plan"]},
+    ).result()
     assert done.text in ("answer", "edit", "investigate", "plan")
     assert done.finish == "stop"
     assert done.logprobs is not None and len(done.logprobs) == done.completion_tokens
@@ -254,34 +281,43 @@ async def test_one_of_with_logprobs(client: PoolClient) -> None:
 
 
 async def test_json_constraint_yields_schema_valid_json(client: PoolClient) -> None:
-    schema = {"type": "object", "properties": {"colour": {"type": "string", "maxLength": 12}},
-              "required": ["colour"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"colour": {"type": "string", "maxLength": 12}},
+        "required": ["colour"],
+        "additionalProperties": False,
+    }
     created = await _create(client)
-    done = await client.generate(context=created["context"], max_new_tokens=40, constraint={"json": schema},
-                                 temperature=0.7, seed=3).result()
+    done = await client.generate(
+        context=created["context"], max_new_tokens=40, constraint={"json": schema}, temperature=0.7, seed=3
+    ).result()
     assert done.finish == "stop", done
     jsonschema.validate(json.loads(done.text), schema)
     assert done.text == done.text.strip()
 
 
 async def test_regex_and_lark_constraints_over_the_socket(client: PoolClient) -> None:
-    created = await _create(client, SYSTEM, {"id": "u", "role": "user", "text": "How old is your cat?",
-                                             "pinned": False})
+    created = await _create(
+        client, SYSTEM, {"id": "u", "role": "user", "text": "How old is your cat?", "pinned": False}
+    )
     pattern = r"[A-Z][a-z]+ is [0-9]{1,2} years old\."
-    done = await client.generate(context=created["context"], max_new_tokens=30,
-                                 constraint={"regex": pattern}).result()
+    done = await client.generate(
+        context=created["context"], max_new_tokens=30, constraint={"regex": pattern}
+    ).result()
     assert done.finish == "stop" and re.fullmatch(pattern, done.text), done
     grammar = 'start: "Colours: " colour (", " colour)? "."\ncolour: "red" | "green" | "blue"'
-    done = await client.generate(context=created["context"], max_new_tokens=30,
-                                 constraint={"lark": grammar}).result()
+    done = await client.generate(
+        context=created["context"], max_new_tokens=30, constraint={"lark": grammar}
+    ).result()
     assert done.finish == "stop", done
     colours = done.text.removeprefix("Colours: ").removesuffix(".").split(", ")
     assert done.text.startswith("Colours: ") and set(colours) <= {"red", "green", "blue"}, done.text
 
 
 async def test_stop_strings_end_the_text(client: PoolClient) -> None:
-    created = await _create(client, SYSTEM, {"id": "u", "role": "user", "text": "Count: 1, 2, 3, 4, 5, 6",
-                                             "pinned": False})
+    created = await _create(
+        client, SYSTEM, {"id": "u", "role": "user", "text": "Count: 1, 2, 3, 4, 5, 6", "pinned": False}
+    )
     done = await client.generate(context=created["context"], max_new_tokens=30, stop=[","]).result()
     assert "," not in done.text
 
@@ -297,8 +333,11 @@ async def test_context_overflow_names_the_figures(client: PoolClient) -> None:
 
 @pytest.mark.parametrize(
     ("constraint", "reason"),
-    [({"regex": "(unclosed"}, "unclosed group"), ({"lark": "start: undefined_rule"}, "undefined_rule"),
-     ({"json": {"type": "nonsense"}}, "nonsense")],
+    [
+        ({"regex": "(unclosed"}, "unclosed group"),
+        ({"lark": "start: undefined_rule"}, "undefined_rule"),
+        ({"json": {"type": "nonsense"}}, "nonsense"),
+    ],
 )
 async def test_constraint_invalid_carries_llguidances_reason(
     client: PoolClient, constraint: dict[str, Any], reason: str
@@ -322,8 +361,9 @@ async def test_unknown_op_and_bad_request_keep_the_connection(client: PoolClient
     with pytest.raises(UnknownOp, match=r"pool\.explode"):
         await client.request("pool.explode")
     with pytest.raises(BadRequest) as caught:
-        await client.request("context.create", member="main",
-                             segments=[{"id": "x", "role": "bot", "text": "t"}])
+        await client.request(
+            "context.create", member="main", segments=[{"id": "x", "role": "bot", "text": "t"}]
+        )
     assert caught.value.details["field"] == "segments.0.role"
     with pytest.raises(BadRequest, match="max_new_tokens"):
         await client.generate(context="c1", max_new_tokens="lots").result()  # type: ignore[arg-type]
@@ -371,8 +411,9 @@ async def test_unloading_a_member_ends_its_running_generation(pool: PoolProcess,
     generating = await connect(pool.socket_path, frames=pool.frames)
     try:
         context = await generating.request("context.create", member="brief", segments=[USER])
-        run = generating.generate(context=context["context"], max_new_tokens=400,
-                                  constraint={"regex": "[a-z]{1200}"})
+        run = generating.generate(
+            context=context["context"], max_new_tokens=400, constraint={"regex": "[a-z]{1200}"}
+        )
         async for frame in run:
             if isinstance(frame, TokenFrame):
                 break
@@ -446,8 +487,11 @@ async def test_a_member_serves_generations_in_queue_order(pool: PoolProcess, cli
             finished.append(name)
 
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(finish, "long", second.generate(
-                context=contexts[1], max_new_tokens=20, constraint={"regex": "[a-z]{60}"}))
+            tasks.start_soon(
+                finish,
+                "long",
+                second.generate(context=contexts[1], max_new_tokens=20, constraint={"regex": "[a-z]{60}"}),
+            )
             with anyio.fail_after(60):  # a bound on the wait, not a timing check
                 while await _main_queue(client) < 2:
                     await anyio.sleep(0.05)

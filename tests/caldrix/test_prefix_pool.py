@@ -38,8 +38,19 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp("prefix-pool")
-    process = start_pool(folder, "--load", DEFAULT_MODEL, "--ctx", "2048", "--threads", "1",
-                         "--context-budget", str(BUDGET), "--idle-timeout", "0")
+    process = start_pool(
+        folder,
+        "--load",
+        DEFAULT_MODEL,
+        "--ctx",
+        "2048",
+        "--threads",
+        "1",
+        "--context-budget",
+        str(BUDGET),
+        "--idle-timeout",
+        "0",
+    )
     yield process
     process.stop()
 
@@ -55,15 +66,18 @@ async def generate(client: PoolClient, context: str, **fields: Any) -> DoneFrame
     return await client.generate(context, 8, **fields).result()
 
 
-async def test_contexts_sharing_the_system_prefix_resume_near_the_end(pool: PoolProcess,
-                                                                      client: PoolClient) -> None:
-    first = await client.request("context.create", member="main",
-                                 segments=[SYSTEM, user("u1", "Explain rule 4.")])
+async def test_contexts_sharing_the_system_prefix_resume_near_the_end(
+    pool: PoolProcess, client: PoolClient
+) -> None:
+    first = await client.request(
+        "context.create", member="main", segments=[SYSTEM, user("u1", "Explain rule 4.")]
+    )
     done = await generate(client, first["context"], append={"id": "a1", "pinned": False})
     assert done.recomputed_from == 0
 
-    second = await client.request("context.create", member="main",
-                                  segments=[SYSTEM, user("u1", "Which rule covers area 7?")])
+    second = await client.request(
+        "context.create", member="main", segments=[SYSTEM, user("u1", "Which rule covers area 7?")]
+    )
     probe = await generate(client, second["context"])  # a probe: its output is not kept
     system_rows = second["segments"][0]["tokens"]
     assert system_rows <= probe.recomputed_from < probe.prompt_tokens
@@ -71,8 +85,11 @@ async def test_contexts_sharing_the_system_prefix_resume_near_the_end(pool: Pool
 
     # Back to the first context: the live rows now hold the second, so its own rows (prompt and
     # answer) come back from the store and only the new message is computed.
-    await client.request("context.edit", context=first["context"],
-                         edits=[{"op": "append", "segment": user("u2", "And rule 5?")}])
+    await client.request(
+        "context.edit",
+        context=first["context"],
+        edits=[{"op": "append", "segment": user("u2", "And rule 5?")}],
+    )
     turn = await generate(client, first["context"], append={"id": "a2", "pinned": False})
     assert turn.prompt_tokens - turn.recomputed_from < 20
     assert turn.recomputed_from > probe.recomputed_from

@@ -62,8 +62,9 @@ def segment_rows(engine: LlamaCppEngine, segments: Sequence[dict[str, object]]) 
     return sum(len(tokens) for tokens in render_context(engine, segments).segment_tokens)
 
 
-def generate(store: PrefixStore, engine: LlamaCppEngine, prompt: Sequence[int],
-             appended: bool = True) -> GenerationResult:
+def generate(
+    store: PrefixStore, engine: LlamaCppEngine, prompt: Sequence[int], appended: bool = True
+) -> GenerationResult:
     return store.generate(engine, prompt, GREEDY, CollectingSink(), appended=appended)
 
 
@@ -105,14 +106,20 @@ def test_a_fork_resumes_after_the_kept_turn(engine: LlamaCppEngine) -> None:
 
 def test_an_edited_middle_segment_recomputes_from_the_edit(engine: LlamaCppEngine) -> None:
     store = PrefixStore(BUDGET)
-    before = prompt_of(engine, context(
-        segment("tool", "user", "Tool output: tests passed in area 4, 12 files checked."),
-        segment("u2", "user", "Summarize."),
-    ))
-    after = prompt_of(engine, context(
-        segment("tool", "user", "Tool output: tests failed in area 4, 12 files checked."),
-        segment("u2", "user", "Summarize."),
-    ))
+    before = prompt_of(
+        engine,
+        context(
+            segment("tool", "user", "Tool output: tests passed in area 4, 12 files checked."),
+            segment("u2", "user", "Summarize."),
+        ),
+    )
+    after = prompt_of(
+        engine,
+        context(
+            segment("tool", "user", "Tool output: tests failed in area 4, 12 files checked."),
+            segment("u2", "user", "Summarize."),
+        ),
+    )
     engine.truncate(0)
     generate(store, engine, before, appended=False)
     engine.truncate(0)

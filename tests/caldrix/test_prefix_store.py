@@ -67,8 +67,13 @@ class RowsEngine:
         self.live = rows
 
 
-def run(store: PrefixStore, engine: RowsEngine, prompt: list[int], output: Sequence[int] = (),
-        appended: bool = True) -> int:
+def run(
+    store: PrefixStore,
+    engine: RowsEngine,
+    prompt: list[int],
+    output: Sequence[int] = (),
+    appended: bool = True,
+) -> int:
     """What run_generation does around the store: prepare, fill, decode, remember."""
     start = store.prepare(engine, prompt)  # type: ignore[arg-type]
     assert list(engine.live) == prompt[:start]
@@ -91,6 +96,7 @@ SYSTEM = list(range(1000, 1100))
 
 # -- the trie ---------------------------------------------------------------------------------
 
+
 def test_trie_finds_the_longest_shared_prefix_even_inside_an_entry() -> None:
     trie: TokenTrie[str] = TokenTrie()
     trie.insert([1, 2, 3, 4, 5], "long")
@@ -98,7 +104,7 @@ def test_trie_finds_the_longest_shared_prefix_even_inside_an_entry() -> None:
     assert trie.longest_prefix([1, 2, 3, 7]).depth == 3
     assert trie.longest_prefix([1, 2, 3, 7]).holders == ("long",)
     assert sorted(trie.longest_prefix([1, 2]).holders) == ["fork", "long"]
-    assert trie.longest_prefix([1, 2, 9, 9]) .depth == 3
+    assert trie.longest_prefix([1, 2, 9, 9]).depth == 3
     assert trie.longest_prefix([8, 1]).depth == 0
     assert trie.longest_prefix([8, 1]).holders == ()
 
@@ -137,6 +143,7 @@ def test_trie_insert_replaces_the_value_under_the_same_tokens() -> None:
 
 
 # -- the cost model ---------------------------------------------------------------------------
+
 
 def test_before_a_fill_is_timed_a_resume_must_reuse_more_than_seven_eighths() -> None:
     rates = MemberRates()
@@ -185,6 +192,7 @@ def test_rates_used_describe_marks_assumptions() -> None:
 
 
 # -- the store --------------------------------------------------------------------------------
+
 
 def test_default_budget_is_a_quarter_of_the_limit_capped_at_8_gib() -> None:
     assert default_context_budget(4 * GIB) == GIB

@@ -21,7 +21,11 @@ MODEL = "smollm2-135m"
 
 def caldrix(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [CALDRIX, *args], input=stdin, capture_output=True, text=True, timeout=300,
+        [CALDRIX, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "NO_COLOR": "1"},
     )
 
@@ -45,7 +49,10 @@ def test_run_answers_one_prompt_and_exits_0() -> None:
 @pytest.mark.model
 def test_run_chats_over_stdin_until_exit() -> None:
     done = caldrix(
-        "run", MODEL, "--max-new-tokens", "16",
+        "run",
+        MODEL,
+        "--max-new-tokens",
+        "16",
         stdin="What is the capital of France?\n\nName a colour.\n/exit\nnever asked\n",
     )
     assert done.returncode == 0, done.stderr

@@ -41,12 +41,16 @@ def _engine(model_path: Path, folder: Path, script: object) -> ScriptedEngine:
 
 @pytest.fixture
 def engine(model_path: Path, tmp_path: Path) -> Iterator[ScriptedEngine]:
-    engine = _engine(model_path, tmp_path, [
-        '{"thought": "t", "final": "exact"}',
-        'Sure! {"thought": "x", "final": "y"} Hope that helps.',
-        "plain words only",
-        "free text, no constraint",
-    ])
+    engine = _engine(
+        model_path,
+        tmp_path,
+        [
+            '{"thought": "t", "final": "exact"}',
+            'Sure! {"thought": "x", "final": "y"} Hope that helps.',
+            "plain words only",
+            "free text, no constraint",
+        ],
+    )
     yield engine
     engine.close()
 

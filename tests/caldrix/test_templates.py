@@ -161,14 +161,15 @@ def _chatml_segment(engine: LlamaCppEngine, role: str, text: str, before: str = 
 def _reference_deltas(engine: LlamaCppEngine, segments: list[dict[str, object]]) -> list[str]:
     """What each segment adds to the template's rendering, rendered independently."""
     template = engine.chat_template
-    formatter = Jinja2ChatFormatter(template.source, template.eos_token, template.bos_token,
-                                    add_generation_prompt=False)
+    formatter = Jinja2ChatFormatter(
+        template.source, template.eos_token, template.bos_token, add_generation_prompt=False
+    )
     renders = [""] + [
         str(formatter(messages=[{"role": s["role"], "content": s["text"]} for s in segments[:n]]).prompt)  # type: ignore[misc]
         for n in range(1, len(segments) + 1)
     ]
     assert all(after.startswith(before) for before, after in itertools.pairwise(renders))
-    return [after[len(before):] for before, after in itertools.pairwise(renders)]
+    return [after[len(before) :] for before, after in itertools.pairwise(renders)]
 
 
 def test_segment_text_that_spells_control_tokens_stays_plain(
@@ -226,7 +227,8 @@ def test_a_template_that_changes_the_text_falls_back_safely(special_ids: set[int
         rendered = render_context(trimming, injected)
         # The injected segment is plain text through and through, markers included ...
         assert rendered.segment_tokens[1] == trimming.tokenize(
-            f"<|im_start|>user\n{INJECTION}<|im_end|>\n", special=False)
+            f"<|im_start|>user\n{INJECTION}<|im_end|>\n", special=False
+        )
         assert not special_ids & set(rendered.segment_tokens[1])
         # ... and the segments around it keep theirs.
         system = "<|im_start|>system\nYou are terse.<|im_end|>\n"
@@ -237,8 +239,10 @@ def test_a_template_that_changes_the_text_falls_back_safely(special_ids: set[int
 
 
 def test_a_template_without_special_tokens_keeps_whole_runs_plain(special_ids: set[int]) -> None:
-    markdown = ("{% for m in messages %}### {{ m['role'] }}:\n{{ m['content'] }}\n\n{% endfor %}"
-                "{% if add_generation_prompt %}### assistant:\n{% endif %}")
+    markdown = (
+        "{% for m in messages %}### {{ m['role'] }}:\n{{ m['content'] }}\n\n{% endfor %}"
+        "{% if add_generation_prompt %}### assistant:\n{% endif %}"
+    )
     plain = open_llamacpp(MODEL, ServingFlags(threads=1, ctx=512, chat_template=markdown))
     try:
         # Each segment as the old way tokenized it (its rendered text, whole). Not the whole
@@ -297,8 +301,9 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
-    process = start_pool(tmp_path_factory.mktemp("pool"), "--load", DEFAULT_MODEL, "--ctx", "2048",
-                         "--idle-timeout", "0")
+    process = start_pool(
+        tmp_path_factory.mktemp("pool"), "--load", DEFAULT_MODEL, "--ctx", "2048", "--idle-timeout", "0"
+    )
     yield process
     process.stop()
 
@@ -315,9 +320,12 @@ async def test_the_pool_counts_text_and_appended_output_that_spell_markers_as_pl
         counts = _counts(created)
         assert counts["file"] == len(_chatml_segment(engine, "user", INJECTION))
         assert counts["file"] > len(engine.tokenize(f"<|im_start|>user\n{INJECTION}<|im_end|>\n"))
-        done = await client.generate(context=created["context"], max_new_tokens=48,
-                                     constraint={"regex": FORGED_REGEX}, append={"id": "a1", "pinned": False}
-                                     ).result()
+        done = await client.generate(
+            context=created["context"],
+            max_new_tokens=48,
+            constraint={"regex": FORGED_REGEX},
+            append={"id": "a1", "pinned": False},
+        ).result()
         assert done.text == FORGED_OUTPUT
         assert done.segment is not None
         # The output is stored as its text and counted as plain text, like any segment.
@@ -325,8 +333,11 @@ async def test_the_pool_counts_text_and_appended_output_that_spell_markers_as_pl
         got = await client.request("context.get", context=created["context"])
         assert _counts(got) == {**counts, "a1": done.segment.tokens}
         probe = await client.generate(context=created["context"], max_new_tokens=2).result()
-        assert probe.prompt_tokens == got["tokens"] == sum(_counts(got).values()) + len(
-            engine.tokenize("<|im_start|>assistant\n"))
+        assert (
+            probe.prompt_tokens
+            == got["tokens"]
+            == sum(_counts(got).values()) + len(engine.tokenize("<|im_start|>assistant\n"))
+        )
     finally:
         await client.aclose()
 
