@@ -1,4 +1,4 @@
-"""``aerix import claude`` on the real Claude Code transcripts in shared/fixtures."""
+"""``aerix import claude`` on the real Claude Code transcripts in tests/fixtures/claude-code."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from aerix.app import sessions as use
 from aerix.domain import events as ev
 from aerix.errors import SessionNotResumable
 from aerix.projections.transcript import ClaudeTranscript
+from tests.fixture_files import claude_code_transcripts
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code"
+FIXTURES = claude_code_transcripts()
 
 
 def _import(files: SessionFiles, paths: list[Path]) -> list[use.ImportOutcome]:

@@ -16,8 +16,9 @@ from aerix.adapters.session_store import SessionFiles
 from aerix.app import sessions as use
 from aerix.domain import events as ev
 from tests.aerix.session_streams import T0
+from tests.fixture_files import claude_code_transcripts
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "claude-code"
+FIXTURES = claude_code_transcripts()
 
 
 def aerix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
