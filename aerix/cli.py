@@ -17,18 +17,12 @@ from typing import NoReturn
 from rich.console import Console
 
 from aerix import __version__
-from aerix.adapters import paths
-from aerix.adapters.claude_import import convert, first_cwd
-from aerix.adapters.claude_read import ClaudeSession, read_sessions, transcript_files
-from aerix.adapters.project_key import project_key
 from aerix.adapters.session_render import render_list, render_replay
-from aerix.adapters.session_store import SessionFiles
-from aerix.app import sessions as use
+from aerix.app.request.run import RequestOptions
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
-from aerix.errors import AerixError, ClaudeImportError, FileUnusable
-
-NO_AGENT_YET = "the agent itself is not wired in this build; try `aerix sessions list`"
+from aerix.errors import AerixError, FileUnusable
+from aerix.wiring import SessionCommands, run_headless, session_commands
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"aerix {__version__}")
     _add_request_flags(parser)
+    parser.set_defaults(handler=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_sessions(commands)
     _add_import(commands)
@@ -123,9 +118,6 @@ STDIN_PROMPT = "\0stdin"
 
 
 def cmd_print(args: argparse.Namespace) -> int:
-    from aerix.app.request import RequestOptions
-    from aerix.wiring import run_headless
-
     prompt = sys.stdin.read() if args.print_prompt == STDIN_PROMPT else args.print_prompt
     if not prompt.strip():
         print("aerix: the prompt is empty; give it after -p or on stdin", file=sys.stderr)
@@ -157,9 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    handler = getattr(args, "handler", None)
+    handler = args.handler
     if handler is None:
-        print(f"aerix: {NO_AGENT_YET}", file=sys.stderr)
+        print(
+            "aerix: the interactive screen is not built yet; run one request with -p PROMPT", file=sys.stderr
+        )
         return EXIT_USAGE
     try:
         return int(handler(args))
@@ -179,17 +173,15 @@ def _console() -> Console:
     return Console(highlight=False)
 
 
-def _report_notices(files: SessionFiles) -> None:
-    for notice in files.notices():
+def _report_notices(sessions: SessionCommands) -> None:
+    for notice in sessions.notices():
         print(f"aerix: {notice}", file=sys.stderr)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    files = SessionFiles()
-    project = None if args.all else project_key(Path.cwd())
-    unreadable: list[str] = []
-    entries = use.list_sessions(files, project, unreadable)
-    _report_notices(files)
+    with session_commands() as sessions:
+        entries, unreadable = sessions.listing(None if args.all else Path.cwd())
+        _report_notices(sessions)
     for line in unreadable:
         print(f"aerix: {line}", file=sys.stderr)
     if args.json:
@@ -203,9 +195,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    files = SessionFiles()
-    ref, records = use.show_session(files, args.id)
-    _report_notices(files)
+    with session_commands() as sessions:
+        ref, records = sessions.show(args.id)
+        _report_notices(sessions)
     if args.json:
         for record in records:
             print(record.model_dump_json(exclude_none=True))
@@ -215,16 +207,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    files = SessionFiles()
-    ref = files.find(args.id)
-    removed = use.remove_session(files, ref.id)
+    with session_commands() as sessions:
+        ref, removed = sessions.remove(args.id)
     print(f"removed session {ref.id} ({len(removed)} files)")
     return 0
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    files = SessionFiles()
-    reports = use.rebuild(files, None if args.all else args.id)
+    with session_commands() as sessions:
+        reports = sessions.rebuild(None if args.all else args.id)
     troubled = 0
     for report in reports:
         status = "ok" if not report.problems else f"{len(report.problems)} problem(s)"
@@ -249,35 +240,16 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_import_claude(args: argparse.Namespace) -> int:
-    sources = args.paths or [paths.claude_projects_dir()]
-    missing = [path for path in sources if not path.exists()]
-    if missing:
-        raise ClaudeImportError(f"nothing at {missing[0]}; pass Claude Code transcript files or folders")
-    found = transcript_files(sources)
-    if not found:
-        raise ClaudeImportError(f"no .jsonl transcripts under {', '.join(map(str, sources))}")
-    not_transcripts: list[Path] = []
-    claude_sessions = read_sessions(found, not_transcripts)
-    for path in not_transcripts:
-        print(f"{path}: no record names a Claude Code session (no sessionId); left out")
-    if not claude_sessions:
-        raise ClaudeImportError(f"no Claude Code transcripts under {', '.join(map(str, sources))}")
-    files = SessionFiles()
-    problems = 0
-    for claude_session in claude_sessions.values():
-        plan = convert(claude_session, _project_of(claude_session), __version__)
-        outcome = use.import_session(files, plan)
+    with session_commands() as sessions:
+        report = sessions.import_claude(
+            args.paths,
+            lambda path: print(f"{path}: no record names a Claude Code session (no sessionId); left out"),
+        )
+    for outcome in report.outcomes:
         print(f"{outcome.project}/{outcome.session}: {outcome.state}, {outcome.events} events")
         for problem in outcome.problems:
             print(f"  {problem}")
         if outcome.note:
             print(f"  {outcome.note}")
-        problems += len(outcome.problems)
-    imported = len(found) - len(not_transcripts)
-    print(f"imported from {imported} file(s); {problems} line(s) kept as foreign events")
+    print(f"imported from {report.files} file(s); {report.problems} line(s) kept as foreign events")
     return 0
-
-
-def _project_of(claude_session: ClaudeSession) -> str:
-    cwd = first_cwd(claude_session)
-    return project_key(Path(cwd)) if cwd else "claude-code"

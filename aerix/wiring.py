@@ -1,37 +1,43 @@
-"""The composition root of ``aerix -p``: the real adapters behind the request's ports.
+"""The composition root: the real adapters behind the use cases' ports.
 
-``cli`` parses, this module wires, ``aerix.app.request`` runs. Nothing else imports both the
-application layer and the adapters.
+``cli`` parses and renders; this module builds each use case on the real store, pool, git and
+files, and runs it. Nothing else imports both the application layer and the adapters.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import anyio
 
+from aerix import __version__
 from aerix.adapters.autostart import AutostartPool
+from aerix.adapters.claude_import import ClaudeImports
+from aerix.adapters.clock import utc_now
+from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.git_diff import GitDiffs
+from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
 from aerix.adapters.project import ProjectFiles
+from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
-from aerix.adapters.spool import write_spool
-from aerix.app.output import HeadlessOutput, OutputFormat, error_object
-from aerix.app.request import RequestDeps, RequestOptions, run_request
-from aerix.app.sessions import SessionWriter
+from aerix.adapters.tools import LocalTools
+from aerix.app.ports import SessionRef, SkillSource, ToolRunner
+from aerix.app.request.run import RequestDeps, RequestOptions, run_request
+from aerix.app.sessions import importing, queries
+from aerix.domain import events as ev
 from aerix.errors import AerixError, FileUnusable
+from aerix.projections.index import IndexEntry
 
 
-class SessionSpool:
-    """:class:`aerix.app.ports.SpoolWriter` into one session's ``<id>.spool/`` folder."""
-
-    def __init__(self, writer: SessionWriter) -> None:
-        self._log = writer.log_path
-
-    def write_spool(self, name: str, text: str) -> Path:
-        return write_spool(self._log, name, text)
+def local_tools(cwd: Path, skills: SkillSource | None) -> ToolRunner:
+    """One agent run's tools on ``cwd``, with its own job table."""
+    return LocalTools(cwd, skills=skills)
 
 
 def request_deps(sessions: SessionFiles) -> RequestDeps:
@@ -41,7 +47,8 @@ def request_deps(sessions: SessionFiles) -> RequestDeps:
         sessions=sessions,
         diffs=GitDiffs(),
         prompts=EmbeddedPrompts(),
-        spool_for=SessionSpool,
+        tools=local_tools,
+        clock=utc_now,
     )
 
 
@@ -66,3 +73,51 @@ def run_headless(
             output.note(notice)
         sessions.close()
     return output.finish(result)
+
+
+@dataclass
+class SessionCommands:
+    """``aerix sessions …`` and ``aerix import claude``: the session use cases on the real store."""
+
+    store: SessionFiles
+
+    def listing(self, cwd: Path | None) -> tuple[list[IndexEntry], list[str]]:
+        """The sessions of ``cwd``'s project (every project's when None), newest first, and a
+        line for each log that could not be read."""
+        unreadable: list[str] = []
+        project = None if cwd is None else project_key(cwd)
+        return queries.list_sessions(self.store, project, unreadable), unreadable
+
+    def show(self, session_id: str) -> tuple[SessionRef, list[ev.EventBase]]:
+        return queries.show_session(self.store, session_id)
+
+    def remove(self, session_id: str) -> tuple[SessionRef, list[Path]]:
+        ref = self.store.find(session_id)
+        return ref, queries.remove_session(self.store, ref.id)
+
+    def rebuild(self, session_id: str | None) -> list[queries.RebuildReport]:
+        with gc_paused():  # a rebuild folds every event of every log: no collector walks meanwhile
+            return queries.rebuild(self.store, session_id)
+
+    def import_claude(
+        self, paths: Sequence[Path], on_left_out: Callable[[Path], None]
+    ) -> importing.ImportReport:
+        source = ClaudeImports(project_key, __version__)
+        return importing.import_claude(self.store, source, paths, on_left_out)
+
+    def notices(self) -> list[str]:
+        """Crash repairs and the like the store made meanwhile, one line each."""
+        return self.store.notices()
+
+
+@contextlib.contextmanager
+def session_commands() -> Iterator[SessionCommands]:
+    """The session use cases on the real store; an OS error on the store (a file where its
+    folder should be, no permission, a full disk) is ``FileUnusable``, one line naming the path."""
+    store = SessionFiles()
+    try:
+        yield SessionCommands(store)
+    except OSError as error:
+        raise FileUnusable(error) from error
+    finally:
+        store.close()

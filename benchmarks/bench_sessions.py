@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aerix.adapters.session_store import SessionFiles
-from aerix.app import sessions as use
+from aerix.app.sessions.queries import load_for_resume
+from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.projections.base import feed_all
 from aerix.projections.contexts import Contexts
@@ -42,7 +43,7 @@ class Clock:
 
 def write_session(files: SessionFiles, session_id: str, events: int) -> float:
     """A realistic mix: segments, turns with usage, tool results, compactions, subagents."""
-    writer = use.start_session(
+    writer = start_session(
         files,
         Clock(),
         session=session_id,
@@ -66,7 +67,7 @@ def write_session(files: SessionFiles, session_id: str, events: int) -> float:
     return elapsed
 
 
-def _one_turn(writer: use.SessionWriter, agent: str, turn: int) -> None:
+def _one_turn(writer: SessionWriter, agent: str, turn: int) -> None:
     call = f"c{turn}"
     writer.record(
         ev.Message,
@@ -117,8 +118,8 @@ def rebuild_all(files: SessionFiles, session_id: str) -> int:
 def resume_and_reopen(folder: Path, session_id: str) -> None:
     """What ``--resume`` does before its first generation: load the root, become the writer."""
     files = SessionFiles(folder)
-    use.load_for_resume(files, session_id)
-    writer = use.reopen_session(files, Clock(), session_id)
+    load_for_resume(files, session_id)
+    writer = reopen_session(files, Clock(), session_id)
     files.release(writer.ref)  # not close(): that would rewrite the index
 
 
@@ -146,7 +147,7 @@ def main() -> None:
         count = len(files.read(files.find("big")))
         rebuild_wall, rebuild_cpu = best_of(5, lambda: rebuild_all(SessionFiles(Path(folder)), "big"))
         resume_wall, resume_cpu = best_of(
-            9, lambda: use.load_for_resume(SessionFiles(Path(folder)), "resume")
+            9, lambda: load_for_resume(SessionFiles(Path(folder)), "resume")
         )
         reopen_wall, reopen_cpu = best_of(9, lambda: resume_and_reopen(Path(folder), "resume"))
         size_mb = files.find("big").log.stat().st_size / 1e6

@@ -11,24 +11,13 @@ Where they are found, lowest precedence first (a later definition of the same na
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
 from aerix.adapters.paths import claude_projects_dir, config_home
+from aerix.app.ports import AgentDefinition
 from aerix.domain.claude_tools import aerix_tool_name
-
-
-@dataclass(frozen=True)
-class AgentDefinition:
-    name: str
-    description: str
-    tools: tuple[str, ...] | None  # None: every tool
-    model: str | None  # None: the calling agent's member
-    max_turns: int | None  # None: delegation.max_turns
-    body: str
-    path: Path
 
 
 class AgentCatalog:

@@ -29,7 +29,7 @@ import anyio
 
 from aerix.adapters.paths import state_home
 from aerix.adapters.pool import CaldrixPool
-from aerix.app.startup import OpenedPool
+from aerix.app.ports import OpenedPool
 from aerix.domain.bounds import AUTOSTART_POLL_SECS, POOL_CONTROL_TIMEOUT_SECS
 from aerix.domain.settings import PoolSettings
 from aerix.errors import PoolStartFailed
@@ -201,7 +201,7 @@ async def _acquire(fd: int, timeout: float, lock_path: Path) -> None:
 
 
 class AutostartPool:
-    """:class:`aerix.app.startup.PoolStarter`: find or start the pool, then connect to it."""
+    """:class:`aerix.app.request.startup.PoolStarter`: find or start the pool, then connect to it."""
 
     async def open(self, settings: PoolSettings) -> OpenedPool:
         found = await find_or_start_pool(settings)

@@ -23,15 +23,26 @@ event and reported with its file and line.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from aerix.adapters.claude_read import INLINE_SIDECHAIN, MAIN_AGENT, ClaudeLine, ClaudeSession
-from aerix.app.sessions import ImportPlan, PlannedEvent
+from aerix.adapters import paths
+from aerix.adapters.claude_read import (
+    INLINE_SIDECHAIN,
+    MAIN_AGENT,
+    ClaudeLine,
+    ClaudeSession,
+    read_sessions,
+    transcript_files,
+)
+from aerix.app.ports import FoundTranscripts, ImportPlan, PlannedEvent
 from aerix.domain import events as ev
+from aerix.domain.segments import ROOT_AGENT
+from aerix.errors import ClaudeImportError
 
-ROOT = "a1"
 SKIPPED_TYPES = frozenset(
     {
         "file-history-snapshot",
@@ -157,11 +168,11 @@ class _Converter:
             self.segment(state, "user", "summary", text, pinned=True, label="summary")
         elif record.get("isMeta"):
             self.segment(state, "user", "hook", text, label="meta")
-        elif state.agent != ROOT and not state.briefed:
+        elif state.agent != ROOT_AGENT and not state.briefed:
             state.briefed = True
             self.segment(state, "user", "brief", text, pinned=True, label="brief")
         else:
-            if state.agent == ROOT and self.first_prompt is None:
+            if state.agent == ROOT_AGENT and self.first_prompt is None:
                 self.first_prompt = text
             self.segment(state, "user", "prompt", text)
 
@@ -261,14 +272,14 @@ class _Converter:
 def convert(session: ClaudeSession, project: str, aerix_version: str) -> ImportPlan:
     """Plan the aerix events of one Claude Code session."""
     converter = _Converter(session)
-    root = _AgentState(ROOT)
+    root = _AgentState(ROOT_AGENT)
     converter.convert_agent(root, session.main)
     spawned = _task_calls(session)
     for agent_key in sorted(key for key in session.agents if key != MAIN_AGENT):
-        agent = f"{ROOT}.{agent_key}" if agent_key != INLINE_SIDECHAIN else f"{ROOT}.sidechain"
+        agent = f"{ROOT_AGENT}.{agent_key}" if agent_key != INLINE_SIDECHAIN else f"{ROOT_AGENT}.sidechain"
         state = _AgentState(agent)
         call = spawned.get(agent_key)
-        converter.emit(ev.AgentSpawn, agent=agent, parent=ROOT, kind="implementer", call=call)
+        converter.emit(ev.AgentSpawn, agent=agent, parent=ROOT_AGENT, kind="implementer", call=call)
         converter.convert_agent(state, session.agents[agent_key])
         converter.emit(ev.AgentEnd, agent=agent, outcome="done", turns=state.turns)
     first_time = next((planned.time for planned in converter.out if planned.time != _EPOCH), _EPOCH)
@@ -282,7 +293,7 @@ def convert(session: ClaudeSession, project: str, aerix_version: str) -> ImportP
         "tags": ["claude-code"],
         "imported_from": str(session.main_file()),
     }
-    root_fields = {"agent": ROOT, "kind": "root", "member": "claude-code"}
+    root_fields = {"agent": ROOT_AGENT, "kind": "root", "member": "claude-code"}
     root_spawn = PlannedEvent(ev.AgentSpawn, first_time, root_fields)
     events = [root_spawn, *(_fix_time(planned, first_time) for planned in converter.out)]
     return ImportPlan(start, first_time, events, converter.problems)
@@ -345,3 +356,33 @@ def _usage(records: list[dict[str, Any]], model: str | None) -> dict[str, Any] |
     prompt = sum(int(usage.get(key) or 0) for key in _PROMPT_USAGE_KEYS)
     completion = int(usage.get("output_tokens") or 0)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "member": model}
+
+
+class ClaudeImports:
+    """Claude Code's transcripts, read and converted (``ClaudeSessionSource``); each session
+    goes into the project its first ``cwd`` names (``claude-code`` when none does)."""
+
+    def __init__(self, project_key: Callable[[Path], str], aerix_version: str) -> None:
+        self._project_key = project_key
+        self._version = aerix_version
+
+    def default_sources(self) -> list[Path]:
+        return [paths.claude_projects_dir()]
+
+    def find(self, sources: Sequence[Path]) -> FoundTranscripts:
+        missing = [path for path in sources if not path.exists()]
+        if missing:
+            raise ClaudeImportError(f"nothing at {missing[0]}; pass Claude Code transcript files or folders")
+        files = transcript_files(list(sources))
+        if not files:
+            raise ClaudeImportError(f"no .jsonl transcripts under {', '.join(map(str, sources))}")
+        not_transcripts: list[Path] = []
+        sessions = read_sessions(files, not_transcripts)
+        plans = tuple(
+            convert(session, self._project_of(session), self._version) for session in sessions.values()
+        )
+        return FoundTranscripts(tuple(files), plans, tuple(not_transcripts))
+
+    def _project_of(self, session: ClaudeSession) -> str:
+        cwd = first_cwd(session)
+        return self._project_key(Path(cwd)) if cwd else "claude-code"

@@ -32,10 +32,10 @@ from typing import Any
 from eventsourcing.persistence import AggregateRecorder, IntegrityError, Mapper, StoredEvent, Transcoder
 from pydantic import ValidationError
 
+from aerix.adapters.gc_pause import gc_paused
 from aerix.domain import events as ev
 from aerix.domain.session import Recorded, wrap
 from aerix.errors import SessionBusy, SessionLogCorrupt, SessionSchemaTooNew
-from aerix.projections.base import gc_paused
 
 LOG_SUFFIX = ".jsonl"
 LOCK_SUFFIX = ".jsonl.lock"

@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from aerix.adapters.paths import config_home
-from aerix.app.startup import PluginInfo, hook_listing
-from aerix.domain.settings import HooksSettings
+from aerix.app.ports import PluginInfo
+from aerix.domain.settings import HooksSettings, hook_listing
 
 MANIFEST = Path(".claude-plugin") / "plugin.json"
 HOOKS_FILE = Path("hooks") / "hooks.json"

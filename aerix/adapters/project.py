@@ -11,12 +11,13 @@ from aerix.adapters.plugins import load_plugins
 from aerix.adapters.project_key import project_key
 from aerix.adapters.settings_files import load_settings
 from aerix.adapters.skills import load_skills
-from aerix.app.startup import Project, hook_listing
+from aerix.app.ports import Project
+from aerix.domain.settings import hook_listing
 from aerix.errors import UsageError
 
 
 class ProjectFiles:
-    """:class:`aerix.app.startup.ProjectSource` over the files on disk."""
+    """:class:`aerix.app.request.startup.ProjectSource` over the files on disk."""
 
     def load(self, cwd: Path) -> Project:
         if not cwd.is_dir():

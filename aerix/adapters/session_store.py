@@ -18,18 +18,19 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import EventStore
+from eventsourcing.persistence import EventStore, IntegrityError
 
 from aerix.adapters import paths
 from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, PlainJSONMapper, SessionLogRecorder
 from aerix.adapters.spool import spool_dir, write_spool
-from aerix.app.sessions import SessionRef
+from aerix.app.ports import SessionRef
 from aerix.domain.events import EventBase
-from aerix.errors import SessionAmbiguous, SessionNotFound
+from aerix.domain.session import Recorded
+from aerix.errors import SessionAmbiguous, SessionBusy, SessionNotFound
 
 INDEX_NAME = "index.json"
 TRANSCRIPT_SUFFIX = ".claude.jsonl"
@@ -42,6 +43,7 @@ class SessionFiles:
         self.root = root or paths.sessions_root()
         self.mapper = PlainJSONMapper()
         self._recorders: dict[str, SessionLogRecorder] = {}
+        self._stores: dict[str, EventStore[str]] = {}
 
     def recorder(self, project: str) -> SessionLogRecorder:
         recorder = self._recorders.get(project)
@@ -49,8 +51,19 @@ class SessionFiles:
             recorder = self._recorders[project] = SessionLogRecorder(self.root / project)
         return recorder
 
-    def event_store(self, project: str) -> EventStore[str]:
-        return EventStore(self.mapper, self.recorder(project))
+    def _event_store(self, project: str) -> EventStore[str]:
+        store = self._stores.get(project)
+        if store is None:
+            store = self._stores[project] = EventStore(self.mapper, self.recorder(project))
+        return store
+
+    def append(self, ref: SessionRef, events: Sequence[Recorded]) -> None:
+        """Write the aggregate's new events (eventsourcing's store, our recorder); another
+        writer's append in between is ``SessionBusy``."""
+        try:
+            self._event_store(ref.project).put(list(events))
+        except IntegrityError as exc:
+            raise SessionBusy(ref.id, "another writer appended to it") from exc
 
     def notices(self) -> list[str]:
         """Crash repairs and the like since the last call, one line each."""
@@ -89,6 +102,9 @@ class SessionFiles:
         if len(matches) > 1:
             raise SessionAmbiguous(id_or_prefix, [f"{ref.project}/{ref.id}" for ref in matches])
         return matches[0]
+
+    def exists(self, ref: SessionRef) -> bool:
+        return ref.log.exists()
 
     def read(self, ref: SessionRef) -> list[EventBase]:
         return self.recorder(ref.project).read_records(ref.id)
@@ -157,7 +173,7 @@ class SessionFiles:
     def spool(self, ref: SessionRef, name: str, text: str) -> Path:
         return write_spool(ref.log, name, text)
 
-    def replace_if_changed(self, ref: SessionRef, events: list[Any]) -> str:
+    def replace_if_changed(self, ref: SessionRef, events: Sequence[Recorded]) -> str:
         """Write a whole log unless it already holds exactly these events: new, updated or unchanged."""
         recorder = self.recorder(ref.project)
         stored = [self.mapper.to_stored_event(event) for event in events]

@@ -20,44 +20,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Literal
 
 from aerix.domain import bounds
+from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ContextSettings
-
-
-class SegmentKind(StrEnum):
-    """What a segment is, which decides whether it may be compacted."""
-
-    SYSTEM = "system"
-    INSTRUCTIONS = "instructions"
-    HOOK_CONTEXT = "hook_context"
-    BRIEF = "brief"
-    USER = "user"
-    ASSISTANT = "assistant"
-    TOOL_RESULT = "tool_result"
-    SUMMARY = "summary"
-    SCRATCHPAD = "scratchpad"
-    MARKER = "marker"
-    NOTE = "note"  # a runtime note to the model (calls dropped, compaction happened …)
-
 
 #: Kinds that may be replaced by a marker, in the order they are taken.
 COMPACTION_ORDER: tuple[SegmentKind, ...] = (SegmentKind.TOOL_RESULT, SegmentKind.ASSISTANT)
-
-
-@dataclass(frozen=True)
-class SegmentInfo:
-    """What the planner needs to know of a segment. ``tokens`` is the pool's count."""
-
-    id: str
-    kind: SegmentKind
-    role: str
-    pinned: bool
-    tokens: int
-    call_id: str | None = None  # tool results: the call they answer (c12)
-    tool: str | None = None  # tool results: the tool (read)
 
 
 @dataclass(frozen=True)
@@ -100,12 +70,12 @@ def needs_compaction(tokens: int, budget: ContextBudget) -> bool:
     return tokens > budget.soft_limit or tokens + budget.ask >= budget.window
 
 
-def marker_text(segment: SegmentInfo) -> str:
+def marker_text(segment: ContextSegment) -> str:
     """The text that replaces a compacted segment."""
-    if segment.kind is SegmentKind.TOOL_RESULT:
-        call, tool = segment.call_id or segment.id, segment.tool or "tool"
-        return f"[compacted tool result of call {call} ({tool}, {segment.tokens} tokens)]"
-    return f"[compacted assistant turn {segment.id} ({segment.tokens} tokens)]"
+    if segment.kind == SegmentKind.TOOL_RESULT:
+        call, tool = segment.call or segment.id, segment.tool or "tool"
+        return f"[compacted tool result of call {call} ({tool}, {segment.counted_tokens} tokens)]"
+    return f"[compacted assistant turn {segment.id} ({segment.counted_tokens} tokens)]"
 
 
 def estimated_tokens(text: str) -> int:
@@ -114,11 +84,11 @@ def estimated_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / bounds.BYTES_PER_TOKEN)
 
 
-def may_compact(segment: SegmentInfo) -> bool:
+def may_compact(segment: ContextSegment) -> bool:
     return (
         segment.kind in COMPACTION_ORDER
         and not segment.pinned
-        and segment.tokens > bounds.COMPACTION_SKIP_TOKENS
+        and segment.counted_tokens > bounds.COMPACTION_SKIP_TOKENS
     )
 
 
@@ -140,24 +110,24 @@ class CompactionPlan:
     reaches_target: bool
 
 
-def plan_compaction(segments: Sequence[SegmentInfo], budget: ContextBudget) -> CompactionPlan:
+def plan_compaction(segments: Sequence[ContextSegment], budget: ContextBudget) -> CompactionPlan:
     """Replace unpinned tool results oldest first, then unpinned assistant turns, until the
     context is at or under the target (or nothing is left to take)."""
-    before = sum(segment.tokens for segment in segments)
+    before = sum(segment.counted_tokens for segment in segments)
     total = before
     chosen: list[Replacement] = []
     for kind in COMPACTION_ORDER:
         for segment in segments:
             if total <= budget.target:
                 break
-            if segment.kind is not kind or not may_compact(segment):
+            if segment.kind != kind or not may_compact(segment):
                 continue
             marker = marker_text(segment)
             after = estimated_tokens(marker)
-            if after >= segment.tokens:
+            if after >= segment.counted_tokens:
                 continue
-            chosen.append(Replacement(segment.id, marker, segment.tokens, after))
-            total -= segment.tokens - after
+            chosen.append(Replacement(segment.id, marker, segment.counted_tokens, after))
+            total -= segment.counted_tokens - after
     return CompactionPlan(tuple(chosen), before, total, total <= budget.target)
 
 

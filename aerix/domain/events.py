@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticSerializationError, to_json
 
+from aerix.domain.segments import SegmentKind, SegmentRole
+
 SCHEMA_VERSION = 2
 """The version this aerix writes. History: 1 was the development draft (see UPCASTERS)."""
 
@@ -29,19 +31,6 @@ SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 AgentKind = Literal["root", "implementer", "verifier"]
 Route = Literal["answer", "edit", "investigate", "plan"]
-SegmentRole = Literal["system", "user", "assistant"]
-SegmentKind = Literal[
-    "system",
-    "instructions",
-    "hook",
-    "prompt",
-    "tool_result",
-    "assistant",
-    "brief",
-    "summary",
-    "scratchpad",
-    "marker",
-]
 AgentOutcome = Literal["done", "failed", "killed", "budget"]
 Verdict = Literal["pass", "fail"]
 
@@ -320,6 +309,28 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     SessionEnd,
     Foreign,
 )
+#: The events that belong to one agent (they carry its id in ``agent``); the rest are the
+#: session's own (its start and end, the route, foreign lines).
+AGENT_EVENTS: tuple[
+    type[AgentSpawn | Segment | Message | ContextOp | Compaction | Plan | Job | Hook | AgentEnd], ...
+] = (
+    AgentSpawn,
+    Segment,
+    Message,
+    ContextOp,
+    Compaction,
+    Plan,
+    Job,
+    Hook,
+    AgentEnd,
+)
+
+
+def agent_of(record: EventBase) -> str | None:
+    """The id of the agent an event belongs to; None for the session's own events."""
+    return record.agent if isinstance(record, AGENT_EVENTS) else None
+
+
 BY_TYPE: dict[str, type[EventBase]] = {cls.model_fields["type"].default: cls for cls in EVENT_TYPES}
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 

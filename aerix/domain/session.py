@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from eventsourcing.domain import (
     BaseAggregate,
@@ -96,6 +96,11 @@ class Session(BaseAggregate[str]):
         record = event_cls(seq=self.version + 1, time=at, **fields)
         self.trigger_event(EVENT_CLASSES[record.type], timestamp=at, record=record)
         return record
+
+    def take_new_events(self) -> list[Recorded]:
+        """The events recorded since the last call, to be stored (eventsourcing's
+        ``collect_events``; every event this aggregate triggers is a ``Recorded``)."""
+        return cast(list[Recorded], self.collect_events())
 
     @property
     def imported(self) -> bool:

@@ -163,6 +163,19 @@ class HookMatcherGroup(BaseModel):
 HooksSettings = dict[str, tuple[HookMatcherGroup, ...]]
 
 
+def hook_listing(hooks: HooksSettings, disabled: bool) -> tuple[str, ...]:
+    """The configured hook events with their handler counts (``PreToolUse (2)``), for the
+    startup block; nothing when hooks are disabled."""
+    if disabled:
+        return ()
+    listing = []
+    for event, groups in hooks.items():
+        handlers = sum(len(group.hooks) for group in groups)
+        if handlers:
+            listing.append(f"{event} ({handlers})")
+    return tuple(listing)
+
+
 class Settings(BaseModel):
     """Every setting. ``Settings()`` is the defaults."""
 

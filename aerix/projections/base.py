@@ -12,10 +12,8 @@ always exactly the classes of ``aerix.domain.events`` (the ``type`` discriminato
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar
 
 from aerix.domain.events import EventBase
 
@@ -47,59 +45,17 @@ class Projection:
         finally:
             self.position = position  # up to the last event applied, even when one raised
 
-    def apply(self, event: EventBase) -> None:
-        """Fold one event, whatever the position (``feed`` is the usual way in)."""
-        handler = self.HANDLERS.get(event.__class__)
-        if handler is not None:
-            handler(self, event)
-
-
-P = TypeVar("P", bound=Projection)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Hold off the cycle collector during a bulk load or fold, then file what it made as old.
-
-    Events and views hold no cycles, yet with tens of thousands of them alive every collection
-    walks them all: a young one right after the load, a middle one ten young ones later, then a
-    full one — together about a fifth of a rebuild. What a bulk load makes lives as long as its
-    caller keeps it, so it goes straight to the oldest generation: ``freeze`` then ``unfreeze``
-    moves every tracked object there at no cost per object. Nothing is leaked: refcounting still
-    frees the objects, and a full collection still finds any cycle among them.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if gc.get_freeze_count() == 0:  # a caller that froze objects itself keeps them frozen
-            gc.freeze()
-            gc.unfreeze()
-        if enabled:
-            gc.enable()
-
 
 def feed_all(projections: Iterable[Projection], events: Iterable[EventBase]) -> None:
     """Fold the same events into several projections (a rebuild), in one pass: each event is
     read while it is in the CPU's cache, rather than the whole log once per projection."""
     folds = [(projection, projection.HANDLERS) for projection in projections]
-    with gc_paused():
-        for event in events:
-            seq = event.seq
-            cls = event.__class__
-            for projection, handlers in folds:
-                if seq > projection.position:
-                    handler = handlers.get(cls)
-                    if handler is not None:
-                        handler(projection, event)
-                    projection.position = seq
-
-
-def fold(projection: P, events: Iterable[EventBase], upto: int | None = None) -> P:
-    """Feed ``events`` (those with ``seq <= upto`` when given) and return the projection."""
-    if upto is None:
-        projection.feed(events)
-    else:
-        projection.feed(event for event in events if event.seq <= upto)
-    return projection
+    for event in events:
+        seq = event.seq
+        cls = event.__class__
+        for projection, handlers in folds:
+            if seq > projection.position:
+                handler = handlers.get(cls)
+                if handler is not None:
+                    handler(projection, event)
+                projection.position = seq

@@ -11,57 +11,11 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from aerix.domain import events as ev
+from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.projections.base import Handlers, Projection
-
-_set_attribute = object.__setattr__
 
 SCRATCHPAD_ID = "scratchpad"
 """Segment id of an agent's scratchpad when the ``note`` op names none."""
-
-
-@dataclass(frozen=True, init=False)
-class SegmentView:
-    """One segment of a context. Immutable: a change is a new view (``dataclasses.replace``)."""
-
-    id: str
-    role: ev.SegmentRole
-    kind: ev.SegmentKind
-    text: str
-    pinned: bool = False
-    tokens: int | None = None
-    label: str | None = None
-    call: str | None = None
-    tool: str | None = None
-
-    def __init__(
-        self,
-        id: str,
-        role: ev.SegmentRole,
-        kind: ev.SegmentKind,
-        text: str,
-        pinned: bool = False,
-        tokens: int | None = None,
-        label: str | None = None,
-        call: str | None = None,
-        tool: str | None = None,
-    ) -> None:
-        # The __init__ dataclass writes for a frozen class sets each field through
-        # object.__setattr__: half the cost of folding a segment. One dict does it at once.
-        _set_attribute(
-            self,
-            "__dict__",
-            {
-                "id": id,
-                "role": role,
-                "kind": kind,
-                "text": text,
-                "pinned": pinned,
-                "tokens": tokens,
-                "label": label,
-                "call": call,
-                "tool": tool,
-            },
-        )
 
 
 @dataclass
@@ -71,7 +25,7 @@ class AgentContext:
     agent: str
     kind: ev.AgentKind | None = None
     parent: str | None = None
-    segments: dict[str, SegmentView] = field(default_factory=dict)
+    segments: dict[str, ContextSegment] = field(default_factory=dict)
     plan: str | None = None
     turns: int = 0
     outcome: ev.AgentOutcome | None = None
@@ -86,7 +40,7 @@ class AgentContext:
     def uncounted(self) -> int:
         return sum(1 for segment in self.segments.values() if segment.tokens is None)
 
-    def ordered(self) -> list[SegmentView]:
+    def ordered(self) -> list[ContextSegment]:
         return list(self.segments.values())
 
 
@@ -110,14 +64,14 @@ class Contexts(Projection):
 
     def _segment(self, event: ev.Segment) -> None:
         context = self.agents.get(event.agent) or self.agent(event.agent)  # the hot path: no call
-        context.segments[event.id] = SegmentView(
+        context.segments[event.id] = ContextSegment(
             event.id,
             event.role,
             event.kind,
             event.text,
             event.pinned,
-            event.tokens,
             event.label,
+            event.tokens,
             event.call,
             event.tool,
         )
@@ -147,7 +101,7 @@ class Contexts(Projection):
             old = context.segments.get(replaced.id)
             if old is not None:
                 context.segments[replaced.id] = replace(
-                    old, kind="marker", text=replaced.marker, tokens=replaced.tokens, pinned=False
+                    old, kind=SegmentKind.MARKER, text=replaced.marker, tokens=replaced.tokens, pinned=False
                 )
 
     def _context_op(self, event: ev.ContextOp) -> None:
@@ -163,10 +117,10 @@ class Contexts(Projection):
                 if segment_id in segments:
                     segments[segment_id] = replace(segments[segment_id], pinned=event.op == "pin")
         elif event.op == "summarize":
-            summary = SegmentView(
+            summary = ContextSegment(
                 event.segment or f"summary-{event.seq}",
                 "user",
-                "summary",
+                SegmentKind.SUMMARY,
                 event.text or "",
                 pinned=True,
                 tokens=event.tokens,
@@ -177,10 +131,10 @@ class Contexts(Projection):
             note_id = event.segment or SCRATCHPAD_ID
             old = segments.get(note_id)
             text = event.text or ""
-            segments[note_id] = SegmentView(
+            segments[note_id] = ContextSegment(
                 note_id,
                 "user",
-                "scratchpad",
+                SegmentKind.SCRATCHPAD,
                 f"{old.text}\n{text}" if old else text,
                 pinned=True,
                 tokens=event.tokens,
@@ -199,10 +153,10 @@ class Contexts(Projection):
 
 
 def _replace_with(
-    segments: dict[str, SegmentView], ids: set[str], summary: SegmentView
-) -> dict[str, SegmentView]:
+    segments: dict[str, ContextSegment], ids: set[str], summary: ContextSegment
+) -> dict[str, ContextSegment]:
     """The segments with ``ids`` removed and ``summary`` where the first of them was."""
-    result: dict[str, SegmentView] = {}
+    result: dict[str, ContextSegment] = {}
     placed = False
     for segment_id, segment in segments.items():
         if segment_id in ids:

@@ -22,14 +22,16 @@ from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.skills import SkillCatalog
-from aerix.app import sessions as use
-from aerix.app.agent_env import AgentEnvironment, AgentResult, AgentSpec
-from aerix.app.agent_loop import run_agent
-from aerix.app.root_context import SegmentPlan
+from aerix.adapters.clock import utc_now
+from aerix.app.sessions.writer import SessionWriter, start_session
+from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
+from aerix.app.agent.loop import run_agent
 from aerix.domain import events as ev
+from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ContextSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOLS, ToolSpec
 from aerix.projections.contexts import contexts_at
+from aerix.wiring import local_tools
 from caldrix.protocol import connect
 from tests.caldrix.pool_harness import PoolProcess, start_pool
 
@@ -61,13 +63,13 @@ def start_scripted_pool(folder: Path) -> PoolProcess:
 
 
 #: An opening segment as a caller knows it: the request builds the same kind for its root.
-OpeningSegment = SegmentPlan
+OpeningSegment = ContextSegment
 
 
 def opening(prompt: str, system: str = SYSTEM_TEXT, *, pin_prompt: bool = False) -> list[OpeningSegment]:
     return [
-        OpeningSegment("a1.system", "system", "system", system, True, "system"),
-        OpeningSegment("a1.p1", "user", "prompt", prompt, pin_prompt, "prompt 1"),
+        OpeningSegment("a1.system", "system", SegmentKind.SYSTEM, system, True, "system"),
+        OpeningSegment("a1.p1", "user", SegmentKind.PROMPT, prompt, pin_prompt, "prompt 1"),
     ]
 
 
@@ -83,7 +85,7 @@ class AgentRun:
     socket: Path
     member: str
     window: int
-    writer: use.SessionWriter
+    writer: SessionWriter
     cwd: Path
     segments: list[OpeningSegment] = field(default_factory=list)
     context: str = ""
@@ -131,6 +133,7 @@ class AgentRun:
             settings=settings or settings_with(),
             cwd=self.cwd,
             spool=self.writer,
+            tools=local_tools,
             skills=SkillCatalog(()),
             **(environment or {}),
         )
@@ -192,11 +195,11 @@ async def unload_member(socket: Path, name: str) -> None:
         await client.aclose()
 
 
-def new_writer(folder: Path, cwd: Path) -> use.SessionWriter:
+def new_writer(folder: Path, cwd: Path) -> SessionWriter:
     files = SessionFiles(folder / "sessions")
-    return use.start_session(
+    return start_session(
         files,
-        use.utc_now,
+        utc_now,
         session=uuid.uuid4().hex,
         cwd=str(cwd),
         project="agent-tests",

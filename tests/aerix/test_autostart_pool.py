@@ -21,8 +21,8 @@ from aerix.adapters.autostart import AutostartPool, find_or_start_pool, pool_sta
 from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.ports import SegmentAppend
-from aerix.app.routing import ROUTES, route_request
-from aerix.app.startup import BoundMembers, bind_members
+from aerix.app.request.routing import ROUTES, route_request
+from aerix.app.request.startup import BoundMembers, bind_members
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable
 

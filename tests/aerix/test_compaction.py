@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from aerix.domain.compaction import (
-    ContextBudget,
-    SegmentInfo,
-    SegmentKind,
-    check_room,
-    marker_text,
-    needs_compaction,
-    plan_compaction,
-)
+from aerix.domain.compaction import ContextBudget, check_room, marker_text, needs_compaction, plan_compaction
+from aerix.domain.segments import ContextSegment, SegmentKind, SegmentRole
 from aerix.domain.settings import ContextSettings
 
 BUDGET = ContextBudget.from_settings(8192, ContextSettings())
@@ -18,9 +11,10 @@ BUDGET = ContextBudget.from_settings(8192, ContextSettings())
 
 def seg(
     id: str, kind: SegmentKind, tokens: int, pinned: bool = False, call: str | None = None
-) -> SegmentInfo:
-    role = {"assistant": "assistant", "system": "system", "instructions": "system"}.get(kind.value, "user")
-    return SegmentInfo(id, kind, role, pinned, tokens, call_id=call, tool="read" if call else None)
+) -> ContextSegment:
+    roles: dict[str, SegmentRole] = {"assistant": "assistant", "system": "system", "instructions": "system"}
+    role = roles.get(kind.value, "user")
+    return ContextSegment(id, role, kind, pinned=pinned, tokens=tokens, call=call, tool="read" if call else None)
 
 
 def test_budget_figures() -> None:
@@ -50,7 +44,7 @@ def test_tool_results_oldest_first_then_assistant_turns_until_the_target() -> No
     segments = [
         seg("sys", SegmentKind.SYSTEM, 1000),
         seg("ins", SegmentKind.INSTRUCTIONS, 500),
-        seg("prompt", SegmentKind.USER, 300),
+        seg("prompt", SegmentKind.PROMPT, 300),
         seg("m1", SegmentKind.ASSISTANT, 1500),
         seg("r1", SegmentKind.TOOL_RESULT, 3000, call="c1"),
         seg("m2", SegmentKind.ASSISTANT, 400),

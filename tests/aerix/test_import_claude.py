@@ -13,7 +13,8 @@ from aerix.adapters.claude_import import convert, first_cwd
 from aerix.adapters.claude_read import read_sessions, transcript_files
 from aerix.adapters.project_key import project_key
 from aerix.adapters.session_store import SessionFiles
-from aerix.app import sessions as use
+from aerix.app.sessions.importing import ImportOutcome, import_session
+from aerix.app.sessions.queries import load_for_resume
 from aerix.domain import events as ev
 from aerix.errors import SessionNotResumable
 from aerix.projections.transcript import ClaudeTranscript
@@ -22,16 +23,16 @@ from tests.fixture_files import claude_code_transcripts
 FIXTURES = claude_code_transcripts()
 
 
-def _import(files: SessionFiles, paths: list[Path]) -> list[use.ImportOutcome]:
+def _import(files: SessionFiles, paths: list[Path]) -> list[ImportOutcome]:
     outcomes = []
     for session in read_sessions(transcript_files(paths)).values():
         cwd = first_cwd(session)
-        outcomes.append(use.import_session(files, convert(session, project_key(Path(cwd)), "0.1.0")))
+        outcomes.append(import_session(files, convert(session, project_key(Path(cwd)), "0.1.0")))
     return outcomes
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[SessionFiles, list[use.ImportOutcome]]:
+def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[SessionFiles, list[ImportOutcome]]:
     files = SessionFiles(tmp_path_factory.mktemp("sessions"))
     return files, _import(files, [FIXTURES])
 
@@ -74,7 +75,7 @@ def _contents(records: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 
 def test_every_fixture_session_is_imported_tagged_claude_code(
-    imported: tuple[SessionFiles, list[use.ImportOutcome]],
+    imported: tuple[SessionFiles, list[ImportOutcome]],
 ) -> None:
     files, outcomes = imported
     assert {o.session for o in outcomes} == set(_source_records())
@@ -87,7 +88,7 @@ def test_every_fixture_session_is_imported_tagged_claude_code(
 
 
 def test_the_transcript_projection_keeps_prompts_texts_calls_and_results(
-    imported: tuple[SessionFiles, list[use.ImportOutcome]],
+    imported: tuple[SessionFiles, list[ImportOutcome]],
 ) -> None:
     files, outcomes = imported
     sources = _source_records()
@@ -108,7 +109,7 @@ def test_the_transcript_projection_keeps_prompts_texts_calls_and_results(
     assert any(isinstance(r, ev.Compaction) and r.tokens_before == 170251 for r in records)
 
 
-def test_importing_again_changes_nothing(imported: tuple[SessionFiles, list[use.ImportOutcome]]) -> None:
+def test_importing_again_changes_nothing(imported: tuple[SessionFiles, list[ImportOutcome]]) -> None:
     files, first = imported
     logs = {o.session: files.find(o.session).log.read_bytes() for o in first}
     again = _import(files, [FIXTURES])
@@ -164,10 +165,10 @@ def test_a_shorter_copy_of_an_imported_session_does_not_replace_it(tmp_path: Pat
     assert files.load_index(full.project)[full.session]["events"] == full.events
 
 
-def test_imported_sessions_cannot_be_resumed(imported: tuple[SessionFiles, list[use.ImportOutcome]]) -> None:
+def test_imported_sessions_cannot_be_resumed(imported: tuple[SessionFiles, list[ImportOutcome]]) -> None:
     files, outcomes = imported
     with pytest.raises(SessionNotResumable):
-        use.load_for_resume(files, outcomes[0].session)
+        load_for_resume(files, outcomes[0].session)
 
 
 def test_subagent_files_in_claude_code_s_folder_layout(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from aerix.app.output import HeadlessOutput, result_object, stream_lines
-from aerix.app.request import RequestResult, Usage
+from aerix.adapters.output import HeadlessOutput, result_object, stream_lines
+from aerix.app.ports import RequestResult, RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.diffs import FileStat, RequestDiff
 
@@ -30,7 +30,7 @@ def result(outcome: str = "done", exit_code: int = 0, diff: RequestDiff = DIFF) 
         reason=None,
         route="edit",
         turns=2,
-        usage=Usage(900, 40, 2),
+        usage=RequestUsage(900, 40, 2),
         diff=diff,
         duration_ms=1234.5,
         model="m",

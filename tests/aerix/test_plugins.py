@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from aerix.adapters.output import HeadlessOutput
 from aerix.adapters.paths import config_home
 from aerix.adapters.project import ProjectFiles
-from aerix.app.output import HeadlessOutput
 from aerix.app.ports import MemberInfo
-from aerix.app.startup import BoundMembers, startup_listing
+from aerix.app.request.startup import BoundMembers, startup_listing
 from aerix.domain import events as ev
 from aerix.domain.tools import TOOL_NAMES
 

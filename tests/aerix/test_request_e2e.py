@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from aerix.adapters.session_store import SessionFiles
-from aerix.app import sessions as use
+from aerix.adapters.clock import utc_now
+from aerix.app.sessions.writer import start_session
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.domain.session import CLAUDE_CODE_TAG
 from tests.aerix.request_world import (
@@ -153,9 +154,9 @@ def test_resume_by_id_prefix_with_text_output(world: World, project: Path, first
 
 def test_an_imported_session_is_refused_in_one_line(world: World, project: Path) -> None:
     files = SessionFiles(world.sessions)
-    writer = use.start_session(
+    writer = start_session(
         files,
-        use.utc_now,
+        utc_now,
         session="imported-1",
         project="claude-code",
         cwd=str(project),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.settings_files import parse_settings
-from aerix.app.root_context import prompt_text, root_tools
+from aerix.app.request.root_context import prompt_text, root_tools
 from aerix.domain.tools import TOOL_NAMES
 
 

@@ -13,7 +13,7 @@ import pytest
 from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.ports import GenerationDone, GenerationTimings
-from aerix.app.routing import FALLBACK_ROUTE, choice_of, route_request
+from aerix.app.request.routing import FALLBACK_ROUTE, choice_of, route_request
 from aerix.domain import events as ev
 from caldrix.protocol import connect
 from tests.aerix.agent_harness import load_member, new_writer, unload_member

@@ -13,7 +13,7 @@ import pytest
 
 from aerix import __version__
 from aerix.adapters.session_store import SessionFiles
-from aerix.app import sessions as use
+from aerix.app.sessions.writer import start_session
 from aerix.domain import events as ev
 from tests.aerix.session_streams import T0
 from tests.fixture_files import claude_code_transcripts
@@ -38,7 +38,7 @@ def native_session(tmp_path: Path) -> str:
     from aerix.adapters.project_key import project_key
 
     files = SessionFiles()
-    writer = use.start_session(
+    writer = start_session(
         files,
         lambda: T0,
         session="5e551on-0001",
@@ -126,8 +126,8 @@ def test_import_then_rebuild_everything(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from aerix.app import sessions as u; from aerix.adapters.session_store import "
-            "SessionFiles; u.load_for_resume(SessionFiles(), '3a7770b4')",
+            "from aerix.app.sessions.queries import load_for_resume; from aerix.adapters.session_store "
+            "import SessionFiles; load_for_resume(SessionFiles(), '3a7770b4')",
         ],
         capture_output=True,
         text=True,

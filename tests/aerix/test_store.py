@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from aerix.adapters.jsonl_store import SessionLogRecorder
 from aerix.adapters.project_key import normalise_remote, project_key
 from aerix.adapters.session_store import SessionFiles
-from aerix.app import sessions as use
+from aerix.app.sessions.queries import latest_session, load_for_resume, remove_session
+from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.errors import SessionBusy, SessionLogCorrupt, SessionNotResumable, SessionSchemaTooNew
 from tests.aerix.session_streams import T0, event_streams
@@ -36,7 +37,7 @@ class Ticker:
         return self.now
 
 
-def _start(files: SessionFiles, session_id: str = "0b1c", **extra: object) -> use.SessionWriter:
+def _start(files: SessionFiles, session_id: str = "0b1c", **extra: object) -> SessionWriter:
     fields = {
         "session": session_id,
         "cwd": "/w",
@@ -46,7 +47,7 @@ def _start(files: SessionFiles, session_id: str = "0b1c", **extra: object) -> us
         "aerix_version": "0.1.0",
         **extra,
     }
-    return use.start_session(files, Ticker(), **fields)
+    return start_session(files, Ticker(), **fields)
 
 
 def test_each_event_is_one_plain_json_line(tmp_path: Path) -> None:
@@ -78,10 +79,10 @@ def test_a_second_writer_gets_a_clear_error_and_nothing_interleaves(tmp_path: Pa
     with pytest.raises(
         SessionBusy, match=r"session 0b1c is being written by another aerix process \(pid \d+"
     ):
-        use.reopen_session(other, Ticker(), "0b1c")
+        reopen_session(other, Ticker(), "0b1c")
     writer.record(ev.Plan, agent="a1", text="p")
     writer.close()
-    reopened = use.reopen_session(other, Ticker(), "0b1c")
+    reopened = reopen_session(other, Ticker(), "0b1c")
     reopened.record(ev.Plan, agent="a1", text="q")
     reopened.close()
     assert [r.seq for r in files.read(files.find("0b1c"))] == [1, 2, 3]
@@ -94,9 +95,9 @@ def test_a_writer_in_another_process_holds_the_session(tmp_path: Path) -> None:
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "2"
         with pytest.raises(SessionBusy):
-            use.reopen_session(SessionFiles(tmp_path), Ticker(), "0b1c")
+            reopen_session(SessionFiles(tmp_path), Ticker(), "0b1c")
         with pytest.raises(SessionBusy):
-            use.remove_session(SessionFiles(tmp_path), "0b1c")
+            remove_session(SessionFiles(tmp_path), "0b1c")
     finally:
         child.kill()
         child.wait()
@@ -128,7 +129,7 @@ def test_a_torn_last_line_is_set_aside_and_reported(tmp_path: Path) -> None:
     (notice,) = reader.notices()
     assert f"{log}:3: an unfinished last line (46 bytes" in notice and "0b1c.jsonl.torn" in notice
     assert (tmp_path / "proj" / "0b1c.jsonl.torn").read_bytes().startswith(b'{"type":"plan","seq":3')
-    reopened = use.reopen_session(reader, Ticker(), "0b1c")
+    reopened = reopen_session(reader, Ticker(), "0b1c")
     reopened.record(ev.Plan, agent="a1", text="after the crash")
     reopened.close()
     assert [r.seq for r in reader.read(reader.find("0b1c"))] == [1, 2, 3]
@@ -198,7 +199,7 @@ def test_spool_files_live_beside_the_session(tmp_path: Path) -> None:
     writer.close()
     assert first == tmp_path / "proj" / "0b1c.spool" / "a1.c3.txt" and first.read_text() == "x" * 10_000
     assert second.name == "a1.c3.2.txt"
-    removed = use.remove_session(files, "0b1c")
+    removed = remove_session(files, "0b1c")
     assert not (tmp_path / "proj" / "0b1c.spool").exists() and not (tmp_path / "proj" / "0b1c.jsonl").exists()
     assert len(removed) >= 3 and files.load_index("proj") == {}
 
@@ -215,10 +216,10 @@ def test_resume_rebuilds_the_root_context_and_plan(tmp_path: Path) -> None:
     writer.record(ev.Segment, agent="a1.c1", id="s1", role="user", kind="brief", text="brief")
     writer.record(ev.SessionEnd, outcome="done")
     writer.close()
-    state = use.load_for_resume(files, "0b1")
+    state = load_for_resume(files, "0b1")
     assert [s.id for s in state.root.ordered()] == ["s1"] and state.plan == "the plan"
     assert state.start.prompt == "hello there" and state.requests == 1 and state.last_seq == 7
-    assert use.latest_session(files, "proj") == "0b1c"
+    assert latest_session(files, "proj") == "0b1c"
     assert files.load_index("proj")["0b1c"]["state"] == "done"
 
 
@@ -228,9 +229,9 @@ def test_imported_sessions_cannot_be_resumed(tmp_path: Path) -> None:
     with pytest.raises(
         SessionNotResumable, match=r"^session 0b1c was imported \(claude-code\) and cannot be resumed"
     ):
-        use.load_for_resume(files, "0b1c")
+        load_for_resume(files, "0b1c")
     with pytest.raises(SessionNotResumable):
-        use.reopen_session(files, Ticker(), "0b1c")
+        reopen_session(files, Ticker(), "0b1c")
 
 
 def test_the_project_key_comes_from_the_origin_remote_else_the_path(tmp_path: Path) -> None:
@@ -251,10 +252,10 @@ def _child_writer(root: Path, session_id: str, events: int, then_sleep: bool) ->
         from datetime import UTC, datetime
         from pathlib import Path
         from aerix.adapters.session_store import SessionFiles
-        from aerix.app import sessions as use
+        from aerix.app.sessions.writer import reopen_session
         from aerix.domain import events as ev
         files = SessionFiles(Path({str(root)!r}))
-        writer = use.reopen_session(files, lambda: datetime.now(UTC), {session_id!r})
+        writer = reopen_session(files, lambda: datetime.now(UTC), {session_id!r})
         for n in range({events}):
             record = writer.record(ev.Plan, agent="a1", text="plan " * 20)
             print(record.seq, flush=True)

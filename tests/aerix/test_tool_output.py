@@ -9,22 +9,23 @@ from pathlib import Path
 
 import anyio
 
-from aerix.adapters.tools.spool import DirectorySpool
-from aerix.app.tool_output import ToolOutput, append_result, cut_to_bytes, pointer_line
+from aerix.adapters.spool import spool_dir, write_spool
+from aerix.app.agent.tool_output import ToolOutput, append_result, cut_to_bytes, pointer_line
 
 POINTER = re.compile(r'\[truncated: (\d+) more bytes; read with read\(path="(.+)", offset=1\)\]$')
 
 
-class CountingSpool(DirectorySpool):
-    """The real directory spool, counting its writes."""
+class CountingSpool:
+    """The real session spool (beside a session log in ``folder``), counting its writes."""
 
     def __init__(self, folder: Path) -> None:
-        super().__init__(folder)
+        self.log = folder / "session.jsonl"
+        self.folder = spool_dir(self.log)
         self.writes = 0
 
     def write_spool(self, name: str, text: str) -> Path:
         self.writes += 1
-        return super().write_spool(name, text)
+        return write_spool(self.log, name, text)
 
 
 def numbered(lines: int) -> str:
@@ -49,7 +50,7 @@ def test_a_long_result_is_cut_to_its_cap_with_a_pointer_to_the_whole(tmp_path: P
     assert match is not None
     assert text.startswith(head + "\n")
     assert int(match.group(1)) == len(text) - len(head) - 1
-    assert Path(match.group(2)) == tmp_path / "spool" / "a1.c3.txt"
+    assert Path(match.group(2)) == spool.folder / "a1.c3.txt"
     assert Path(match.group(2)).read_text() == text
     output.capped()
     output.fitted(10)

@@ -14,6 +14,7 @@ from aerix.adapters.tools.common import ToolFailure, error_result
 from aerix.adapters.tools.fs import edit_tool, read_tool, write_tool
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
+from aerix.app.ports import SkillSource
 from aerix.domain import bounds
 from aerix.domain.tools import REFUSED_TOOLS
 
@@ -32,12 +33,12 @@ class LocalTools:
         *,
         jobs: JobTable | None = None,
         repo_maps: RepoMapCache | None = None,
-        skills: SkillCatalog | None = None,
+        skills: SkillSource | None = None,
     ) -> None:
         self.cwd = cwd
         self.jobs = jobs if jobs is not None else JobTable(cwd)
         self.repo_maps = repo_maps if repo_maps is not None else RepoMapCache()
-        self.skills = skills if skills is not None else SkillCatalog(())
+        self.skills: SkillSource = skills if skills is not None else SkillCatalog(())
 
     def run(self, tool: str, tool_input: Mapping[str, Any], cancel: threading.Event | None = None) -> str:
         """The result text of one call; never raises for a tool failure."""

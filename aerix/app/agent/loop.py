@@ -17,7 +17,7 @@ Each turn:
    is asked again — at most TURN_RETRIES more times, then the agent ends ``failed``.
 5. A final ends the agent ``done`` unless background jobs are still running (their reports are
    waited for, appended, and the agent gets another turn). Otherwise the calls run
-   (:mod:`aerix.app.tool_dispatch`) and their results are appended.
+   (:mod:`aerix.app.agent.dispatch`) and their results are appended.
 
 Every way out records ``agent.end``; background jobs still running are killed first. The pool's
 errors end the agent ``failed`` with the error's line as the reason.
@@ -32,14 +32,15 @@ from typing import Any, cast
 
 import anyio
 
-from aerix.app.agent_env import AgentEnvironment, AgentResult, AgentSpec, Outcome, ToolRunner, UsageTotals
-from aerix.app.agent_tools import PlanState
-from aerix.app.live_context import ContextSegment, LiveContext, compact_if_needed
+from aerix.app.agent.dispatch import Dispatcher
+from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, Outcome, UsageTotals
+from aerix.app.agent.live_context import LiveContext, compact_if_needed
+from aerix.app.agent.loop_tools import PlanState
 from aerix.app.ports import GenerationDone, SegmentAppend
-from aerix.app.tool_dispatch import Dispatcher
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
+from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.turns import Turn, TurnParseError, parse_turn, turn_schema
 from aerix.errors import PoolError
 
@@ -78,7 +79,7 @@ class _AgentRun:
         self.env = env
         budget = ContextBudget.from_settings(spec.window, env.settings.context)
         self.live = LiveContext(env.pool, env.events, spec.agent_id, spec.context_id, budget)
-        self.runner = env.tools or _local_tools(env)
+        self.runner = env.tools(env.cwd, env.skills)
         self.thread_cancel = threading.Event()
         self.plan = PlanState(spec.plan)
         self.dispatcher = Dispatcher(
@@ -233,7 +234,9 @@ class _AgentRun:
             raise _Cancelled
         self.usage = self.usage.plus(done.prompt_tokens, done.completion_tokens)
         turn_label = f"turn {segment_id.rsplit('.m', 1)[-1]}"
-        self.live.adopt(ContextSegment(segment_id, "assistant", "assistant", done.text, label=turn_label))
+        self.live.adopt(
+            ContextSegment(segment_id, "assistant", SegmentKind.ASSISTANT, done.text, label=turn_label)
+        )
         await self.live.refresh()
         return done
 
@@ -326,14 +329,3 @@ def _final(turn: Turn) -> _Ended:
     if turn.verdict is not None:
         return _Ended("done", final=turn.verdict.reason, verdict=cast(ev.Verdict, turn.verdict.verdict))
     return _Ended("done", final=turn.final)
-
-
-def _local_tools(env: AgentEnvironment) -> ToolRunner:
-    """The default runner: the local tools on the working directory, with their own job table.
-    Imported here, not at the top, because the application layer otherwise talks to ports only;
-    callers that wire their own runner never load it."""
-    from aerix.adapters.skills import SkillCatalog
-    from aerix.adapters.tools import LocalTools
-
-    skills = env.skills if isinstance(env.skills, SkillCatalog) else None
-    return cast(ToolRunner, LocalTools(env.cwd, skills=skills))

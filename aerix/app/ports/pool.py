@@ -1,27 +1,17 @@
-"""The ports the application layer talks to. Adapters implement them; tests may use small
-in-memory versions for pure logic, and the real adapters where a test claims to test them."""
+"""The pool port: the model pool as the application sees it, and the values that cross it.
+
+``aerix.adapters.pool.CaldrixPool`` implements it over caldrix's client; the autostart adapter
+finds or starts the pool (``PoolStarter``). Token counts are always the pool's own.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
-from aerix.domain.diffs import RequestDiff, Snapshot
-from aerix.domain.events import EventBase
-
-
-class SpoolWriter(Protocol):
-    """The session's spool: where whole tool outputs go when a result is cut."""
-
-    def write_spool(self, name: str, text: str) -> Path:
-        """Store ``text`` under ``name`` (such as ``a1.c3``) and return the file's absolute path,
-        which the model will ``read``."""
-        ...
-
-
-# ---- the pool ---------------------------------------------------------------------------------
+from aerix.domain.settings import PoolSettings
 
 #: A segment as the pool takes it: ``{"id", "role", "text", "pinned"}`` (protocol "segment").
 SegmentSpec = Mapping[str, Any]
@@ -131,6 +121,10 @@ class PoolPort(Protocol):
 
     async def drop_context(self, context: str) -> None: ...
 
+    async def aclose(self) -> None:
+        """Close the connection (contexts live in the pool, not in the connection)."""
+        ...
+
     async def generate(
         self,
         context: str,
@@ -146,51 +140,20 @@ class PoolPort(Protocol):
         ...
 
 
-# ---- the session log and the prompts --------------------------------------------------------------
+@dataclass
+class OpenedPool:
+    """A pool to talk to, and how it was found."""
 
-E = TypeVar("E", bound=EventBase)
+    pool: PoolPort
+    socket: Path
+    pid: int
+    started: bool
 
-
-class EventRecorder(Protocol):
-    """Appends events to the session log (``aerix.app.sessions.SessionWriter`` is one):
-    ``seq``, ``time`` and ``v`` are filled in, the line is on disk when it returns."""
-
-    def record(self, event_cls: type[E], **fields: Any) -> E: ...
-
-
-class PromptSource(Protocol):
-    """The prompt texts by name (``system``, ``routing``, ``planner``, ``brief``, ``verifier``,
-    ``compacted``): the embedded ones now, a profile commit's later."""
-
-    def get(self, name: str) -> str: ...
+    async def aclose(self) -> None:
+        await self.pool.aclose()
 
 
-# ---- what startup reads -------------------------------------------------------------------------
+class PoolStarter(Protocol):
+    """Finds the pool on the configured socket, or starts it (``aerix.adapters.autostart``)."""
 
-
-class SkillSource(Protocol):
-    """The skills one run knows (``aerix.adapters.skills.SkillCatalog`` is one)."""
-
-    @property
-    def names(self) -> tuple[str, ...]: ...
-
-    def render_listing(self, max_chars: int) -> str: ...
-
-    def expand_prompt(self, prompt: str) -> str: ...
-
-
-class AgentDefinitionSource(Protocol):
-    """The agent definitions one run knows (``aerix.adapters.skills.AgentCatalog`` is one)."""
-
-    @property
-    def names(self) -> tuple[str, ...]: ...
-
-    def get(self, name: str) -> Any: ...
-
-
-class DiffSource(Protocol):
-    """The request's snapshot and diff (``aerix.adapters.git_diff.GitDiffs``)."""
-
-    def snapshot(self, cwd: Path) -> Snapshot: ...
-
-    def diff(self, snapshot: Snapshot, touched: Iterable[Path | str] = ()) -> RequestDiff: ...
+    async def open(self, settings: PoolSettings) -> OpenedPool: ...

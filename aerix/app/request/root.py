@@ -2,7 +2,7 @@
 
 The context is created in the pool with every segment at once; each new segment becomes a
 ``segment`` event with the pool's token count (a resumed root's earlier segments are in the log
-already). Then ``agent.spawn`` for ``a1``, the turn loop (``aerix.app.agent_loop.run_agent``,
+already). Then ``agent.spawn`` for ``a1``, the turn loop (``aerix.app.agent.loop.run_agent``,
 the loop's own module), and the pool context is dropped: the log is the record, and the next
 request rebuilds the root from it.
 """
@@ -12,18 +12,25 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 import anyio
 
-from aerix.app.agent_env import AgentEnvironment, AgentResult, AgentSpec
-from aerix.app.agent_loop import run_agent
-from aerix.app.ports import EventRecorder, MemberInfo, PoolPort, PromptSource, SpoolWriter
-from aerix.app.root_context import ROOT_AGENT, SegmentPlan, record_segments, root_tools
-from aerix.app.sessions import utc_now
-from aerix.app.startup import Project
+from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
+from aerix.app.agent.loop import run_agent
+from aerix.app.ports import (
+    EventRecorder,
+    MemberInfo,
+    PoolPort,
+    Project,
+    PromptSource,
+    SpoolWriter,
+    ToolRunnerFactory,
+)
+from aerix.app.request.root_context import record_segments, root_tools
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_BUDGET, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED, EXIT_KILLED
+from aerix.domain.segments import ROOT_AGENT, ContextSegment
 from aerix.errors import PoolError
 
 #: The exit status of each way an agent ends (``budget`` is the spec's; see docs/configuration.md).
@@ -57,13 +64,13 @@ class RootRun:
     prompts: PromptSource
     project: Project
     member: MemberInfo
-    rebuilt: list[SegmentPlan]  # a resumed root's segments, already in the log
-    added: list[SegmentPlan]  # this request's new segments
+    rebuilt: list[ContextSegment]  # a resumed root's segments, already in the log
+    added: list[ContextSegment]  # this request's new segments
     route: str
     max_turns: int | None
     plan: str | None
     spool: SpoolWriter
-    extras: dict[str, Any]
+    tools: ToolRunnerFactory
     on_token: Callable[[str, str], None] | None = None
 
 
@@ -110,10 +117,9 @@ def _environment(run: RootRun) -> AgentEnvironment:
         settings=run.project.settings,
         cwd=run.project.cwd,
         spool=run.spool,
+        tools=run.tools,
         skills=run.project.skills,
-        clock=utc_now,
         on_token=run.on_token,
-        **run.extras,
     )
 
 

@@ -11,34 +11,18 @@ context rebuilt from the log, with the new prompt appended.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import replace
+from typing import Final
 
 from aerix.app.ports import ContextCounts, EventRecorder, PromptSource, SkillSource
 from aerix.domain import events as ev
+from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOLS, ToolSpec, render_tool_descriptions, tool_spec
 from aerix.domain.turns import render_turns_section
-from aerix.projections.contexts import SegmentView
 
-ROOT_AGENT: Final = "a1"
 #: Routes whose root is a planner, limited to ``delegation.planner_tools``.
 PLANNER_ROUTES: Final = frozenset({"edit", "plan"})
-
-
-@dataclass(frozen=True)
-class SegmentPlan:
-    """A segment to put in the pool and record as a ``segment`` event."""
-
-    id: str
-    role: ev.SegmentRole
-    kind: ev.SegmentKind
-    text: str
-    pinned: bool
-    label: str
-
-    def wire(self) -> dict[str, Any]:
-        return {"id": self.id, "role": self.role, "text": self.text, "pinned": self.pinned}
 
 
 def system_text(prompts: PromptSource, skills: SkillSource, settings: Settings) -> str:
@@ -77,35 +61,38 @@ def spoken_list(names: Sequence[str]) -> str:
     return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def shared_prefix(system: str, instructions: str) -> list[SegmentPlan]:
+def shared_prefix(system: str, instructions: str) -> list[ContextSegment]:
     """The leading segments every agent of the session shares (implementers fork these)."""
-    segments = [SegmentPlan(f"{ROOT_AGENT}.system", "system", "system", system, True, "system")]
+    segments = [ContextSegment(f"{ROOT_AGENT}.system", "system", SegmentKind.SYSTEM, system, True, "system")]
     if instructions.strip():
         segment_id = f"{ROOT_AGENT}.instructions"
-        segments.append(SegmentPlan(segment_id, "system", "instructions", instructions, True, "instructions"))
+        segments.append(
+            ContextSegment(segment_id, "system", SegmentKind.INSTRUCTIONS, instructions, True, "instructions")
+        )
     return segments
 
 
-def request_segments(request: int, prompt: str, hook_context: str | None = None) -> list[SegmentPlan]:
+def request_segments(request: int, prompt: str, hook_context: str | None = None) -> list[ContextSegment]:
     """What each request adds to the root: its hook context (pinned) and its prompt."""
     segments = []
     if hook_context:
         text = f"# Hook context\n{hook_context}"
-        segments.append(SegmentPlan(f"{ROOT_AGENT}.hook{request}", "user", "hook", text, True, "hook"))
+        segments.append(
+            ContextSegment(f"{ROOT_AGENT}.hook{request}", "user", SegmentKind.HOOK, text, True, "hook")
+        )
     label = f"prompt {request}"
-    segments.append(SegmentPlan(f"{ROOT_AGENT}.p{request}", "user", "prompt", prompt, False, label))
+    segments.append(
+        ContextSegment(f"{ROOT_AGENT}.p{request}", "user", SegmentKind.PROMPT, prompt, False, label)
+    )
     return segments
 
 
-def rebuilt_segments(views: Iterable[SegmentView]) -> list[SegmentPlan]:
+def rebuilt_segments(segments: Iterable[ContextSegment]) -> list[ContextSegment]:
     """A resumed root's segments, exactly as the log left them (markers and summaries included)."""
-    return [
-        SegmentPlan(view.id, view.role, view.kind, view.text, view.pinned, view.label or view.kind)
-        for view in views
-    ]
+    return [segment if segment.label else replace(segment, label=segment.kind.value) for segment in segments]
 
 
-def record_segments(events: EventRecorder, segments: Sequence[SegmentPlan], counts: ContextCounts) -> None:
+def record_segments(events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts) -> None:
     """One ``segment`` event per segment, with the pool's token count."""
     for segment in segments:
         events.record(

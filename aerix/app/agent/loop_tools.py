@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aerix.app.live_context import PROTECTED_KINDS, ContextSegment, LiveContext
+from aerix.app.agent.live_context import LiveContext
 from aerix.domain import events as ev
+from aerix.domain.segments import PROTECTED_KINDS, ContextSegment, SegmentKind
 
 DELEGATION_UNAVAILABLE = "error: delegation is not available yet"
 
@@ -120,7 +121,9 @@ class ContextTool:
         ]
         edits += [{"op": "remove", "id": segment_id} for segment_id in rest]
         await self.live.edit(edits)
-        self.live.changed(first, kind="summary", label="summary", text=summary, role="user", pinned=True)
+        self.live.changed(
+            first, kind=SegmentKind.SUMMARY, label="summary", text=summary, role="user", pinned=True
+        )
         segment = self.live.get(first)
         tokens = segment.tokens if segment else None
         self._record("summarize", ids, summary, segment=first, tokens=tokens)
@@ -146,7 +149,7 @@ class ContextTool:
             return f"error: {problem}"
         pad = self.live.get(self.scratchpad_id)
         if pad is None:
-            pad = ContextSegment(self.scratchpad_id, "user", "scratchpad", text, True, "scratchpad")
+            pad = ContextSegment(self.scratchpad_id, "user", SegmentKind.SCRATCHPAD, text, True, "scratchpad")
             pad = await self.live.append(pad, record=False)
         else:
             joined = f"{pad.text}\n{text}" if pad.text else text

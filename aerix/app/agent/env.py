@@ -3,94 +3,32 @@
 
 The caller (a request for the root ``a1``; delegation for implementers and verifiers) creates
 the agent's pool context with its opening segments, records ``agent.spawn``, and hands both
-here; :func:`aerix.app.agent_loop.run_agent` does the rest and records ``agent.end``.
+here; :func:`aerix.app.agent.loop.run_agent` does the rest and records ``agent.end``.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 import anyio
 
-from aerix.app.ports import EventRecorder, PoolPort, PromptSource, SkillSource, SpoolWriter
+from aerix.app.ports import (
+    EventRecorder,
+    PoolPort,
+    PromptSource,
+    SkillSource,
+    SpoolWriter,
+    ToolRunnerFactory,
+)
 from aerix.domain import events as ev
+from aerix.domain.segments import ContextSegment
 from aerix.domain.settings import Settings
 from aerix.domain.tools import ToolSpec
 
 Outcome = Literal["done", "failed", "killed", "budget"]
-
-
-class SegmentLike(Protocol):
-    """An opening segment as the caller knows it (``root_context.SegmentPlan`` and the
-    projection's ``SegmentView`` both fit): the loop needs its kind to know what it may
-    compact, drop or summarize."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def role(self) -> ev.SegmentRole: ...
-
-    @property
-    def kind(self) -> ev.SegmentKind: ...
-
-    @property
-    def pinned(self) -> bool: ...
-
-    @property
-    def label(self) -> str | None: ...
-
-
-class JobOutcomeLike(Protocol):
-    """How a background job's process ended (``adapters.tools.process.ProcessOutcome``)."""
-
-    returncode: int | None
-    timed_out: bool
-    stopped: bool
-
-
-class JobReportLike(Protocol):
-    """A finished background job (``adapters.tools.bash.JobReport``)."""
-
-    @property
-    def job_id(self) -> str: ...
-
-    @property
-    def command(self) -> str: ...
-
-    @property
-    def outcome(self) -> JobOutcomeLike: ...
-
-    @property
-    def text(self) -> str: ...
-
-
-class JobsPort(Protocol):
-    """One agent's background jobs (``adapters.tools.bash.JobTable``)."""
-
-    def running_ids(self) -> list[str]: ...
-
-    def take_finished(self) -> Sequence[JobReportLike]: ...
-
-    def wait_for_one(self, cancel: threading.Event | None = None) -> Sequence[JobReportLike]: ...
-
-    def kill_all(self) -> Sequence[JobReportLike]: ...
-
-
-class ToolRunner(Protocol):
-    """Runs the tools that need no loop state (read, write, edit, bash, glob, grep, repo_map,
-    skill, the refused web tools); ``adapters.tools.LocalTools`` is one. ``run`` never raises
-    for a tool failure: it returns ``error: …``. It is called on a worker thread."""
-
-    @property
-    def jobs(self) -> JobsPort: ...
-
-    def run(self, tool: str, tool_input: Mapping[str, Any], cancel: threading.Event | None = None) -> str: ...
 
 
 #: Called with (agent id, a piece of output text) while a turn streams.
@@ -110,7 +48,7 @@ class AgentSpec:
     verifier: bool = False
     #: The context's opening segments in order, with their kinds. Segments the pool holds that
     #: are not listed here are treated as user turns: never compacted.
-    segments: Sequence[SegmentLike] = ()
+    segments: Sequence[ContextSegment] = ()
     #: The plan this agent starts with (a resumed root's, rebuilt from the log).
     plan: str | None = None
     #: Whether the member has the ``json`` constraint; None asks the pool (``member.list``).
@@ -127,12 +65,10 @@ class AgentEnvironment:
     settings: Settings
     cwd: Path
     spool: SpoolWriter
+    #: Makes each agent run's file, shell and search tools (on ``cwd``, its own job table).
+    tools: ToolRunnerFactory
     skills: SkillSource | None = None
-    clock: Callable[[], datetime] | None = None
     cancel: anyio.Event = field(default_factory=anyio.Event)
-    #: The file, shell and search tools; None: ``adapters.tools.LocalTools`` on ``cwd`` with
-    #: ``skills`` (built by the loop, one per agent run, with its own job table).
-    tools: ToolRunner | None = None
     on_token: OnAgentToken | None = None
 
 

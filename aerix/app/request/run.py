@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,28 +20,35 @@ from typing import Any
 import anyio
 
 from aerix import __version__
-from aerix.app import sessions as use
-from aerix.app.ports import DiffSource, PoolPort, PromptSource, SpoolWriter
-from aerix.app.request_run import EXIT_CODES, RootEnded, RootRun, run_root
-from aerix.app.root_context import (
-    SegmentPlan,
+from aerix.app.ports import (
+    Clock,
+    DiffSource,
+    PoolPort,
+    PoolStarter,
+    Project,
+    ProjectSource,
+    PromptSource,
+    RequestObserver,
+    RequestResult,
+    SessionStorage,
+    ToolRunnerFactory,
+)
+from aerix.app.request.recorder import RequestRecorder
+from aerix.app.request.root import EXIT_CODES, RootEnded, RootRun, run_root
+from aerix.app.request.root_context import (
     prompt_text,
     rebuilt_segments,
     request_segments,
     shared_prefix,
     system_text,
 )
-from aerix.app.routing import route_request
-from aerix.app.startup import (
-    BoundMembers,
-    PoolStarter,
-    Project,
-    ProjectSource,
-    bind_members,
-    startup_listing,
-)
+from aerix.app.request.routing import route_request
+from aerix.app.request.startup import BoundMembers, bind_members, startup_listing
+from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
+from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
-from aerix.domain.diffs import RequestDiff, Snapshot
+from aerix.domain.diffs import Snapshot
+from aerix.domain.segments import ContextSegment
 from aerix.errors import AerixError, UsageError
 
 
@@ -57,96 +63,15 @@ class RequestOptions:
     max_turns: int | None = None
 
 
-class RequestObserver:
-    """Hears what happens while a request runs; the output formats subclass it."""
-
-    def note(self, line: str) -> None:
-        """A startup or end note for stderr."""
-
-    def startup(self, listing: dict[str, Any]) -> None:
-        """What startup found and bound (``aerix.app.startup.startup_listing``), once the
-        members are bound and before the session starts."""
-
-    def event(self, record: ev.EventBase) -> None:
-        """A session event, just recorded."""
-
-    def token(self, agent: str, text: str) -> None:
-        """A piece of a generation's text as it streams."""
-
-
 @dataclass
 class RequestDeps:
     projects: ProjectSource
     pools: PoolStarter
-    sessions: use.SessionStorage
+    sessions: SessionStorage
     diffs: DiffSource
     prompts: PromptSource
-    spool_for: Callable[[use.SessionWriter], SpoolWriter]
-    clock: use.Clock = use.utc_now
-    #: Extra keyword arguments for the loop's AgentEnvironment (tools runner, agent catalog …).
-    agent_extras: Callable[[Project, use.SessionWriter], dict[str, Any]] = lambda project, writer: {}
-
-
-@dataclass(frozen=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    generations: int = 0
-
-
-@dataclass(frozen=True)
-class RequestResult:
-    """What a request ended with: everything the output formats print."""
-
-    session_id: str
-    outcome: str  # done | failed | killed | budget | cancelled
-    exit_code: int
-    result: str
-    reason: str | None
-    route: str | None
-    turns: int
-    usage: Usage
-    diff: RequestDiff
-    duration_ms: float
-    request: int = 1
-    resumed: bool = False
-    model: str | None = None
-    log: Path | None = None
-    notes: tuple[str, ...] = ()
-
-
-class Tap:
-    """The session writer, watched: every event goes to the observer, and the tap keeps the
-    request's usage totals and the paths its write/edit calls touched."""
-
-    def __init__(self, writer: use.SessionWriter, observer: RequestObserver) -> None:
-        self.writer = writer
-        self.observer = observer
-        self.touched: list[str] = []
-        self.prompt_tokens = self.completion_tokens = self.generations = 0
-
-    def record(self, event_cls: type[use.E], **fields: Any) -> use.E:
-        record = self.writer.record(event_cls, **fields)
-        if isinstance(record, ev.Message):
-            self._message(record)
-        elif isinstance(record, ev.AgentEnd):
-            self.touched.extend(record.files_touched)
-        self.observer.event(record)
-        return record
-
-    def _message(self, record: ev.Message) -> None:
-        if record.usage is not None:
-            self.prompt_tokens += record.usage.prompt_tokens
-            self.completion_tokens += record.usage.completion_tokens
-            self.generations += 1
-        for call in record.calls:
-            path = call.input.get("path")
-            if call.tool in ("write", "edit") and isinstance(path, str):
-                self.touched.append(path)
-
-    @property
-    def usage(self) -> Usage:
-        return Usage(self.prompt_tokens, self.completion_tokens, self.generations)
+    tools: ToolRunnerFactory
+    clock: Clock
 
 
 async def run_request(options: RequestOptions, deps: RequestDeps, observer: RequestObserver) -> RequestResult:
@@ -168,7 +93,9 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
         writer, start = _open_session(options, deps, project, members, resume, snapshot, _loaded(listing))
         observer.event(start)
         try:
-            request = _Request(options, deps, project, members, opened.pool, Tap(writer, observer), resume)
+            request = _Request(
+                options, deps, project, members, opened.pool, RequestRecorder(writer, observer), resume
+            )
             return await request.run(snapshot, began)
         finally:
             writer.close()
@@ -177,15 +104,15 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
             await opened.aclose()
 
 
-def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> use.ResumeState | None:
+def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
     if options.resume and options.continue_latest:
         raise UsageError("--resume and --continue both name a session; give one of them")
     session_id = options.resume
     if options.continue_latest:
-        session_id = use.latest_session(deps.sessions, project.key)
+        session_id = latest_session(deps.sessions, project.key)
         if session_id is None:
             raise UsageError("no session to continue in this project; run without --continue to start one")
-    return use.load_for_resume(deps.sessions, session_id) if session_id else None
+    return load_for_resume(deps.sessions, session_id) if session_id else None
 
 
 def _open_session(
@@ -193,10 +120,10 @@ def _open_session(
     deps: RequestDeps,
     project: Project,
     members: BoundMembers,
-    resume: use.ResumeState | None,
+    resume: ResumeState | None,
     snapshot: Snapshot,
     loaded: ev.Loaded,
-) -> tuple[use.SessionWriter, ev.SessionStart]:
+) -> tuple[SessionWriter, ev.SessionStart]:
     """The session's writer and the ``session.start`` of this request (written already)."""
     start: dict[str, Any] = {
         "cwd": str(project.cwd),
@@ -209,11 +136,11 @@ def _open_session(
         "loaded": loaded,
     }
     if resume is None:
-        writer = use.start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
+        writer = start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
         if writer.session.start is None:  # Session.begin records it; never None here
             raise RuntimeError("a new session without its session.start")
         return writer, writer.session.start
-    writer = use.reopen_session(deps.sessions, deps.clock, resume.session)
+    writer = reopen_session(deps.sessions, deps.clock, resume.session)
     record = writer.record(
         ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start
     )
@@ -241,8 +168,8 @@ class _Request:
     project: Project
     members: BoundMembers
     pool: PoolPort
-    tap: Tap
-    resume: use.ResumeState | None
+    tap: RequestRecorder
+    resume: ResumeState | None
     route: str | None = None
 
     @property
@@ -281,13 +208,13 @@ class _Request:
                 route=choice.choice,
                 max_turns=self.options.max_turns,
                 plan=self.resume.plan if self.resume else None,
-                spool=deps.spool_for(self.tap.writer),
-                extras=deps.agent_extras(project, self.tap.writer),
+                spool=self.tap,
+                tools=deps.tools,
                 on_token=self.tap.observer.token,
             )
         )
 
-    def _segments(self, prompt: str, route: str) -> tuple[list[SegmentPlan], list[SegmentPlan]]:
+    def _segments(self, prompt: str, route: str) -> tuple[list[ContextSegment], list[ContextSegment]]:
         """(a resumed root's segments, already in the log; this request's new segments)."""
         prompts = self.deps.prompts
         planner_tools = self.project.settings.delegation.planner_tools

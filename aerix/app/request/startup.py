@@ -3,7 +3,7 @@
 In the spec's order: resolve the directory, the settings, instruction files, enabled plugins,
 skills, agent definitions and hooks (``ProjectSource``); then find or start the pool and bind the members
 (``PoolStarter``, then :func:`bind_members`). Opening the session is the request's own step
-(``aerix.app.request``), because a resumed session is refused before any pool is started.
+(``aerix.app.request.run``), because a resumed session is refused before any pool is started.
 
 Plugins and hooks are discovered and listed here only (``startup_listing``, which the output
 shows); what they do is another piece of work.
@@ -11,80 +11,16 @@ shows); what they do is another piece of work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from aerix.app.ports import AgentDefinitionSource, MemberInfo, PoolPort, SkillSource
-from aerix.domain.settings import PoolSettings, Settings
+from aerix.app.ports import MemberInfo, PoolPort, Project
+from aerix.domain.settings import PoolSettings
 from aerix.domain.tools import TOOL_NAMES
 from aerix.errors import PoolError
 
 MAIN_MEMBER = "main"
 DECISION_MEMBER = "decision"
-
-
-@dataclass(frozen=True)
-class PluginInfo:
-    """A plugin found at startup, with what it would bring. Listed only: its skills, agents,
-    commands and hooks do not act yet."""
-
-    name: str
-    path: Path
-    scope: str  # "user" or "project"
-    enabled: bool
-    version: str | None = None
-    description: str = ""
-    skills: tuple[str, ...] = ()
-    agents: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    hooks: tuple[str, ...] = ()  # "PreToolUse (2)", as hook_listing gives them
-
-
-@dataclass(frozen=True)
-class Project:
-    """Everything read from disk for one run in ``cwd``."""
-
-    cwd: Path
-    root: Path  # the repository root, else cwd: where project settings, skills and agents live
-    key: str  # the project key: the folder its sessions live in
-    settings: Settings
-    settings_files: tuple[Path, ...]
-    instruction_files: tuple[Path, ...]
-    instructions: str  # the instructions segment's text ('' when there are none)
-    skills: SkillSource
-    agents: AgentDefinitionSource
-    hooks: tuple[str, ...]  # "PreToolUse (2)": configured events and their handler counts
-    plugins: tuple[PluginInfo, ...] = ()
-    notes: tuple[str, ...] = ()
-
-
-class ProjectSource(Protocol):
-    """Reads a project's settings and files (``aerix.adapters.project.ProjectFiles``)."""
-
-    def load(self, cwd: Path) -> Project: ...
-
-
-@dataclass
-class OpenedPool:
-    """A pool to talk to, and how it was found."""
-
-    pool: PoolPort
-    socket: Path
-    pid: int
-    started: bool
-
-    async def aclose(self) -> None:
-        closer = getattr(self.pool, "aclose", None)
-        if closer is not None:
-            await closer()
-
-
-class PoolStarter(Protocol):
-    """Finds the pool on the configured socket, or starts it (``aerix.adapters.autostart``)."""
-
-    async def open(self, settings: PoolSettings) -> OpenedPool: ...
 
 
 @dataclass(frozen=True)
@@ -98,18 +34,6 @@ class BoundMembers:
     @property
     def router(self) -> MemberInfo:
         return self.decision or self.main
-
-
-def hook_listing(hooks: Mapping[str, tuple[object, ...]], disabled: bool) -> tuple[str, ...]:
-    """The configured hook events with their handler counts, for the startup block."""
-    if disabled:
-        return ()
-    listing = []
-    for event, groups in hooks.items():
-        handlers = sum(len(getattr(group, "hooks", ())) for group in groups)
-        if handlers:
-            listing.append(f"{event} ({handlers})")
-    return tuple(listing)
 
 
 async def bind_members(pool: PoolPort, settings: PoolSettings) -> BoundMembers:

@@ -16,63 +16,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
-from aerix.app.agent_env import SegmentLike
 from aerix.app.ports import ContextCounts, EventRecorder, PoolPort, PromptSource
 from aerix.domain import events as ev
-from aerix.domain.compaction import (
-    ContextBudget,
-    SegmentInfo,
-    SegmentKind,
-    needs_compaction,
-    plan_compaction,
-)
+from aerix.domain.compaction import ContextBudget, needs_compaction, plan_compaction
+from aerix.domain.segments import ContextSegment, SegmentKind
 
-#: Segment kinds ``context drop`` and ``context summarize`` refuse.
-PROTECTED_KINDS: frozenset[str] = frozenset({"system", "instructions", "scratchpad"})
 #: The label of the runtime's notes to the model (re-asks, dropped calls, compaction).
 NOTE_LABEL = "note"
 
-#: The event kinds, as the compaction planner names them.
-_PLANNER_KINDS: dict[str, SegmentKind] = {
-    "system": SegmentKind.SYSTEM,
-    "instructions": SegmentKind.INSTRUCTIONS,
-    "hook": SegmentKind.HOOK_CONTEXT,
-    "prompt": SegmentKind.USER,
-    "tool_result": SegmentKind.TOOL_RESULT,
-    "assistant": SegmentKind.ASSISTANT,
-    "brief": SegmentKind.BRIEF,
-    "summary": SegmentKind.SUMMARY,
-    "scratchpad": SegmentKind.SCRATCHPAD,
-    "marker": SegmentKind.MARKER,
-}
 _NUMBERED_ID = re.compile(r"\.([a-z])(\d+)(?:\.|$)")
-
-
-@dataclass(frozen=True)
-class ContextSegment:
-    """One segment of the agent's context; ``tokens`` is the pool's count."""
-
-    id: str
-    role: ev.SegmentRole
-    kind: ev.SegmentKind
-    text: str | None = None  # None for opening segments whose text the loop was not given
-    pinned: bool = False
-    label: str | None = None
-    tokens: int = 0
-    call: str | None = None
-    tool: str | None = None
-
-    def wire(self) -> dict[str, Any]:
-        return {"id": self.id, "role": self.role, "text": self.text or "", "pinned": self.pinned}
-
-    def planner_info(self) -> SegmentInfo:
-        kind = _PLANNER_KINDS.get(self.kind, SegmentKind.USER)
-        if self.label == NOTE_LABEL:
-            kind = SegmentKind.NOTE
-        return SegmentInfo(self.id, kind, self.role, self.pinned, self.tokens, self.call, self.tool)
 
 
 class LiveContext:
@@ -90,28 +45,16 @@ class LiveContext:
         self.tokens = 0
         self._next: dict[str, int] = {}
 
-    async def open(self, known: Sequence[SegmentLike]) -> None:
-        """Read the pool's segments; kinds come from ``known`` (others count as user turns)."""
+    async def open(self, known: Sequence[ContextSegment]) -> None:
+        """Read the pool's segments; what the loop knows of each comes from ``known`` (a segment
+        the pool holds that is not listed counts as a user turn)."""
         by_id = {segment.id: segment for segment in known}
         counts = await self.pool.get_context(self.context_id)
         for count in counts.segments:
             given = by_id.get(count.id)
             if given is None:
-                self.segments.append(ContextSegment(count.id, "user", "prompt", label=count.id))
-            else:
-                text = getattr(given, "text", None)
-                self.segments.append(
-                    ContextSegment(
-                        count.id,
-                        given.role,
-                        given.kind,
-                        text if isinstance(text, str) else None,
-                        given.pinned,
-                        given.label,
-                        call=getattr(given, "call", None),
-                        tool=getattr(given, "tool", None),
-                    )
-                )
+                given = ContextSegment(count.id, "user", SegmentKind.PROMPT, label=count.id)
+            self.segments.append(given)
         self._apply(counts)
         self._continue_numbering(segment.id for segment in self.segments)
 
@@ -209,7 +152,7 @@ class LiveContext:
     async def add_note(self, text: str, *, label: str = NOTE_LABEL) -> ContextSegment:
         """A note from the runtime to the model, as a user segment."""
         note_id = f"{self.agent_id}.n{self.next_number('n')}"
-        return await self.append(ContextSegment(note_id, "user", "prompt", text, label=label))
+        return await self.append(ContextSegment(note_id, "user", SegmentKind.PROMPT, text, label=label))
 
     def _apply(self, counts: ContextCounts) -> None:
         tokens = {count.id: count.tokens for count in counts.segments}
@@ -230,14 +173,14 @@ async def compact(live: LiveContext, prompts: PromptSource, trigger: Trigger = "
     """One compaction pass: markers replace unpinned tool results oldest first, then unpinned
     assistant turns, until the target; a ``compaction`` event and a note. False when there was
     nothing to take."""
-    plan = plan_compaction([segment.planner_info() for segment in live.segments], live.budget)
+    plan = plan_compaction(live.segments, live.budget)
     if not plan.replacements:
         return False
     before = live.tokens
     await live.edit([{"op": "replace", "id": r.segment_id, "text": r.marker} for r in plan.replacements])
     replaced = []
     for replacement in plan.replacements:
-        live.changed(replacement.segment_id, kind="marker", text=replacement.marker, pinned=False)
+        live.changed(replacement.segment_id, kind=SegmentKind.MARKER, text=replacement.marker, pinned=False)
         segment = live.get(replacement.segment_id)
         tokens = segment.tokens if segment else None
         replaced.append(ev.Replaced(id=replacement.segment_id, marker=replacement.marker, tokens=tokens))

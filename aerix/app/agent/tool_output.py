@@ -13,12 +13,10 @@ appended: RESULT_APPEND_TRIES attempts in all. ``append_result`` runs those atte
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-from aerix.app.ports import SpoolWriter
+from aerix.app.ports import ResultTarget, SpoolWriter
 from aerix.domain import bounds
 
 
@@ -92,23 +90,6 @@ class ToolOutput:
     def pointer_only(self) -> str:
         """The last resort: only the pointer to the whole output."""
         return pointer_line(self.size, self._spooled())
-
-
-class ResultTarget(Protocol):
-    """The loop's side of appending one result to an agent's context."""
-
-    def room_tokens(self) -> Awaitable[int]:
-        """Tokens the result may take now (see ``ContextBudget.result_room``)."""
-        ...
-
-    def try_append(self, text: str) -> Awaitable[bool]:
-        """Append the result segment; False when the pool's count shows it does not fit (the
-        segment is then removed again)."""
-        ...
-
-    def compact(self) -> Awaitable[None]:
-        """Run one compaction pass."""
-        ...
 
 
 @dataclass(frozen=True)

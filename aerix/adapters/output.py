@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any, Final, Literal, TextIO
 
-from aerix.app.request import RequestObserver, RequestResult
+from aerix.app.request.run import RequestObserver, RequestResult
 from aerix.domain import events as ev
 
 OutputFormat = Literal["text", "json", "stream-json"]
@@ -144,7 +144,7 @@ def error_object(message: str, exit_code: int) -> dict[str, Any]:
 
 def stream_lines(record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The ``stream-json`` lines of one session event; ``listing`` (what startup found, see
-    ``aerix.app.startup.startup_listing``) joins the ``init`` line."""
+    ``aerix.app.request.startup.startup_listing``) joins the ``init`` line."""
     if isinstance(record, ev.SessionStart):
         return [
             {

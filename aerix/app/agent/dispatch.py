@@ -3,7 +3,7 @@
 The calls run in order; ``agent`` calls run after the others (delegation is not built yet, so
 each is the result ``error: delegation is not available yet``). Results are appended in call
 order as user segments headed ``[<tool> <id>]``, each within its ``context.tool_caps`` entry and
-fitted to the room the window leaves (:mod:`aerix.app.tool_output`): fitted, fitted after one
+fitted to the room the window leaves (:mod:`aerix.app.agent.tool_output`): fitted, fitted after one
 compaction, else the spool pointer alone. A tool error is a result like any other.
 
 Background jobs: a ``bash`` call with ``background`` starts a job (a ``job`` event); finished
@@ -22,13 +22,13 @@ from typing import Any, Literal
 
 import anyio
 
-from aerix.app.agent_env import JobReportLike, ToolRunner
-from aerix.app.agent_tools import DELEGATION_UNAVAILABLE, ContextTool, PlanState, plan_tool
-from aerix.app.live_context import ContextSegment, LiveContext, compact
-from aerix.app.ports import PromptSource, SpoolWriter
-from aerix.app.tool_output import ToolOutput, append_result
+from aerix.app.agent.live_context import LiveContext, compact
+from aerix.app.agent.loop_tools import DELEGATION_UNAVAILABLE, ContextTool, PlanState, plan_tool
+from aerix.app.agent.tool_output import ToolOutput, append_result
+from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolRunner
 from aerix.domain import bounds
 from aerix.domain import events as ev
+from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ToolCaps
 from aerix.domain.turns import ToolCall, Turn
 
@@ -244,7 +244,7 @@ class _ResultTarget:
         segment = ContextSegment(
             self.segment_id,
             "user",
-            "tool_result",
+            SegmentKind.TOOL_RESULT,
             body,
             label=f"{self.tool} {self.call_id or ''}".strip(),
             call=self.call_id,

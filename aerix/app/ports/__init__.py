@@ -1,0 +1,107 @@
+"""The ports the application layer talks to, and every value that crosses them.
+
+Adapters implement the Protocols; ``aerix.wiring`` hands the real ones to the use cases. Tests
+may use small in-memory versions for pure logic, and the real adapters where a test claims to
+test them. Nothing from a third-party library appears in a port's signature.
+
+    pool      PoolPort, PoolStarter, OpenedPool, and the pool's figures (MemberInfo, ContextCounts,
+              GenerationDone …)
+    sessions  SessionStorage, EventRecorder, SessionRef, ImportPlan, ClaudeSessionSource
+    project   ProjectSource, Project, PluginInfo, SkillSource, AgentDefinitionSource,
+              AgentDefinition, PromptSource
+    tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
+    diffs     DiffSource
+    request   RequestObserver, RequestResult, RequestUsage
+"""
+
+from aerix.app.ports.diffs import DiffSource
+from aerix.app.ports.pool import (
+    ContextCounts,
+    ContextEditOp,
+    GenerationDone,
+    GenerationTimings,
+    MemberInfo,
+    OnProgress,
+    OnToken,
+    OpenedPool,
+    PoolPort,
+    PoolStarter,
+    SegmentAppend,
+    SegmentCount,
+    SegmentSpec,
+    TokenLogprob,
+)
+from aerix.app.ports.project import (
+    AgentDefinition,
+    AgentDefinitionSource,
+    PluginInfo,
+    Project,
+    ProjectSource,
+    PromptSource,
+    SkillSource,
+)
+from aerix.app.ports.request import RequestObserver, RequestResult, RequestUsage
+from aerix.app.ports.sessions import (
+    ClaudeSessionSource,
+    Clock,
+    EventRecorder,
+    FoundTranscripts,
+    ImportPlan,
+    PlannedEvent,
+    SessionRef,
+    SessionStorage,
+    SessionSummary,
+)
+from aerix.app.ports.tools import (
+    JobOutcomeLike,
+    JobReportLike,
+    JobsPort,
+    ResultTarget,
+    SpoolWriter,
+    ToolRunner,
+    ToolRunnerFactory,
+)
+
+__all__ = [
+    "AgentDefinition",
+    "AgentDefinitionSource",
+    "ClaudeSessionSource",
+    "Clock",
+    "ContextCounts",
+    "ContextEditOp",
+    "DiffSource",
+    "EventRecorder",
+    "FoundTranscripts",
+    "GenerationDone",
+    "GenerationTimings",
+    "ImportPlan",
+    "JobOutcomeLike",
+    "JobReportLike",
+    "JobsPort",
+    "MemberInfo",
+    "OnProgress",
+    "OnToken",
+    "OpenedPool",
+    "PlannedEvent",
+    "PluginInfo",
+    "PoolPort",
+    "PoolStarter",
+    "Project",
+    "ProjectSource",
+    "PromptSource",
+    "RequestObserver",
+    "RequestResult",
+    "RequestUsage",
+    "ResultTarget",
+    "SegmentAppend",
+    "SegmentCount",
+    "SegmentSpec",
+    "SessionRef",
+    "SessionStorage",
+    "SessionSummary",
+    "SkillSource",
+    "SpoolWriter",
+    "TokenLogprob",
+    "ToolRunner",
+    "ToolRunnerFactory",
+]

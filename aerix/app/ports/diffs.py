@@ -1,0 +1,17 @@
+"""The working tree's snapshot and the request's diff (``aerix.adapters.git_diff.GitDiffs``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+from aerix.domain.diffs import RequestDiff, Snapshot
+
+
+class DiffSource(Protocol):
+    """The request's snapshot and diff."""
+
+    def snapshot(self, cwd: Path) -> Snapshot: ...
+
+    def diff(self, snapshot: Snapshot, touched: Iterable[Path | str] = ()) -> RequestDiff: ...

@@ -1,0 +1,95 @@
+"""What startup reads from disk for one run: the project, its skills, agent definitions and
+plugins, and the prompt texts. ``aerix.adapters.project.ProjectFiles`` reads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from aerix.domain.settings import Settings
+
+
+class PromptSource(Protocol):
+    """The prompt texts by name (``system``, ``routing``, ``planner``, ``brief``, ``verifier``,
+    ``compacted``): the embedded ones now, a profile commit's later."""
+
+    def get(self, name: str) -> str: ...
+
+
+class SkillSource(Protocol):
+    """The skills one run knows (``aerix.adapters.skills.SkillCatalog`` is one)."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def render_listing(self, max_chars: int) -> str: ...
+
+    def expand_prompt(self, prompt: str) -> str: ...
+
+    def run_tool(self, name: str | None, args: str = "", list_all: bool = False) -> str:
+        """The ``skill`` tool: a skill's text (``$ARGUMENTS`` replaced), or the listing."""
+        ...
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    """An agent definition (``.aerix/agents/*.md``, ``.claude/agents/*.md`` …): its body is
+    appended to its implementer's context."""
+
+    name: str
+    description: str
+    tools: tuple[str, ...] | None  # None: every tool
+    model: str | None  # None: the calling agent's member
+    max_turns: int | None  # None: delegation.max_turns
+    body: str
+    path: Path
+
+
+class AgentDefinitionSource(Protocol):
+    """The agent definitions one run knows (``aerix.adapters.agent_definitions.AgentCatalog``)."""
+
+    @property
+    def names(self) -> tuple[str, ...]: ...
+
+    def get(self, name: str) -> AgentDefinition | None: ...
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """A plugin found at startup, with what it brings."""
+
+    name: str
+    path: Path
+    scope: str  # "user" or "project"
+    enabled: bool
+    version: str | None = None
+    description: str = ""
+    skills: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    hooks: tuple[str, ...] = ()  # "PreToolUse (2)", as hook_listing gives them
+
+
+@dataclass(frozen=True)
+class Project:
+    """Everything read from disk for one run in ``cwd``."""
+
+    cwd: Path
+    root: Path  # the repository root, else cwd: where project settings, skills and agents live
+    key: str  # the project key: the folder its sessions live in
+    settings: Settings
+    settings_files: tuple[Path, ...]
+    instruction_files: tuple[Path, ...]
+    instructions: str  # the instructions segment's text ('' when there are none)
+    skills: SkillSource
+    agents: AgentDefinitionSource
+    hooks: tuple[str, ...]  # "PreToolUse (2)": configured events and their handler counts
+    plugins: tuple[PluginInfo, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+class ProjectSource(Protocol):
+    """Reads a project's settings and files (``aerix.adapters.project.ProjectFiles``)."""
+
+    def load(self, cwd: Path) -> Project: ...

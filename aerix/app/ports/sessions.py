@@ -1,0 +1,130 @@
+"""The session store port, and the values that cross it.
+
+``aerix.adapters.session_store.SessionFiles`` implements ``SessionStorage`` over the JSONL logs;
+``aerix.adapters.claude_import.ClaudeImports`` implements ``ClaudeSessionSource``. No
+third-party type crosses: the store is given the Session aggregate's own events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from aerix.domain import events as ev
+from aerix.domain.session import Recorded
+
+Clock = Callable[[], datetime]
+E = TypeVar("E", bound=ev.EventBase)
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    """Where a session lives: its id, its project key and that project's folder."""
+
+    id: str
+    project: str
+    folder: Path
+
+    @property
+    def log(self) -> Path:
+        return self.folder / f"{self.id}.jsonl"
+
+    @property
+    def transcript(self) -> Path:
+        return self.folder / f"{self.id}.claude.jsonl"
+
+
+class EventRecorder(Protocol):
+    """Appends events to the session log (``aerix.app.sessions.writer.SessionWriter`` is one):
+    ``seq``, ``time`` and ``v`` are filled in, the line is on disk when it returns."""
+
+    def record(self, event_cls: type[E], **fields: Any) -> E: ...
+
+
+class SessionStorage(Protocol):
+    """What the session use cases need from the store."""
+
+    def ref(self, project: str, session_id: str) -> SessionRef: ...
+    def refs(self, project: str | None = None) -> list[SessionRef]: ...
+    def find(self, id_or_prefix: str) -> SessionRef: ...
+    def exists(self, ref: SessionRef) -> bool: ...
+    def read(self, ref: SessionRef) -> list[ev.EventBase]: ...
+    def append(self, ref: SessionRef, events: Sequence[Recorded]) -> None:
+        """Write the aggregate's new events; ``SessionBusy`` when another writer got there first."""
+        ...
+
+    def index_locked(self, project: str) -> AbstractContextManager[dict[str, dict[str, Any]]]: ...
+    def load_index(self, project: str) -> dict[str, dict[str, Any]]: ...
+    def projects(self) -> list[str]: ...
+    def write_transcript(self, ref: SessionRef, lines: list[str]) -> Path: ...
+    def remove(self, ref: SessionRef) -> list[Path]: ...
+    def acquire(self, ref: SessionRef) -> int: ...
+    def release(self, ref: SessionRef) -> None: ...
+    def spool(self, ref: SessionRef, name: str, text: str) -> Path: ...
+    def replace_if_changed(self, ref: SessionRef, events: Sequence[Recorded]) -> str: ...
+    def is_locked(self, ref: SessionRef) -> bool: ...
+    def notices(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class PlannedEvent:
+    """An event to record, with its own time (imports keep the original times)."""
+
+    cls: type[ev.EventBase]
+    time: datetime
+    fields: dict[str, Any]
+
+
+@dataclass
+class ImportPlan:
+    """A foreign session, converted: its start fields and the events after it."""
+
+    start: dict[str, Any]
+    start_time: datetime
+    events: list[PlannedEvent] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FoundTranscripts:
+    """What a look for Claude Code transcripts found: the files that hold sessions (converted,
+    one plan per session) and the files that hold none."""
+
+    files: tuple[Path, ...]
+    plans: tuple[ImportPlan, ...]
+    not_transcripts: tuple[Path, ...]
+
+
+class ClaudeSessionSource(Protocol):
+    """Claude Code's transcripts, read and converted for the store."""
+
+    def default_sources(self) -> list[Path]:
+        """Claude Code's own projects folder."""
+        ...
+
+    def find(self, sources: Sequence[Path]) -> FoundTranscripts:
+        """Read every ``.jsonl`` under ``sources`` and convert each session in them."""
+        ...
+
+
+class SessionSummary(Protocol):
+    """One session as ``aerix sessions list`` shows it (``projections.index.IndexEntry``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def updated(self) -> datetime | None: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def tags(self) -> list[str]: ...

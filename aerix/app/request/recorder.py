@@ -1,0 +1,50 @@
+"""The request's recorder: the session writer, with the observer listening and the request's
+own tallies kept as events go by."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aerix.app.ports import RequestObserver, RequestUsage
+from aerix.app.ports.sessions import E
+from aerix.app.sessions.writer import SessionWriter
+from aerix.domain import events as ev
+
+
+class RequestRecorder:
+    """Records the request's events through its session writer (an ``EventRecorder``): every
+    event goes on to the observer, and the recorder keeps the request's usage totals and the
+    paths its write/edit calls touched. It is the request's spool too (the writer's)."""
+
+    def __init__(self, writer: SessionWriter, observer: RequestObserver) -> None:
+        self.writer = writer
+        self.observer = observer
+        self.touched: list[str] = []
+        self.prompt_tokens = self.completion_tokens = self.generations = 0
+
+    def record(self, event_cls: type[E], **fields: Any) -> E:
+        record = self.writer.record(event_cls, **fields)
+        if isinstance(record, ev.Message):
+            self._message(record)
+        elif isinstance(record, ev.AgentEnd):
+            self.touched.extend(record.files_touched)
+        self.observer.event(record)
+        return record
+
+    def write_spool(self, name: str, text: str) -> Path:
+        return self.writer.write_spool(name, text)
+
+    def _message(self, record: ev.Message) -> None:
+        if record.usage is not None:
+            self.prompt_tokens += record.usage.prompt_tokens
+            self.completion_tokens += record.usage.completion_tokens
+            self.generations += 1
+        for call in record.calls:
+            path = call.input.get("path")
+            if call.tool in ("write", "edit") and isinstance(path, str):
+                self.touched.append(path)
+
+    @property
+    def usage(self) -> RequestUsage:
+        return RequestUsage(self.prompt_tokens, self.completion_tokens, self.generations)

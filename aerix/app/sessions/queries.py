@@ -1,0 +1,179 @@
+"""Reading and keeping sessions: resume, the latest session, list, show, remove, rebuild.
+
+Each function takes the store (``SessionStorage``) and returns plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aerix.app.ports import SessionRef, SessionStorage
+from aerix.domain import events as ev
+from aerix.domain.segments import ROOT_AGENT
+from aerix.domain.session import CLAUDE_CODE_TAG
+from aerix.errors import (
+    SessionBusy,
+    SessionLogCorrupt,
+    SessionNotFound,
+    SessionNotResumable,
+    SessionSchemaTooNew,
+)
+from aerix.projections.base import feed_all
+from aerix.projections.contexts import AgentContext, Contexts
+from aerix.projections.index import IndexEntry
+from aerix.projections.transcript import ClaudeTranscript, transcript_lines
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """What ``--resume``/``--continue`` need: the root's context and plan, and the first start."""
+
+    session: str
+    project: str
+    start: ev.SessionStart
+    requests: int
+    root: AgentContext
+    plan: str | None
+    last_seq: int
+
+
+def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
+    """Rebuild the root agent's context and plan from the log. Subagents are not resumed."""
+    ref = storage.find(session_id)
+    records = storage.read(ref)
+    if not records or not isinstance(records[0], ev.SessionStart):
+        raise SessionNotFound(session_id)
+    start = records[0]
+    if CLAUDE_CODE_TAG in start.tags:
+        raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
+    contexts = Contexts()
+    contexts.feed(record for record in records if ev.agent_of(record) in (None, ROOT_AGENT))
+    root = contexts.agents.get(ROOT_AGENT, AgentContext(ROOT_AGENT, kind="root"))
+    requests = sum(1 for record in records if isinstance(record, ev.SessionStart))
+    return ResumeState(ref.id, ref.project, start, requests, root, root.plan, records[-1].seq)
+
+
+def latest_session(storage: SessionStorage, project: str) -> str | None:
+    """The project's most recently updated aerix session (``--continue``), if any."""
+    entries = [entry for entry in list_sessions(storage, project) if not entry.imported]
+    return entries[0].id if entries else None
+
+
+def list_sessions(
+    storage: SessionStorage, project: str | None = None, unreadable: list[str] | None = None
+) -> list[IndexEntry]:
+    """Index entries, newest first; a log the index does not know yet is folded and added. A log
+    that cannot be read is left out (its error line joins ``unreadable``): one damaged log must
+    not hide every other session."""
+    result: list[IndexEntry] = []
+    projects = [project] if project else storage.projects()
+    for name in projects:
+        known = storage.load_index(name)
+        refs = storage.refs(name)
+        missing = [ref for ref in refs if ref.id not in known]
+        stale = set(known) - {ref.id for ref in refs}
+        if missing or stale:
+            with storage.index_locked(name) as entries:
+                for session_id in stale:
+                    entries.pop(session_id, None)
+                for ref in missing:
+                    entry = IndexEntry()
+                    try:
+                        entry.feed(storage.read(ref))
+                    except (SessionLogCorrupt, SessionSchemaTooNew) as error:
+                        if unreadable is not None:
+                            unreadable.append(f"{ref.project}/{ref.id} left out: {error}")
+                        continue
+                    if entry.id:
+                        entries[ref.id] = entry.to_json()
+                known = dict(entries)
+        result.extend(IndexEntry.from_json(entry) for entry in known.values())
+    result.sort(key=lambda entry: (entry.updated or _EPOCH, entry.id), reverse=True)
+    return result
+
+
+def show_session(storage: SessionStorage, session_id: str) -> tuple[SessionRef, list[ev.EventBase]]:
+    ref = storage.find(session_id)
+    return ref, storage.read(ref)
+
+
+RemoveHook = Callable[[SessionRef, ev.SessionStart | None], None]
+
+
+def remove_session(storage: SessionStorage, session_id: str, also: RemoveHook | None = None) -> list[Path]:
+    """Delete a session's log, spool, transcript and index entry. ``also`` runs first with the
+    session's start (the profile's ``session/<id>`` branch is removed there, by its owner)."""
+    ref = storage.find(session_id)
+    if storage.is_locked(ref):
+        raise SessionBusy(ref.id, "a running aerix")
+    if also is not None:
+        records = storage.read(ref)
+        start = records[0] if records and isinstance(records[0], ev.SessionStart) else None
+        also(ref, start)
+    removed = storage.remove(ref)
+    with storage.index_locked(ref.project) as entries:
+        entries.pop(ref.id, None)
+    return removed
+
+
+# ---- rebuild ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class RebuildReport:
+    session: str
+    project: str
+    events: int = 0
+    problems: list[str] = field(default_factory=list)
+    transcript: Path | None = None
+
+
+def rebuild(storage: SessionStorage, session_id: str | None = None) -> list[RebuildReport]:
+    """Verify each log, rebuild its index entry and transcript from scratch; one report each."""
+    refs = [storage.find(session_id)] if session_id else storage.refs()
+    reports = []
+    for project in sorted({ref.project for ref in refs}):
+        with storage.index_locked(project) as entries:
+            if session_id is None:
+                entries.clear()
+            for ref in (ref for ref in refs if ref.project == project):
+                reports.append(_rebuild_one(storage, ref, entries))
+    return reports
+
+
+def _rebuild_one(
+    storage: SessionStorage, ref: SessionRef, entries: dict[str, dict[str, Any]]
+) -> RebuildReport:
+    report = RebuildReport(ref.id, ref.project)
+    try:
+        records = storage.read(ref)
+    except Exception as exc:
+        report.problems.append(str(exc))
+        entries.pop(ref.id, None)
+        return report
+    report.problems.extend(storage.notices())
+    report.problems.extend(verify(records, ref.log))
+    report.events = len(records)
+    entry, transcript = IndexEntry(), ClaudeTranscript()
+    feed_all([entry, transcript], records)
+    if entry.id:
+        entries[ref.id] = entry.to_json()
+    report.transcript = storage.write_transcript(ref, transcript_lines(transcript))
+    return report
+
+
+def verify(records: list[ev.EventBase], log: Path) -> Iterator[str]:
+    """What is wrong with a log's sequence (each line already parsed as an event)."""
+    if records and not isinstance(records[0], ev.SessionStart):
+        yield f"{log}:1: the first event is {records[0].type}, not session.start"
+    expected = 1
+    for number, record in enumerate(records, 1):
+        if record.seq != expected:
+            yield f"{log}:{number}: seq {record.seq} where {expected} was expected"
+        expected = record.seq + 1

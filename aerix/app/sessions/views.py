@@ -1,0 +1,30 @@
+"""The projections a session keeps on disk beside its log: its ``index.json`` entry and its
+Claude Code transcript. Both are folds of the log, rebuilt from it whenever asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aerix.app.ports import SessionRef, SessionStorage
+from aerix.projections.index import IndexEntry
+from aerix.projections.transcript import ClaudeTranscript, transcript_lines
+
+
+def write_transcript(storage: SessionStorage, ref: SessionRef) -> Path:
+    transcript = ClaudeTranscript()
+    transcript.feed(storage.read(ref))
+    return storage.write_transcript(ref, transcript_lines(transcript))
+
+
+def update_index(storage: SessionStorage, ref: SessionRef) -> IndexEntry:
+    """Bring the session's index entry up to its log, folding only the events it has not seen."""
+    records = storage.read(ref)
+    with storage.index_locked(ref.project) as entries:
+        stored = entries.get(ref.id)
+        entry = IndexEntry.from_json(stored) if stored else IndexEntry()
+        if records and entry.position > records[-1].seq:
+            entry = IndexEntry()  # the log was replaced by a shorter one: fold it again
+        entry.feed(records)
+        if entry.id:
+            entries[ref.id] = entry.to_json()
+    return entry

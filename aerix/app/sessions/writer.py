@@ -1,0 +1,89 @@
+"""Writing a session: the one writer of a log, and opening a session new or to append to.
+
+The agent loop records through ``SessionWriter``; every ``record`` is one line on disk before it
+returns. Starting a session writes its ``session.start``; reopening one (``--resume``,
+``--continue``) becomes its only writer before reading it, so nothing is appended in between.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aerix.app.ports import Clock, SessionRef, SessionStorage
+from aerix.app.ports.sessions import E
+from aerix.app.sessions.views import update_index, write_transcript
+from aerix.domain import events as ev
+from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
+from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable
+
+
+class SessionWriter:
+    """The one writer of a session: every ``record`` is one line on disk before it returns."""
+
+    def __init__(self, storage: SessionStorage, ref: SessionRef, session: Session, clock: Clock) -> None:
+        self.storage = storage
+        self.ref = ref
+        self.session = session
+        self.clock = clock
+        self._closed = False
+        last = storage.acquire(ref)
+        if last != session.version - len(session.pending_events):
+            storage.release(ref)
+            raise SessionBusy(ref.id, f"its log already reaches seq {last}")
+        self._save()
+
+    @property
+    def log_path(self) -> Path:
+        return self.ref.log
+
+    def record(self, event_cls: type[E], **fields: Any) -> E:
+        """Append one event now (``seq``, ``time`` and ``v`` are filled in)."""
+        if self._closed:
+            raise RuntimeError(f"session {self.ref.id} writer is closed")
+        record = self.session.record(event_cls, self.clock(), **fields)
+        self._save()
+        if isinstance(record, ev.SessionEnd):
+            update_index(self.storage, self.ref)
+        return record
+
+    def write_spool(self, name: str, text: str) -> Path:
+        """Write a cut result's whole text once under ``name`` (``a1.c3``); returns the absolute
+        path for the pointer line (the ``SpoolWriter`` port)."""
+        return self.storage.spool(self.ref, name, text)
+
+    def transcript(self) -> Path:
+        """Rebuild ``<id>.claude.jsonl`` (hooks ask for it before they fire)."""
+        return write_transcript(self.storage, self.ref)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            update_index(self.storage, self.ref)
+            self.storage.release(self.ref)
+
+    def _save(self) -> None:
+        self.storage.append(self.ref, self.session.take_new_events())
+
+
+def start_session(storage: SessionStorage, clock: Clock, **start: Any) -> SessionWriter:
+    """Create a session from its ``session.start`` fields (``session`` and ``project`` included)."""
+    ref = storage.ref(start["project"], start["session"])
+    session = Session.begin(clock(), **start)
+    return SessionWriter(storage, ref, session, clock)
+
+
+def reopen_session(storage: SessionStorage, clock: Clock, session_id: str) -> SessionWriter:
+    """Become the writer of an existing session, to append a new request to it."""
+    ref = storage.find(session_id)
+    storage.acquire(ref)  # before reading, so nothing is appended between the read and the first write
+    try:
+        session = replay(ref.id, storage.read(ref))
+        if session is None:
+            raise SessionNotFound(session_id)
+        if session.imported:
+            raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
+        return SessionWriter(storage, ref, session, clock)
+    except BaseException:
+        storage.release(ref)
+        raise
