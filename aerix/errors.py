@@ -7,6 +7,9 @@ into these at the adapter that met them and re-raised ``from`` the original.
 
     AerixError
     ├── UsageError                    bad command-line input
+    ├── SettingsError                 a settings file that cannot be used
+    ├── UnknownPrompt                 a prompt name the release does not embed
+    ├── FileUnusable                  a file or folder aerix needs cannot be read or written
     ├── PoolError                     the model pool (code: the protocol error code)
     │   ├── PoolUnavailable
     │   ├── PoolStartFailed
@@ -94,6 +97,18 @@ class SessionNotResumable(SessionError):
         super().__init__(
             f"session {session_id} was imported ({tag}) and cannot be resumed; start a new session instead"
         )
+
+
+class SettingsError(AerixError):
+    """A settings file that cannot be used; the message names the file and the key."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownPrompt(AerixError):
+    """A prompt name that the release does not embed (a programming error, said plainly)."""
 
 
 class FileUnusable(AerixError):

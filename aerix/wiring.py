@@ -49,6 +49,7 @@ def request_deps(sessions: SessionFiles) -> RequestDeps:
         prompts=EmbeddedPrompts(),
         tools=local_tools,
         clock=utc_now,
+        version=__version__,
     )
 
 

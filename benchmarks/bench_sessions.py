@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.session_store import SessionFiles
 from aerix.app.sessions.queries import load_for_resume
 from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
@@ -111,7 +112,8 @@ def _one_turn(writer: SessionWriter, agent: str, turn: int) -> None:
 
 def rebuild_all(files: SessionFiles, session_id: str) -> int:
     records = files.read(files.find(session_id))
-    feed_all([Contexts(), ClaudeTranscript(), StatusFigures(), SessionEvidence(), IndexEntry()], records)
+    with gc_paused():  # as `aerix sessions rebuild` does (aerix.wiring)
+        feed_all([Contexts(), ClaudeTranscript(), StatusFigures(), SessionEvidence(), IndexEntry()], records)
     return len(records)
 
 
@@ -146,9 +148,7 @@ def main() -> None:
         write_session(files, "resume", args.resume_events)
         count = len(files.read(files.find("big")))
         rebuild_wall, rebuild_cpu = best_of(5, lambda: rebuild_all(SessionFiles(Path(folder)), "big"))
-        resume_wall, resume_cpu = best_of(
-            9, lambda: load_for_resume(SessionFiles(Path(folder)), "resume")
-        )
+        resume_wall, resume_cpu = best_of(9, lambda: load_for_resume(SessionFiles(Path(folder)), "resume"))
         reopen_wall, reopen_cpu = best_of(9, lambda: resume_and_reopen(Path(folder), "resume"))
         size_mb = files.find("big").log.stat().st_size / 1e6
     print(f"session: {count} events, {size_mb:.1f} MB")

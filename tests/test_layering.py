@@ -1,41 +1,72 @@
-"""The dependency rules of design.md, checked on the source: caldrix never imports aerix, and
-aerix reaches caldrix only through ``caldrix.protocol`` (the one package a client may use)."""
+"""The dependency rules of docs/layout.md hold on the source, and the checker that holds them
+fails when one is broken (shown on small synthetic trees)."""
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.layering import violations
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _imports(package: str) -> Iterator[tuple[Path, str]]:
-    for path in sorted((ROOT / package).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.Import):
-                yield from ((path, alias.name) for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # ``from caldrix import protocol`` imports caldrix.protocol, not caldrix itself.
-                yield from ((path, f"{node.module}.{alias.name}") for alias in node.names)
+def test_the_source_keeps_every_layering_rule() -> None:
+    assert violations(ROOT) == []
 
 
-def test_caldrix_never_imports_aerix() -> None:
-    offenders = [
-        f"{path.relative_to(ROOT)}: {name}"
-        for path, name in _imports("caldrix")
-        if name == "aerix" or name.startswith("aerix.")
-    ]
-    assert offenders == []
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for relative, text in {"aerix/__init__.py": "", "caldrix/__init__.py": "", **files}.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            init = root / parent / "__init__.py"
+            if parent != Path(".") and not init.exists():
+                init.write_text("")
+        path.write_text(text)
+    return root
 
 
-@pytest.mark.parametrize("allowed", ["caldrix.protocol"])
-def test_aerix_imports_only_the_protocol_package_of_caldrix(allowed: str) -> None:
-    offenders = [
-        f"{path.relative_to(ROOT)}: {name}"
-        for path, name in _imports("aerix")
-        if (name == "caldrix" or name.startswith("caldrix.")) and not name.startswith(allowed)
-    ]
-    assert offenders == []
+@pytest.mark.parametrize(
+    ("module", "source", "broken"),
+    [
+        ("aerix/domain/x.py", "from aerix.app.ports import PoolPort\n", "aerix.domain may import only"),
+        ("aerix/domain/x.py", "import aerix.adapters.paths\n", "only cli and wiring import adapters"),
+        ("aerix/projections/x.py", "from aerix.app import ports\n", "aerix.projections may import only"),
+        (
+            "aerix/app/x.py",
+            "from aerix.adapters.tools import LocalTools\n",
+            "only cli and wiring import adapters",
+        ),
+        ("aerix/app/x.py", "from aerix import wiring\n", "aerix.app may import only"),
+        ("aerix/adapters/x.py", "from aerix.app.request import run\n", "aerix.adapters may import only"),
+        (
+            "aerix/adapters/x.py",
+            "from aerix.projections.index import IndexEntry\n",
+            "aerix.adapters may import only",
+        ),
+        ("caldrix/x.py", "from aerix.domain import events\n", "caldrix never imports aerix"),
+        ("aerix/adapters/x.py", "from caldrix.server import serve\n", "only through caldrix.protocol"),
+        ("aerix/domain/x.py", "from caldrix.protocol import connect\n", "do not use caldrix"),
+    ],
+)
+def test_a_broken_rule_is_named(tmp_path: Path, module: str, source: str, broken: str) -> None:
+    root = _tree(tmp_path, {module: source})
+    (line,) = violations(root)
+    assert broken in line and line.startswith(module.removesuffix(".py").replace("/", "."))
+
+
+def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "aerix/domain/x.py": "from aerix.domain import bounds\nimport pydantic\n",
+            "aerix/projections/x.py": "from aerix.domain.events import EventBase\n",
+            "aerix/app/x.py": "from aerix.projections import index\nfrom aerix.errors import AerixError\n",
+            "aerix/adapters/x.py": "from aerix.app.ports import PoolPort\nimport caldrix.protocol\n",
+            "aerix/cli.py": "from aerix.adapters import paths\nfrom aerix.app.request import run\n",
+            "aerix/wiring.py": "from aerix.adapters.pool import CaldrixPool\n",
+        },
+    )
+    assert violations(root) == []

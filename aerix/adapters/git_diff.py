@@ -14,53 +14,26 @@ hangs gives a note, never an error — the request's work is done by then.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from aerix.domain.bounds import GIT_TIMEOUT_SECS
+from aerix.adapters.git_runner import GitFailed, run_git
 from aerix.domain.diffs import FileStat, RequestDiff, Snapshot
 
 #: git's well-known id of the empty tree: the base of a repository without commits.
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-class GitFailed(Exception):
-    """A git call failed or timed out (turned into a note by the callers here)."""
-
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-    try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_SECS,
-            env=env,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise GitFailed(f"git {args[0]} took longer than {GIT_TIMEOUT_SECS:g} s") from exc
-    except OSError as exc:
-        raise GitFailed(f"git could not run ({exc.strerror})") from exc
-    if done.returncode != 0:
-        raise GitFailed(f"git {args[0]} failed: {done.stderr.strip().splitlines()[-1:] or done.returncode}")
-    return done.stdout
-
-
 def take_snapshot(cwd: Path) -> Snapshot:
     """The request's starting point; touches nothing."""
     try:
-        root = Path(_git(cwd, "rev-parse", "--show-toplevel").strip())
+        root = Path(run_git(cwd, "rev-parse", "--show-toplevel").strip())
     except GitFailed:
         return Snapshot(cwd)
     try:
         head = _head(root)
         # Without a first commit there is nothing for stash create to build on.
-        base = _git(root, "stash", "create").strip() if head != EMPTY_TREE else ""
+        base = run_git(root, "stash", "create").strip() if head != EMPTY_TREE else ""
         base = base or head
         untracked = frozenset(_untracked(root))
     except GitFailed as exc:
@@ -70,13 +43,13 @@ def take_snapshot(cwd: Path) -> Snapshot:
 
 def _head(root: Path) -> str:
     try:
-        return _git(root, "rev-parse", "--verify", "-q", "HEAD").strip() or EMPTY_TREE
+        return run_git(root, "rev-parse", "--verify", "-q", "HEAD").strip() or EMPTY_TREE
     except GitFailed:
         return EMPTY_TREE  # a repository without commits
 
 
 def _untracked(root: Path) -> list[str]:
-    listing = _git(root, "ls-files", "--others", "--exclude-standard", "-z")
+    listing = run_git(root, "ls-files", "--others", "--exclude-standard", "-z")
     return [path for path in listing.split("\0") if path]
 
 
@@ -90,10 +63,10 @@ def request_diff(snapshot: Snapshot, touched: Iterable[Path | str] = ()) -> Requ
         return RequestDiff(notes=snapshot.notes)
     root = snapshot.root
     try:
-        text = _git(root, "diff", "--no-color", "--no-ext-diff", snapshot.base)
-        stats = _numstat(_git(root, "diff", "--numstat", "-z", snapshot.base))
+        text = run_git(root, "diff", "--no-color", "--no-ext-diff", snapshot.base)
+        stats = _numstat(run_git(root, "diff", "--numstat", "-z", snapshot.base))
         untracked_now = set(_untracked(root))
-        tracked = set(_git(root, "ls-files", "-z").split("\0"))
+        tracked = set(run_git(root, "ls-files", "-z").split("\0"))
     except GitFailed as exc:
         return RequestDiff(notes=(f"no diff for this request: {exc}",))
     new = untracked_now - snapshot.untracked

@@ -21,8 +21,9 @@ import json
 import re
 from typing import Any, Final, Literal, TextIO
 
-from aerix.app.request.run import RequestObserver, RequestResult
+from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
+from aerix.domain.segments import ROOT_AGENT
 
 OutputFormat = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json", "stream-json")
@@ -165,7 +166,7 @@ def stream_lines(record: ev.EventBase, listing: dict[str, Any] | None = None) ->
 
 
 def _message_line(record: ev.Message) -> dict[str, Any]:
-    parent = None if record.agent == "a1" else _RETRY_OR_VERIFY.sub("", record.agent)
+    parent = None if record.agent == ROOT_AGENT else _RETRY_OR_VERIFY.sub("", record.agent)
     usage = record.usage.model_dump(mode="json", exclude_none=True) if record.usage else None
     if record.role == "tool":
         block = {

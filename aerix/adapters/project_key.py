@@ -13,10 +13,8 @@ import hashlib
 import re
 from pathlib import Path
 
-import git
-
-PROJECT_KEY_REMOTE_TIMEOUT_SECS = 10.0
-"""The spec's bound on the remote lookup for the project key."""
+from aerix.adapters.git_runner import GitFailed, run_git
+from aerix.domain import bounds
 
 PROJECT_KEY_MAX_CHARS = 200
 
@@ -37,22 +35,12 @@ def project_key(cwd: Path) -> str:
 
 def origin_url(cwd: Path) -> str | None:
     """The ``origin`` remote's URL of the repository holding ``cwd``, or None (no repo, no
-    origin, git missing, or no answer within PROJECT_KEY_REMOTE_TIMEOUT_SECS)."""
+    origin, git missing, or no answer within ``bounds.REMOTE_LOOKUP_TIMEOUT_SECS``)."""
     try:
-        repo = git.Repo(cwd, search_parent_directories=True)
-    except (git.exc.InvalidGitRepositoryError, git.exc.NoSuchPathError, OSError):
+        url = run_git(cwd, "config", "--get", "remote.origin.url", timeout=bounds.REMOTE_LOOKUP_TIMEOUT_SECS)
+    except GitFailed:
         return None
-    try:
-        url = repo.git.execute(
-            ["git", "config", "--get", "remote.origin.url"],
-            kill_after_timeout=PROJECT_KEY_REMOTE_TIMEOUT_SECS,
-        )
-    except (git.exc.GitCommandError, OSError):
-        return None
-    finally:
-        repo.close()
-    text = str(url).strip()
-    return text or None
+    return url.strip() or None
 
 
 def normalise_remote(url: str) -> str:

@@ -10,15 +10,11 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from aerix.errors import AerixError
+from aerix.errors import UnknownPrompt
 
 PROMPTS_PACKAGE = "aerix.prompts"
 #: Every prompt the release embeds, by name (the file is ``<name>.md``).
 PROMPT_NAMES = ("system", "routing", "planner", "brief", "verifier", "compacted")
-
-
-class UnknownPrompt(AerixError):
-    """A prompt name that the release does not embed (a programming error, said plainly)."""
 
 
 class EmbeddedPrompts:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from aerix.app.ports import SessionSummary
 from aerix.domain import events as ev
-from aerix.projections.index import IndexEntry
 
 _MIN_WIDTHS = {"id": 8, "updated": 16, "req": 3, "state": 8}
 _MAX_WIDTHS = {"title": 40, "model": 16, "tags": 12}
@@ -24,7 +25,7 @@ def local_time(stamp: str | datetime | None) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def render_list(console: Console, entries: list[IndexEntry]) -> None:
+def render_list(console: Console, entries: Sequence[SessionSummary]) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("id", "updated", "title", "model", "req", "state", "tags"):
         table.add_column(

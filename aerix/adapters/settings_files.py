@@ -27,20 +27,9 @@ from pydantic import ValidationError
 
 from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.domain.settings import Settings
-from aerix.errors import AerixError
+from aerix.errors import SettingsError
 
 _CLAUDE_KEYS = ("hooks", "disableAllHooks")
-
-
-class SettingsError(AerixError):
-    """A settings file that cannot be used; the message is the one line a person reads.
-
-    Lives here rather than in ``aerix.errors`` only because that module has another owner; it
-    is an ``AerixError``, so the CLI prints it as one line and exits 1."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,8 @@ from datetime import datetime, timedelta
 from typing import ClassVar, Literal
 
 from aerix.domain import events as ev
+from aerix.domain.segments import ROOT_AGENT
 from aerix.projections.base import Handlers, Projection
-
-ROOT_AGENT = "a1"
 
 STATS_MIN_STREAMING_SECS = 0.05
 """Less streaming time than this gives no rate (the stats line shows ``–``)."""

@@ -21,6 +21,8 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from aerix.domain import events as ev
+from aerix.domain.claude_tools import claude_tool_name, to_claude_input
+from aerix.domain.segments import ROOT_AGENT
 from aerix.projections.base import Handlers, Projection
 
 _NAMESPACE = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
@@ -28,22 +30,7 @@ _NO_USAGE = ev.Usage()
 _UTC = timedelta(0)
 _DIGITS_2 = tuple(f"{number:02d}" for number in range(100))
 _DIGITS_3 = tuple(f"{number:03d}" for number in range(1000))
-ROOT_AGENT = "a1"
 
-CLAUDE_TOOL_NAMES = {
-    "read": "Read",
-    "write": "Write",
-    "edit": "Edit",
-    "bash": "Bash",
-    "glob": "Glob",
-    "grep": "Grep",
-    "agent": "Task",
-    "web_fetch": "WebFetch",
-    "web_search": "WebSearch",
-}
-"""Aerix tool names as Claude Code names them, so hook scripts written for it match."""
-
-_CLAUDE_INPUT_KEYS = {"path": "file_path", "old": "old_string", "new": "new_string"}
 TRANSCRIPT_VERSION = "aerix"
 """The ``version`` field of every record (Claude Code writes its own semver there)."""
 
@@ -53,12 +40,6 @@ def claude_tool_id(agent: str, call: str) -> str:
     if call.startswith("toolu_"):
         return call
     return f"toolu_{agent.replace('.', '_')}_{call}"
-
-
-def claude_tool_input(tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    if tool not in ("read", "write", "edit"):
-        return dict(tool_input)
-    return {_CLAUDE_INPUT_KEYS.get(key, key): value for key, value in tool_input.items()}
 
 
 class ClaudeTranscript(Projection):
@@ -152,8 +133,8 @@ class ClaudeTranscript(Projection):
                 {
                     "type": "tool_use",
                     "id": tool_id,
-                    "name": CLAUDE_TOOL_NAMES.get(call.tool, call.tool),
-                    "input": claude_tool_input(call.tool, call.input),
+                    "name": claude_tool_name(call.tool),
+                    "input": to_claude_input(call.tool, call.input, self._cwd),
                 }
             )
         if not content:

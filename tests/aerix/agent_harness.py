@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aerix.adapters.clock import utc_now
 from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.skills import SkillCatalog
-from aerix.adapters.clock import utc_now
-from aerix.app.sessions.writer import SessionWriter, start_session
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.loop import run_agent
+from aerix.app.sessions.writer import SessionWriter, start_session
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ContextSettings, Settings, ToolCaps

@@ -14,7 +14,9 @@ def seg(
 ) -> ContextSegment:
     roles: dict[str, SegmentRole] = {"assistant": "assistant", "system": "system", "instructions": "system"}
     role = roles.get(kind.value, "user")
-    return ContextSegment(id, role, kind, pinned=pinned, tokens=tokens, call=call, tool="read" if call else None)
+    return ContextSegment(
+        id, role, kind, pinned=pinned, tokens=tokens, call=call, tool="read" if call else None
+    )
 
 
 def test_budget_figures() -> None:

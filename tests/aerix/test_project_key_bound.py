@@ -8,8 +8,8 @@ from pathlib import Path
 import git
 import pytest
 
-from aerix.adapters import project_key as key_module
 from aerix.adapters.project_key import project_key
+from aerix.domain import bounds
 
 
 def test_a_git_that_never_answers_gives_the_path_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,5 +24,5 @@ def test_a_git_that_never_answers_gives_the_path_key(tmp_path: Path, monkeypatch
     (hanging / "git").write_text("#!/bin/sh\nexec sleep 60\n")
     (hanging / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{hanging}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(key_module, "PROJECT_KEY_REMOTE_TIMEOUT_SECS", 0.5)
+    monkeypatch.setattr(bounds, "REMOTE_LOOKUP_TIMEOUT_SECS", 0.5)
     assert project_key(repo_dir) == str(repo_dir.resolve()).strip("/").replace("/", "-")

@@ -19,9 +19,9 @@ from pydantic import TypeAdapter
 
 from aerix.adapters.jsonl_store import SessionLogRecorder
 from aerix.domain import events as ev
+from aerix.domain.segments import ContextSegment
 from aerix.domain.session import Session, replay, wrap
 from aerix.projections.base import Projection, feed_all
-from aerix.domain.segments import ContextSegment
 from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
 from aerix.projections.index import IndexEntry
@@ -182,5 +182,6 @@ def test_stamps_equal_isoformat_with_z(at: datetime, zone: timezone | None) -> N
 def test_segment_views_take_their_fields_in_order_with_their_defaults() -> None:
     parameters = list(inspect.signature(ContextSegment).parameters.values())
     assert [(p.name, p.default) for p in parameters] == [
-        (f.name, inspect.Parameter.empty if f.default is MISSING else f.default) for f in fields(ContextSegment)
+        (f.name, inspect.Parameter.empty if f.default is MISSING else f.default)
+        for f in fields(ContextSegment)
     ]

@@ -127,33 +127,29 @@ class Dispatcher:
     async def append_jobs(self, reports: Sequence[JobReportLike], turn_number: int) -> None:
         """Append finished jobs' reports (each already headed ``[job jN …]``) with their events."""
         for report in reports:
-            call_id, command = self.jobs.get(report.job_id, ("", report.command))
-            self.live.events.record(
-                ev.Job,
-                agent=self.agent_id,
-                job=report.job_id,
-                command=command,
-                state=job_state(report),
-                exit=report.outcome.returncode,
-                call=call_id or None,
-            )
+            call_id = self._record_job(report)
             segment_id = f"{self.agent_id}.{call_id or 'job'}.{report.job_id}"
             output = ToolOutput(report.text, self.caps.job, self.spool, segment_id)
-            await self._append_output(output, segment_id, None, "bash", call_id or None, turn_number, False)
+            await self._append_output(output, segment_id, None, "bash", call_id, turn_number, False)
 
     def record_killed(self, reports: Sequence[JobReportLike]) -> None:
         """Jobs stopped because the agent ended: their ``job`` events only."""
         for report in reports:
-            call_id, command = self.jobs.get(report.job_id, ("", report.command))
-            self.live.events.record(
-                ev.Job,
-                agent=self.agent_id,
-                job=report.job_id,
-                command=command,
-                state=job_state(report),
-                exit=report.outcome.returncode,
-                call=call_id or None,
-            )
+            self._record_job(report)
+
+    def _record_job(self, report: JobReportLike) -> str | None:
+        """The ``job`` event of a job that ended; returns the call that started it, if known."""
+        call_id, command = self.jobs.get(report.job_id, ("", report.command))
+        self.live.events.record(
+            ev.Job,
+            agent=self.agent_id,
+            job=report.job_id,
+            command=command,
+            state=job_state(report),
+            exit=report.outcome.returncode,
+            call=call_id or None,
+        )
+        return call_id or None
 
     async def _append_output(
         self,

@@ -19,7 +19,6 @@ from typing import Any
 
 import anyio
 
-from aerix import __version__
 from aerix.app.ports import (
     Clock,
     DiffSource,
@@ -72,6 +71,7 @@ class RequestDeps:
     prompts: PromptSource
     tools: ToolRunnerFactory
     clock: Clock
+    version: str  # aerix's own, recorded in session.start
 
 
 async def run_request(options: RequestOptions, deps: RequestDeps, observer: RequestObserver) -> RequestResult:
@@ -130,7 +130,7 @@ def _open_session(
         "project": project.key,
         "model": members.main.model,
         "prompt": options.prompt,
-        "aerix_version": __version__,
+        "aerix_version": deps.version,
         "window": members.main.n_ctx,
         "base_commit": snapshot.base,
         "loaded": loaded,
