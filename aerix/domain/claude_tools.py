@@ -66,13 +66,15 @@ def tool_name_aliases(tool: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def to_claude_input(tool: str, tool_input: Mapping[str, Any], cwd: str | os.PathLike[str]) -> dict[str, Any]:
-    """The input as a Claude Code hook expects it: Claude's field names, absolute file paths,
-    bash's timeout in milliseconds."""
+def to_claude_input(
+    tool: str, tool_input: Mapping[str, Any], cwd: str | os.PathLike[str] | None
+) -> dict[str, Any]:
+    """The input in Claude Code's vocabulary: Claude's field names, bash's timeout in
+    milliseconds, and file paths made absolute against ``cwd`` (as given when ``cwd`` is None)."""
     renames = _FIELD_NAMES.get(tool, {})
     converted: dict[str, Any] = {}
     for field, value in tool_input.items():
-        if field in _PATH_FIELDS and isinstance(value, str):
+        if cwd is not None and field in _PATH_FIELDS and isinstance(value, str):
             value = os.path.normpath(os.path.join(os.fspath(cwd), value))
         if tool == "bash" and field == "timeout_secs" and isinstance(value, int | float):
             converted["timeout"] = int(value * 1000)

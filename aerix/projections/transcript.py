@@ -134,7 +134,7 @@ class ClaudeTranscript(Projection):
                     "type": "tool_use",
                     "id": tool_id,
                     "name": claude_tool_name(call.tool),
-                    "input": to_claude_input(call.tool, call.input, self._cwd),
+                    "input": to_claude_input(call.tool, call.input, None),
                 }
             )
         if not content:
