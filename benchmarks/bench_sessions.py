@@ -22,6 +22,7 @@ from aerix.adapters.session_store import SessionFiles
 from aerix.app.sessions.queries import load_for_resume
 from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
+from aerix.domain.settings import SyncPolicy
 from aerix.projections.base import feed_all
 from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
@@ -42,11 +43,12 @@ class Clock:
         return self.now
 
 
-def write_session(files: SessionFiles, session_id: str, events: int) -> float:
+def write_session(files: SessionFiles, session_id: str, events: int, sync: SyncPolicy = "release") -> float:
     """A realistic mix: segments, turns with usage, tool results, compactions, subagents."""
     writer = start_session(
         files,
         Clock(),
+        sync=sync,
         session=session_id,
         cwd="/w",
         project="bench",
@@ -117,6 +119,17 @@ def rebuild_all(files: SessionFiles, session_id: str) -> int:
     return len(records)
 
 
+def compare_sync_policies(files: SessionFiles, events: int) -> tuple[float, float]:
+    """Events/s appending the same session with each sync policy, alternated, best of three each
+    (a commit point is about half the mix: every turn and every tool result)."""
+    rates: dict[SyncPolicy, float] = {"commit": 0.0, "release": 0.0}
+    for run in range(3):
+        for policy in ("commit", "release"):
+            seconds = write_session(files, f"sync-{policy}-{run}", events, policy)
+            rates[policy] = max(rates[policy], events / seconds)
+    return rates["commit"], rates["release"]
+
+
 def resume_and_reopen(folder: Path, session_id: str) -> None:
     """What ``--resume`` does before its first generation: load the root, become the writer."""
     files = SessionFiles(folder)
@@ -141,9 +154,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--resume-events", type=int, default=5_000)
+    parser.add_argument(
+        "--sync-events", type=int, default=4_000, help="events per run of the sync-policy comparison"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         files = SessionFiles(Path(folder))
+        synced, unsynced = compare_sync_policies(files, args.sync_events)
         append_secs = write_session(files, "big", args.events)
         write_session(files, "resume", args.resume_events)
         count = len(files.read(files.find("big")))
@@ -153,6 +170,11 @@ def main() -> None:
         size_mb = files.find("big").log.stat().st_size / 1e6
     print(f"session: {count} events, {size_mb:.1f} MB")
     print(f"append: {count / append_secs:,.0f} events/s ({append_secs:.2f} s; a write per event, no fsync)")
+    print(
+        f"append, synced at each commit point (session.sync commit, the default): {synced:,.0f} events/s; "
+        f"synced only at the end (release): {unsynced:,.0f} events/s; ratio {synced / unsynced:.3f} "
+        f"(best of 3 alternated runs of {args.sync_events:,} events)"
+    )
     for label, seconds in (("wall", rebuild_wall), ("cpu", rebuild_cpu)):
         rate = count / seconds
         print(

@@ -10,6 +10,10 @@ keeps it until ``release``/``close``; a second writer (another process, or anoth
 this one) gets ``SessionBusy`` at once. Each batch is checked whole (``IntegrityError`` for a
 ``seq`` not above the last one), then written with one ``write`` on an ``O_APPEND`` descriptor.
 
+Durability: a batch put with ``sync=True`` (a commit point) is ``fsync``-ed before the put
+returns; a new log's name is made durable in its folder when the file is created; the log is
+synced again when its writer is released. A replaced log is written beside, synced and renamed.
+
 Crashes: a last line without its newline is a write that never finished. Readers skip it; the
 first process that can take the lock moves it to ``<id>.jsonl.torn`` and reports it in
 ``notices``. A complete line that is not an event is ``SessionLogCorrupt``: never guessed at.
@@ -32,6 +36,7 @@ from typing import Any
 from eventsourcing.persistence import AggregateRecorder, IntegrityError, Mapper, StoredEvent, Transcoder
 from pydantic import ValidationError
 
+from aerix.adapters.durable import make_folder, replace_durably, sync_folder, write_fully
 from aerix.adapters.gc_pause import gc_paused
 from aerix.domain import events as ev
 from aerix.domain.session import Recorded, wrap
@@ -126,7 +131,7 @@ class SessionLogRecorder(AggregateRecorder):
         return writer.last_seq
 
     def _open_writer(self, session_id: str) -> _Writer:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_folder(self.folder)
         lock_fd = _try_lock(self._sibling(session_id, LOCK_SUFFIX))
         if lock_fd is None:
             raise SessionBusy(session_id, _lock_holder(self._sibling(session_id, LOCK_SUFFIX)))
@@ -136,11 +141,21 @@ class SessionLogRecorder(AggregateRecorder):
             self._set_aside_torn_tail(session_id)
             last = _last_line(path)
             last_seq = _parse_header(last, path, 0).seq if last else 0
+            created = not path.exists()
             log_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            if created:
+                sync_folder(self.folder)  # the log's name survives a power loss with its lines
         except BaseException:
             os.close(lock_fd)
             raise
         return _Writer(lock_fd, log_fd, last_seq, last is not None)
+
+    def sync(self, session_id: str) -> None:
+        """Make what this process wrote to the session's log durable (a no-op when it is not
+        writing it)."""
+        writer = self._writers.get(session_id)
+        if writer is not None:
+            os.fsync(writer.log_fd)
 
     def release(self, session_id: str) -> None:
         """Stop writing this session: flush it to disk and drop the lock."""
@@ -155,6 +170,8 @@ class SessionLogRecorder(AggregateRecorder):
             self.release(session_id)
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """Append each session's events; with ``sync=True`` (a commit point) they are synced to
+        disk before this returns."""
         batches: dict[str, list[StoredEvent]] = {}
         for stored in stored_events:
             batches.setdefault(str(stored.originator_id), []).append(stored)
@@ -173,15 +190,14 @@ class SessionLogRecorder(AggregateRecorder):
                 last, seen = stored.originator_version, True
         for session_id, batch in batches.items():
             self._append(session_id, batch)
+            if kwargs.get("sync"):
+                os.fsync(self._writers[session_id].log_fd)
         return None
 
     def _append(self, session_id: str, batch: list[StoredEvent]) -> None:
         writer = self._writers[session_id]
         lines = [_encode_line(stored) for stored in batch]
-        data = b"".join(lines)
-        written = os.write(writer.log_fd, data)
-        while written < len(data):  # a short write on a full disk or a signal: finish it
-            written += os.write(writer.log_fd, data[written:])
+        write_fully(writer.log_fd, b"".join(lines))
         writer.last_seq = batch[-1].originator_version
         writer.has_lines = True
 
@@ -197,9 +213,7 @@ class SessionLogRecorder(AggregateRecorder):
         self.acquire(session_id)
         writer = self._writers[session_id]
         path = self.log_path(session_id)
-        temporary = self._sibling(session_id, ".jsonl.replacing")
-        temporary.write_bytes(self.encode(stored_events))
-        os.replace(temporary, path)
+        replace_durably(path, self.encode(stored_events))
         os.close(writer.log_fd)
         writer.log_fd = os.open(path, os.O_WRONLY | os.O_APPEND, 0o600)
         writer.last_seq, writer.has_lines = (versions[-1], True) if versions else (0, False)
@@ -291,7 +305,12 @@ class SessionLogRecorder(AggregateRecorder):
             torn = self._sibling(session_id, TORN_SUFFIX)
             with torn.open("ab") as out:
                 out.write(tail + b"\n")
+                out.flush()
+                os.fsync(out.fileno())  # the tail is kept before it leaves the log
             log.truncate(cut)
+            log.flush()
+            os.fsync(log.fileno())
+        sync_folder(self.folder)
         line_number = data.count(b"\n", 0, cut) + 1
         self.notices.append(
             f"{path}:{line_number}: an unfinished last line ({len(tail)} bytes, a crash mid-write) "

@@ -25,6 +25,7 @@ from typing import Any
 from eventsourcing.persistence import EventStore, IntegrityError
 
 from aerix.adapters import paths
+from aerix.adapters.durable import make_folder, replace_durably
 from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, PlainJSONMapper, SessionLogRecorder
 from aerix.adapters.spool import spool_dir, write_spool
 from aerix.app.ports import SessionRef
@@ -57,11 +58,11 @@ class SessionFiles:
             store = self._stores[project] = EventStore(self.mapper, self.recorder(project))
         return store
 
-    def append(self, ref: SessionRef, events: Sequence[Recorded]) -> None:
-        """Write the aggregate's new events (eventsourcing's store, our recorder); another
-        writer's append in between is ``SessionBusy``."""
+    def append(self, ref: SessionRef, events: Sequence[Recorded], sync: bool = False) -> None:
+        """Write the aggregate's new events (eventsourcing's store, our recorder), synced to disk
+        first when ``sync``; another writer's append in between is ``SessionBusy``."""
         try:
-            self._event_store(ref.project).put(list(events))
+            self._event_store(ref.project).put(list(events), sync=sync)
         except IntegrityError as exc:
             raise SessionBusy(ref.id, "another writer appended to it") from exc
 
@@ -115,7 +116,7 @@ class SessionFiles:
     def index_locked(self, project: str) -> Iterator[dict[str, dict[str, Any]]]:
         """The project's index entries by id, to read and change; written back on exit."""
         folder = self.root / project
-        folder.mkdir(parents=True, exist_ok=True)
+        make_folder(folder)
         lock_fd = os.open(folder / f"{INDEX_NAME}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
@@ -167,6 +168,9 @@ class SessionFiles:
         """Become the session's only writer (``SessionBusy`` otherwise); returns its last seq."""
         return self.recorder(ref.project).acquire(ref.id)
 
+    def sync(self, ref: SessionRef) -> None:
+        self.recorder(ref.project).sync(ref.id)
+
     def release(self, ref: SessionRef) -> None:
         self.recorder(ref.project).release(ref.id)
 
@@ -210,6 +214,4 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def _write_text(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    replace_durably(path, text.encode("utf-8"))

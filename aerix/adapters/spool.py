@@ -7,9 +7,10 @@ calls ``write_spool`` and puts the returned path in the pointer line
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
+
+from aerix.adapters.durable import make_folder, replace_durably
 
 SPOOL_SUFFIX = ".spool"
 
@@ -24,18 +25,17 @@ def spool_dir(session_log: Path) -> Path:
 def write_spool(session_log: Path, name: str, text: str) -> Path:
     """Write ``text`` once as ``<name>.txt`` (``a1.c3``) in the session's spool; returns its path.
 
-    Written to a temporary name and renamed, so a reader never sees half a file. A second write
+    Written to a temporary name, synced and renamed, so a reader never sees half a file and the
+    pointer line's file survives a power loss as the result that names it does. A second write
     under the same name keeps the first file and adds a numbered one.
     """
     folder = spool_dir(session_log)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     stem = _UNSAFE.sub("_", name)
     target = folder / f"{stem}.txt"
     number = 1
     while target.exists():
         number += 1
         target = folder / f"{stem}.{number}.txt"
-    temporary = folder / f".{target.name}.{os.getpid()}.tmp"
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, target)
+    replace_durably(target, text.encode("utf-8"))
     return target

@@ -326,6 +326,12 @@ AGENT_EVENTS: tuple[
 )
 
 
+#: Commit points: the events after which a user would lose work if the log were lost — the end
+#: of each turn and each tool result (``message``), ``agent.end`` and ``session.end``. The log is
+#: synced to disk after each of them (setting ``session.sync``).
+COMMIT_EVENTS: tuple[type[Message | AgentEnd | SessionEnd], ...] = (Message, AgentEnd, SessionEnd)
+
+
 def agent_of(record: EventBase) -> str | None:
     """The id of the agent an event belongs to; None for the session's own events."""
     return record.agent if isinstance(record, AGENT_EVENTS) else None

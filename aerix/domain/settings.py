@@ -1,7 +1,7 @@
 """The settings models: every key a settings file may hold, with its default.
 
-Keys are grouped as the spec names them: ``pool.*``, ``delegation.*``, ``context.*``, ``tune.*``
-and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks`` and
+Keys are grouped as the spec names them: ``pool.*``, ``delegation.*``, ``context.*``, ``tune.*``,
+``session.*`` and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks`` and
 ``enabledPlugins``. Unknown keys are errors, so a typo is reported with the file and the key
 rather than silently ignored. Reading and merging the files is
 ``aerix.adapters.settings_files``.
@@ -118,6 +118,22 @@ class ContextSettings(_Section):
         return self
 
 
+SyncPolicy = Literal["commit", "release"]
+
+
+class SessionSettings(_Section):
+    """``session.*``: how the session log is kept."""
+
+    sync: SyncPolicy = Field(
+        default="commit",
+        description=(
+            "commit: the log is synced to disk at every commit point (each turn, each tool result, "
+            "agent.end, session.end), so a power loss keeps every finished turn; release: only when "
+            "the request ends (for a tmpfs or a throwaway run)"
+        ),
+    )
+
+
 class TuneSettings(_Section):
     """``tune.*``: ``aerix tune``."""
 
@@ -186,6 +202,7 @@ class Settings(BaseModel):
     delegation: DelegationSettings = DelegationSettings()
     context: ContextSettings = ContextSettings()
     tune: TuneSettings = TuneSettings()
+    session: SessionSettings = SessionSettings()
     hooks: HooksSettings = Field(default_factory=dict)
     disable_all_hooks: bool = Field(default=False, alias="disableAllHooks")
     #: Claude Code's key: plugin name (or ``name@marketplace``) -> enabled. A plugin found in a

@@ -40,9 +40,15 @@ class SessionRef:
 
 class EventRecorder(Protocol):
     """Appends events to the session log (``aerix.app.sessions.writer.SessionWriter`` is one):
-    ``seq``, ``time`` and ``v`` are filled in, the line is on disk when it returns."""
+    ``seq``, ``time`` and ``v`` are filled in, the line is written when it returns, and synced to
+    disk when the event is a commit point (``events.COMMIT_EVENTS``)."""
 
     def record(self, event_cls: type[E], **fields: Any) -> E: ...
+
+    def sync(self) -> None:
+        """Make everything recorded so far durable now (before a hook or the screen reports
+        something as done)."""
+        ...
 
 
 class SessionStorage(Protocol):
@@ -53,8 +59,13 @@ class SessionStorage(Protocol):
     def find(self, id_or_prefix: str) -> SessionRef: ...
     def exists(self, ref: SessionRef) -> bool: ...
     def read(self, ref: SessionRef) -> list[ev.EventBase]: ...
-    def append(self, ref: SessionRef, events: Sequence[Recorded]) -> None:
-        """Write the aggregate's new events; ``SessionBusy`` when another writer got there first."""
+    def append(self, ref: SessionRef, events: Sequence[Recorded], sync: bool = False) -> None:
+        """Write the aggregate's new events, synced to disk before returning when ``sync``;
+        ``SessionBusy`` when another writer got there first."""
+        ...
+
+    def sync(self, ref: SessionRef) -> None:
+        """Sync what this process wrote to the session's log to disk."""
         ...
 
     def index_locked(self, project: str) -> AbstractContextManager[dict[str, dict[str, Any]]]: ...

@@ -32,6 +32,9 @@ class RequestRecorder:
         self.observer.event(record)
         return record
 
+    def sync(self) -> None:
+        self.writer.sync()
+
     def write_spool(self, name: str, text: str) -> Path:
         return self.writer.write_spool(name, text)
 

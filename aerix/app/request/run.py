@@ -136,11 +136,13 @@ def _open_session(
         "loaded": loaded,
     }
     if resume is None:
-        writer = start_session(deps.sessions, deps.clock, session=uuid.uuid4().hex, **start)
+        writer = start_session(
+            deps.sessions, deps.clock, sync=project.settings.session.sync, session=uuid.uuid4().hex, **start
+        )
         if writer.session.start is None:  # Session.begin records it; never None here
             raise RuntimeError("a new session without its session.start")
         return writer, writer.session.start
-    writer = reopen_session(deps.sessions, deps.clock, resume.session)
+    writer = reopen_session(deps.sessions, deps.clock, resume.session, project.settings.session.sync)
     record = writer.record(
         ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start
     )

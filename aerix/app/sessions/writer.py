@@ -15,17 +15,28 @@ from aerix.app.ports.sessions import E
 from aerix.app.sessions.views import update_index, write_transcript
 from aerix.domain import events as ev
 from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
+from aerix.domain.settings import SyncPolicy
 from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable
 
 
 class SessionWriter:
-    """The one writer of a session: every ``record`` is one line on disk before it returns."""
+    """The one writer of a session: every ``record`` is one line written before it returns, and
+    synced to disk at each commit point (``events.COMMIT_EVENTS``) unless ``sync`` is
+    ``release`` (then only when the writer is closed)."""
 
-    def __init__(self, storage: SessionStorage, ref: SessionRef, session: Session, clock: Clock) -> None:
+    def __init__(
+        self,
+        storage: SessionStorage,
+        ref: SessionRef,
+        session: Session,
+        clock: Clock,
+        sync: SyncPolicy = "commit",
+    ) -> None:
         self.storage = storage
         self.ref = ref
         self.session = session
         self.clock = clock
+        self.sync_at_commits = sync == "commit"
         self._closed = False
         last = storage.acquire(ref)
         if last != session.version - len(session.pending_events):
@@ -42,10 +53,16 @@ class SessionWriter:
         if self._closed:
             raise RuntimeError(f"session {self.ref.id} writer is closed")
         record = self.session.record(event_cls, self.clock(), **fields)
-        self._save()
+        self._save(sync=self.sync_at_commits and isinstance(record, ev.COMMIT_EVENTS))
         if isinstance(record, ev.SessionEnd):
             update_index(self.storage, self.ref)
         return record
+
+    def sync(self) -> None:
+        """Make everything recorded so far durable now (a hook or the screen is about to report
+        something as done)."""
+        if self.sync_at_commits:
+            self.storage.sync(self.ref)
 
     def write_spool(self, name: str, text: str) -> Path:
         """Write a cut result's whole text once under ``name`` (``a1.c3``); returns the absolute
@@ -62,18 +79,22 @@ class SessionWriter:
             update_index(self.storage, self.ref)
             self.storage.release(self.ref)
 
-    def _save(self) -> None:
-        self.storage.append(self.ref, self.session.take_new_events())
+    def _save(self, sync: bool = False) -> None:
+        self.storage.append(self.ref, self.session.take_new_events(), sync=sync)
 
 
-def start_session(storage: SessionStorage, clock: Clock, **start: Any) -> SessionWriter:
+def start_session(
+    storage: SessionStorage, clock: Clock, *, sync: SyncPolicy = "commit", **start: Any
+) -> SessionWriter:
     """Create a session from its ``session.start`` fields (``session`` and ``project`` included)."""
     ref = storage.ref(start["project"], start["session"])
     session = Session.begin(clock(), **start)
-    return SessionWriter(storage, ref, session, clock)
+    return SessionWriter(storage, ref, session, clock, sync)
 
 
-def reopen_session(storage: SessionStorage, clock: Clock, session_id: str) -> SessionWriter:
+def reopen_session(
+    storage: SessionStorage, clock: Clock, session_id: str, sync: SyncPolicy = "commit"
+) -> SessionWriter:
     """Become the writer of an existing session, to append a new request to it."""
     ref = storage.find(session_id)
     storage.acquire(ref)  # before reading, so nothing is appended between the read and the first write
@@ -83,7 +104,7 @@ def reopen_session(storage: SessionStorage, clock: Clock, session_id: str) -> Se
             raise SessionNotFound(session_id)
         if session.imported:
             raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
-        return SessionWriter(storage, ref, session, clock)
+        return SessionWriter(storage, ref, session, clock, sync)
     except BaseException:
         storage.release(ref)
         raise
