@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from caldrix.engines.base import Engine
+    from caldrix.engines.base import ServedModel
 
 logger = logging.getLogger("caldrix.templates")
 
@@ -52,7 +52,7 @@ Run = tuple[bool, str]
 class SegmentTokenizer:
     """Tokenizes segments' rendered text for one engine; thread-safe."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ServedModel) -> None:
         self._engine = engine
         # Random per engine, so no segment text can know it in advance; letters of both cases
         # so a template that changes case shows as one that changes content.

@@ -52,6 +52,11 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
         "--model-type", metavar="ARCH", help="architecture of a legacy GGML file (gpt2, llama, …)"
     )
     group.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="for an openai+http(s):// model: the environment variable holding the server's API key",
+    )
+    group.add_argument(
         "--memory-limit",
         type=int,
         metavar="BYTES",
@@ -68,6 +73,7 @@ def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
         "chat_template": args.chat_template,
         "model_type": args.model_type,
         "script": args.script,
+        "api_key_env": args.api_key_env,
     }
     if args.batch is not None:
         values["batch"] = args.batch
@@ -90,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="caldrix",
         description="caldrix serves local models: a pool daemon on a Unix socket, or one model in a shell.",
         epilog="Model references: a path to a .gguf file, the embedded name smollm2-135m, "
-        "an https:// URL, or hf:owner/repo/file.gguf. Downloads go to $XDG_CACHE_HOME/caldrix/models.",
+        "an https:// URL, hf:owner/repo/file.gguf, or a model on an OpenAI-compatible server, "
+        "openai+http://HOST:PORT/v1#MODEL. Downloads go to $XDG_CACHE_HOME/caldrix/models.",
     )
     parser.add_argument("--version", action="version", version=f"caldrix {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -100,7 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="chat with a model in the terminal, or answer one prompt",
         description="Open a model and chat with it, or answer one prompt with -p and exit.",
     )
-    run.add_argument("model", metavar="MODEL", help="model reference (path, smollm2-135m, URL, hf:…)")
+    run.add_argument(
+        "model",
+        metavar="MODEL",
+        help="model reference (path, smollm2-135m, URL, hf:…, openai+http://…#MODEL)",
+    )
     run.add_argument("-p", "--prompt", help="answer this prompt and exit")
     run.add_argument("--system", help="a system message to start the chat with")
     run.add_argument(

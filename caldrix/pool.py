@@ -152,7 +152,11 @@ class Pool:
         async with self.generation_slots:
             waited_ms = (time.perf_counter() - arrived) * 1000.0
             result = await member.generate(
-                context.rendered.prompt_tokens, params, sink, appended=request.append is not None
+                context.rendered.prompt_tokens,
+                params,
+                sink,
+                appended=request.append is not None,
+                prompt_text=context.rendered.prompt_text,
             )
         segment = None
         if request.append is not None:

@@ -1,7 +1,8 @@
 """``caldrix run MODEL [-p PROMPT]``: one model in the terminal.
 
 The model is opened the way the pool opens a member — the same reference resolution (with a
-download progress bar), precheck, memory fit and serving flags — then either answers one
+download progress bar), precheck, memory fit and serving flags; a model on a server
+(``openai+http://…#MODEL``) is prechecked there and needs no fit — then either answers one
 prompt and exits, or runs a chat. The chat keeps the conversation as segments and renders it
 through the model's own template each turn; the engine's live rows hold the conversation so
 far, so a turn computes only the new message (the generation loop resumes from the longest
@@ -22,8 +23,16 @@ from typing import TextIO
 from rich.console import Console
 
 from caldrix.decoding import GenerationCancelled, run_generation
-from caldrix.engines.base import Engine, GenerationParams, GenerationResult, ServingFlags
+from caldrix.engines.base import (
+    Engine,
+    GenerationParams,
+    GenerationResult,
+    ServedModel,
+    ServingFlags,
+    StreamingModel,
+)
 from caldrix.engines.loader import open_engine
+from caldrix.engines.openai_remote import is_remote_reference, open_remote
 from caldrix.errors import ContextOverflow
 from caldrix.fit import check_fit, default_memory_limit, estimate_footprint, window_for
 from caldrix.models import ResolvedModel, resolve_model
@@ -38,9 +47,15 @@ EXIT_INTERRUPTED = 130
 
 
 def run_command(args: argparse.Namespace, flags: ServingFlags) -> int:
-    resolved = resolve_model(args.model, progress=True)
-    check_run_fit(resolved, flags, args.memory_limit)
-    engine = _open(resolved, flags)
+    engine: ServedModel
+    if is_remote_reference(args.model):
+        engine = open_remote(args.model, flags)
+        title = f"{args.model.partition('#')[2]} on {args.model.partition('#')[0].removeprefix('openai+')}"
+    else:
+        resolved = resolve_model(args.model, progress=True)
+        check_run_fit(resolved, flags, args.memory_limit)
+        engine = _open(resolved, flags)
+        title = f"{resolved.name} ({resolved.info.architecture or 'legacy GGML'})"
     try:
         params = GenerationParams(
             max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed
@@ -48,7 +63,7 @@ def run_command(args: argparse.Namespace, flags: ServingFlags) -> int:
         chat = Chat(engine, params, system=args.system)
         if args.prompt is not None:
             return _answer_once(chat, args.prompt)
-        return _interactive(chat, resolved)
+        return _interactive(chat, title)
     finally:
         engine.close()
 
@@ -72,7 +87,7 @@ def _open(resolved: ResolvedModel, flags: ServingFlags) -> Engine:
 class Chat:
     """A conversation with one engine, kept as segments."""
 
-    engine: Engine
+    engine: ServedModel
     params: GenerationParams
     system: str | None = None
     segments: list[dict[str, object]] = field(default_factory=list)
@@ -93,9 +108,9 @@ class Chat:
         self.turns += 1
         self.segments.append(_segment(f"u{self.turns}", "user", text))
         while True:
-            prompt = render_context(self.engine, self.segments).prompt_tokens
+            rendered = render_context(self.engine, self.segments)
             try:
-                result = run_generation(self.engine, prompt, self.params, sink)
+                result = self._generate(rendered.prompt_tokens, rendered.prompt_text, sink)
                 break
             except ContextOverflow:
                 if not self._drop_oldest_exchange():
@@ -106,6 +121,12 @@ class Chat:
                 break
         self.segments.append(_segment(f"a{self.turns}", "assistant", result.text))
         return result
+
+    def _generate(self, prompt: list[int], text: str, sink: TerminalSink) -> GenerationResult:
+        if isinstance(self.engine, StreamingModel):
+            return self.engine.stream_generation(prompt, self.params, sink, prompt_text=text)
+        assert isinstance(self.engine, Engine)
+        return run_generation(self.engine, prompt, self.params, sink)
 
     def _drop_oldest_exchange(self) -> bool:
         first = 1 if self.system else 0
@@ -165,14 +186,13 @@ def _answer_once(chat: Chat, prompt: str) -> int:
     return EXIT_INTERRUPTED if sink.cancelled() else 0
 
 
-def _interactive(chat: Chat, resolved: ResolvedModel) -> int:
+def _interactive(chat: Chat, title: str) -> int:
     console = Console(highlight=False, soft_wrap=True)
     tty = sys.stdin.isatty()
     if tty:
         _enable_line_editing()
-        architecture = resolved.info.architecture or "legacy GGML"
         console.print(
-            f"[bold]{resolved.name}[/] ({architecture}, window {chat.engine.n_ctx} tokens) — "
+            f"[bold]{title}[/], window {chat.engine.n_ctx} tokens — "
             f"{EXIT_COMMANDS[0]} or Ctrl-D to leave, {CLEAR_COMMAND} to start over"
         )
     while True:

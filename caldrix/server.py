@@ -29,6 +29,7 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup
 
 from caldrix.connection import Connection
 from caldrix.engines.base import ServingFlags
+from caldrix.engines.openai_remote import is_remote_reference
 from caldrix.errors import CaldrixError
 from caldrix.members import MemoryPlan
 from caldrix.pool import MAX_CONNECTIONS, Pool
@@ -172,8 +173,9 @@ class PoolServer:
             try:
                 # Fetched first, here, so that a download started from the command line shows
                 # its progress bar (on a terminal), as caldrix run's does; the load then finds
-                # the file in the cache.
-                await anyio.to_thread.run_sync(fetch_reference, reference)
+                # the file in the cache. A model on a server has no file to fetch.
+                if not is_remote_reference(reference):
+                    await anyio.to_thread.run_sync(fetch_reference, reference)
                 await self.pool.members.load(name, reference, self.settings.flags)
             except CaldrixError as exc:
                 which = f"--load {reference} (member '{name}')"

@@ -33,7 +33,7 @@ from caldrix.errors import BadRequest
 if TYPE_CHECKING:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    from caldrix.engines.base import ChatTemplateSource, Engine
+    from caldrix.engines.base import ChatTemplateSource, ServedModel
 
 #: ChatML, the template of files that carry none (and of the known name ``chatml``).
 CHATML_TEMPLATE = (
@@ -73,6 +73,14 @@ def template_source_for(flag: str | None, embedded: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class _Rendered:
+    """One segment's (or the generation prompt's) rendered text and its tokens."""
+
+    tokens: list[int]
+    text: str
+
+
+@dataclass(frozen=True)
 class RenderedContext:
     """A context rendered for one engine."""
 
@@ -81,6 +89,10 @@ class RenderedContext:
     """The tokens each segment adds, role markers (and any injected default message) included."""
     generation_prompt: list[int]
     """The tokens after the last segment that open the assistant's reply."""
+    segment_texts: list[str] = field(default_factory=list)
+    """The rendered text each segment adds (what its tokens are the tokens of)."""
+    generation_text: str = ""
+    """The rendered text of the generation prompt."""
     prompt_tokens: list[int] = field(init=False)
     """Every segment's tokens, then the generation prompt: what a generation evaluates."""
 
@@ -102,8 +114,14 @@ class RenderedContext:
         """The rendered length: every segment plus the generation prompt."""
         return len(self.prompt_tokens)
 
+    @property
+    def prompt_text(self) -> str:
+        """The rendered prompt as text, for a member that is sent text rather than tokens
+        (a remote server that tokenizes its prompt itself, as its tokenizer endpoint does)."""
+        return "".join(self.segment_texts) + self.generation_text
 
-def render_context(engine: Engine, segments: Sequence[Segment]) -> RenderedContext:
+
+def render_context(engine: ServedModel, segments: Sequence[Segment]) -> RenderedContext:
     """Render ``segments`` through ``engine``'s chat template; see the module docstring."""
     return _renderer_for(engine).render(segments)
 
@@ -112,39 +130,44 @@ class SegmentRenderer:
     """Renders contexts for one engine, remembering each segment's tokens by the exact
     segments before it, so appending to a long context renders only the new part."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ServedModel) -> None:
         self._engine = engine
         template = engine.chat_template
         self._plain = _formatter(template, add_generation_prompt=False)
         self._opening = _formatter(template, add_generation_prompt=True)
         self._tokenizer = SegmentTokenizer(engine)
-        self._cache: OrderedDict[bytes, list[int]] = OrderedDict()
+        self._cache: OrderedDict[bytes, _Rendered] = OrderedDict()
         self._lock = threading.Lock()
 
     def render(self, segments: Sequence[Segment]) -> RenderedContext:
         messages = [_message(segment) for segment in segments]
         keys = _prefix_keys(messages)
-        segment_tokens: list[list[int] | None] = [self._cached(key) for key in keys]
-        first_missing = next((i for i, t in enumerate(segment_tokens) if t is None), len(messages))
+        rendered: list[_Rendered | None] = [self._cached(key) for key in keys]
+        first_missing = next((i for i, r in enumerate(rendered) if r is None), len(messages))
         previous = self._render(messages[:first_missing]) if first_missing < len(messages) else ""
         for i in range(first_missing, len(messages)):
             current = self._render(messages[: i + 1])
-            if segment_tokens[i] is None:
+            if rendered[i] is None:
                 tokens = self._segment_tokens(messages[: i + 1], previous, current)
-                segment_tokens[i] = tokens
-                self._store(keys[i], tokens)
+                piece = _Rendered(tokens, _added_text(previous, current))
+                rendered[i] = piece
+                self._store(keys[i], piece)
             previous = current
         generation_key = b"gen:" + (keys[-1] if keys else b"")
         opening = self._cached(generation_key)
         if opening is None:
             full = self._render(messages)
             opening_text = _added_text(full, self._render(messages, opening=True))
-            opening = self._engine.tokenize(opening_text, special=True)  # the template's alone
+            # The template's alone, so special tokens are parsed.
+            opening = _Rendered(self._engine.tokenize(opening_text, special=True), opening_text)
             self._store(generation_key, opening)
+        done = [r for r in rendered if r is not None]
         return RenderedContext(
             segment_ids=[_segment_id(segment) for segment in segments],
-            segment_tokens=[list(t) for t in segment_tokens if t is not None],
-            generation_prompt=list(opening),
+            segment_tokens=[list(r.tokens) for r in done],
+            generation_prompt=list(opening.tokens),
+            segment_texts=[r.text for r in done],
+            generation_text=opening.text,
         )
 
     def _segment_tokens(self, messages: list[dict[str, str]], previous: str, current: str) -> list[int]:
@@ -169,16 +192,16 @@ class SegmentRenderer:
         except (jinja2.TemplateError, ValueError, TypeError) as exc:
             raise BadRequest(f"the model's chat template refused these segments: {exc}") from exc
 
-    def _cached(self, key: bytes) -> list[int] | None:
+    def _cached(self, key: bytes) -> _Rendered | None:
         with self._lock:
-            tokens = self._cache.get(key)
-            if tokens is not None:
+            rendered = self._cache.get(key)
+            if rendered is not None:
                 self._cache.move_to_end(key)
-            return tokens
+            return rendered
 
-    def _store(self, key: bytes, tokens: list[int]) -> None:
+    def _store(self, key: bytes, rendered: _Rendered) -> None:
         with self._lock:
-            self._cache[key] = tokens
+            self._cache[key] = rendered
             while len(self._cache) > RENDER_CACHE_ENTRIES:
                 self._cache.popitem(last=False)
 
@@ -187,7 +210,7 @@ _renderers: weakref.WeakKeyDictionary[Any, SegmentRenderer] = weakref.WeakKeyDic
 _renderers_lock = threading.Lock()
 
 
-def _renderer_for(engine: Engine) -> SegmentRenderer:
+def _renderer_for(engine: ServedModel) -> SegmentRenderer:
     with _renderers_lock:
         renderer = _renderers.get(engine)
         if renderer is None:

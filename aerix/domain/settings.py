@@ -31,6 +31,9 @@ class MemberFlags(_Section):
     chat_template: str | None = None
     model_type: str | None = None
     memory_limit: int | None = Field(default=None, gt=0, description="bytes the pool may use")
+    api_key_env: str | None = Field(
+        default=None, description="for an openai+http(s):// model: the variable holding the server's API key"
+    )
 
     def as_cli_args(self) -> list[str]:
         """``--ctx 8192 --threads 2 …`` for the autostart command line."""

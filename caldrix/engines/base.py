@@ -60,6 +60,10 @@ class ServingFlags(BaseModel):
     """The architecture of a legacy GGML file (``gpt2``, ``llama`` …), for ctransformers."""
     script: str | None = None
     """The ``scripted`` engine's script: a JSON file of completions, one per generation."""
+    api_key_env: str | None = None
+    """For a remote member (``openai+http(s)://…``): the environment variable holding the
+    server's API key. Only the variable's name is a flag; the key itself is read when the
+    member opens and is never logged, stored or reported."""
 
     @field_validator("max_batch")
     @classmethod
@@ -94,8 +98,9 @@ class ChatTemplateSource:
 
 
 @runtime_checkable
-class Engine(Protocol):
-    """One loaded model with the KV rows of one sequence."""
+class ServedModel(Protocol):
+    """What every member serves, local or remote: its window and capabilities, its chat
+    template and its tokenizer, which is all a context needs to be rendered and counted."""
 
     capabilities: EngineCapabilities
 
@@ -103,13 +108,32 @@ class Engine(Protocol):
     def n_ctx(self) -> int: ...
 
     @property
-    def n_vocab(self) -> int: ...
-
-    @property
     def threads(self) -> int | None: ...
 
     @property
     def chat_template(self) -> ChatTemplateSource: ...
+
+    @property
+    def footprint_bytes(self) -> int | None:
+        """Weights + KV for the window + compute buffers, when known."""
+        ...
+
+    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
+        """Token ids of ``text``, no BOS added. Thread-safe. With ``special`` (the default) the
+        text of a special token such as ``<|im_end|>`` becomes that token; with
+        ``special=False`` it is plain text like any other, which is how segment text is
+        tokenized (:mod:`caldrix._segment_tokens`)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Engine(ServedModel, Protocol):
+    """One loaded model with the KV rows of one sequence."""
+
+    @property
+    def n_vocab(self) -> int: ...
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:
@@ -124,18 +148,6 @@ class Engine(Protocol):
     @property
     def prefill_batch(self) -> int:
         """Rows evaluated per batch during a prefill (``ServingFlags.batch``)."""
-        ...
-
-    @property
-    def footprint_bytes(self) -> int | None:
-        """Weights + KV for the window + compute buffers, when known."""
-        ...
-
-    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
-        """Token ids of ``text``, no BOS added. Thread-safe. With ``special`` (the default) the
-        text of a special token such as ``<|im_end|>`` becomes that token; with
-        ``special=False`` it is plain text like any other, which is how segment text is
-        tokenized (:mod:`caldrix._segment_tokens`)."""
         ...
 
     def lltokenizer(self) -> LLTokenizer:
@@ -163,8 +175,6 @@ class Engine(Protocol):
         """Replace the live rows with a snapshot holding ``tokens``. The logits are stale
         afterwards: evaluate at least one more token before reading them."""
         ...
-
-    def close(self) -> None: ...
 
 
 @dataclass
@@ -221,4 +231,26 @@ class ResumePolicy(Protocol):
     def remember(self, engine: Engine, prompt_len: int, *, prefill_ms: float | None = None) -> None:
         """Called after a generation, with the rows of prompt and output live. ``prefill_ms``
         is the time spent computing rows ``k..prompt_len`` (not restoring), for cost models."""
+        ...
+
+
+@runtime_checkable
+class StreamingModel(ServedModel, Protocol):
+    """A member whose generations run elsewhere, whole (a remote server): it is given the
+    rendered prompt and streams the answer, with no rows, logits or snapshots of its own."""
+
+    def stream_generation(
+        self,
+        prompt_tokens: Sequence[int],
+        params: GenerationParams,
+        sink: GenerationSink,
+        *,
+        prompt_text: str | None = None,
+    ) -> GenerationResult:
+        """Generate after ``prompt_tokens`` (rendered as ``prompt_text``), streaming text to
+        ``sink``; raises :class:`caldrix.decoding.GenerationCancelled` when the sink cancels."""
+        ...
+
+    def describe(self) -> dict[str, object]:
+        """What the member object adds about where the model runs (its ``remote`` field)."""
         ...
