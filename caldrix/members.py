@@ -330,7 +330,7 @@ class Members:
             "member %s ready: %s (%s, n_ctx %d, footprint %s bytes)",
             name,
             reference,
-            member.path,
+            member.path or "runs on its server",
             member.n_ctx,
             member.footprint_bytes,
         )

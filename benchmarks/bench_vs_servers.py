@@ -1,0 +1,412 @@
+"""Side by side: the generations of a real aerix request, replayed against caldrix and against
+what users run today, on the same model and the same prompts.
+
+``record`` runs real ``aerix -p`` requests on the embedded model (the later ones continue the
+session) through a pool, with a recording proxy on the socket between them: for every
+``generate`` it asks the pool for that context's segments and keeps them, with the request's fields (constraint, max_new_tokens,
+append …). The recording is ``benchmarks/recordings/aerix_request.json``.
+
+``replay`` (the default) sends those generations, in order, to four setups in one run:
+
+- (a) caldrix with its prefix store (the default ``--context-budget``);
+- (b) llama-cpp-python's OpenAI server, which keeps the last prompt's rows and reuses their
+  longest common prefix, the way llama-server's ``cache_prompt`` does: the setup of a user who
+  points Claude Code or OpenCode at a local server. Messages go to ``/v1/chat/completions``;
+- (c) the same server with its RAM prompt cache on (``--cache true``);
+- (d) caldrix with ``--context-budget 0`` (no prefix store; only the live rows are reused).
+
+For each: the rows prefilled over the rows prompted, the sum of the times to first token, and
+the whole replay's wall time, and the ratio of (a) to each. Rows prefilled come from caldrix's
+``recomputed_from`` and, for the server (which reports no cached tokens), from the
+``prompt eval … / N tokens`` line llama.cpp prints after each completion. The physical floor
+is each distinct prompt token computed once (the nodes of a trie over every prompt's tokens).
+
+    .venv/bin/python benchmarks/bench_vs_servers.py record [--prompt TEXT ...] [--max-turns 6]
+    .venv/bin/python benchmarks/bench_vs_servers.py [replay] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' real-server and real-pool launchers
+
+from caldrix.engines.base import ServingFlags  # noqa: E402
+from caldrix.protocol.framing import FrameDecoder, NeedMore, encode_frame  # noqa: E402
+from tests.caldrix.pool_harness import RawConnection, start_pool  # noqa: E402
+from tests.default_model import DEFAULT_MODEL_NAME, default_model_path  # noqa: E402
+from tests.openai_server import SERVED_MODEL, OpenAIServer, start_server  # noqa: E402
+
+AERIX = str(Path(sys.executable).with_name("aerix"))
+RECORDING = ROOT / "benchmarks" / "recordings" / "aerix_request.json"
+#: The requests recorded until delegation lands (then: one request with two delegated pieces).
+DEFAULT_PROMPTS = (
+    "Read greet.py and say what greet returns.",
+    "Add a function farewell(name) to greet.py that returns 'Goodbye, <name>!'.",
+    "Which files are in this project?",
+)
+#: The window every setup gets; the recorded request fits it.
+WINDOW = 4096
+#: llama.cpp's per-completion line: rows computed as a batch for the prompt.
+PROMPT_EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
+
+
+# -- record ---------------------------------------------------------------------------------
+
+
+def record(prompts: list[str], max_turns: int) -> None:
+    """Real ``aerix -p`` requests (the later ones ``--continue`` the session) through a
+    recording proxy; writes :data:`RECORDING`."""
+    work = Path(tempfile.mkdtemp(prefix="bench-vs-servers-"))
+    pool = start_pool(work, "--load", DEFAULT_MODEL_NAME, "--ctx", str(WINDOW), "--idle-timeout", "0")
+    generations: list[dict[str, Any]] = []
+    proxy_path = work / "proxy.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.fspath(proxy_path))
+    listener.listen()
+    side = RawConnection(pool.socket_path, "cbor")
+    side.hello()
+    threading.Thread(
+        target=_serve_proxy, args=(listener, pool.socket_path, side, generations), daemon=True
+    ).start()
+    project = _scratch_project(work / "project")
+    settings = {"pool": {"socket": str(proxy_path), "main_flags": {"ctx": WINDOW}}}
+    env = _aerix_env(work, settings)
+    outcomes: list[str] = []
+    try:
+        for number, prompt in enumerate(prompts):
+            resume = ["--continue"] if number else []
+            limits = ["--max-turns", str(max_turns), "--output-format", "json"]
+            done = subprocess.run(
+                [AERIX, "-p", prompt, *resume, *limits, "--cwd", str(project)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
+            outcome = json.loads(done.stdout).get("outcome") if done.stdout.strip() else None
+            outcomes.append(str(outcome or f"exit {done.returncode}"))
+    finally:
+        pool.stop()
+    RECORDING.parent.mkdir(parents=True, exist_ok=True)
+    recording = {
+        "model": DEFAULT_MODEL_NAME,
+        "prompts": prompts,
+        "outcomes": outcomes,
+        "generations": generations,
+    }
+    RECORDING.write_text(json.dumps(recording, indent=1) + "\n")
+    print(f"recorded {len(generations)} generations of {len(prompts)} request(s) ({outcomes}) in {RECORDING}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _scratch_project(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "greet.py").write_text('def greet(name):\n    return f"Hello, {name}!"\n')
+    (path / "AGENTS.md").write_text("Keep changes small. Run the tests with python -m pytest.\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "."],
+        ["-c", "user.name=b", "-c", "user.email=b@b.invalid", "commit", "-qm", "x"],
+    ):
+        subprocess.run(["git", "-C", str(path), *args], check=True)
+    return path
+
+
+def _aerix_env(work: Path, settings: dict[str, Any]) -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"):
+        (work / var.lower()).mkdir(parents=True, exist_ok=True)
+        env[var] = str(work / var.lower())
+    env["CLAUDE_CONFIG_DIR"] = str(work / "claude")
+    (work / "xdg_config_home" / "aerix").mkdir(parents=True)
+    (work / "xdg_config_home" / "aerix" / "settings.json").write_text(json.dumps(settings))
+    return env
+
+
+def _serve_proxy(
+    listener: socket.socket, upstream: Path, side: RawConnection, generations: list[dict[str, Any]]
+) -> None:
+    """Forward every connection to ``upstream``; before each ``generate`` is forwarded, read
+    that context's segments on the ``side`` connection and record them with the request."""
+    lock = threading.Lock()
+    rids = iter(range(1, 1 << 30))
+
+    def segments_of(context: str) -> dict[str, Any]:
+        with lock:
+            rid = next(rids)
+            side.send({"op": "context.get", "rid": rid, "context": context})
+            return side.receive()
+
+    def client_to_pool(client: socket.socket, pool: socket.socket) -> None:
+        decoder = FrameDecoder("cbor")
+        while data := client.recv(65536):
+            decoder.feed(data)
+            while not isinstance(message := decoder.next_message(), NeedMore):
+                if message.get("op") == "generate":
+                    described = segments_of(str(message["context"]))
+                    fields = {k: v for k, v in message.items() if k not in ("op", "rid", "context")}
+                    generations.append(
+                        {"member": described.get("member"), "segments": described["segments"], **fields}
+                    )
+                pool.sendall(encode_frame(message, "cbor"))
+        pool.shutdown(socket.SHUT_WR)
+
+    def pool_to_client(pool: socket.socket, client: socket.socket) -> None:
+        while data := pool.recv(65536):
+            client.sendall(data)
+        client.close()
+
+    while True:
+        client, _ = listener.accept()
+        pool = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        pool.connect(os.fspath(upstream))
+        threading.Thread(target=client_to_pool, args=(client, pool), daemon=True).start()
+        threading.Thread(target=pool_to_client, args=(pool, client), daemon=True).start()
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    """One setup's replay."""
+
+    name: str
+    prompted: int = 0
+    prefilled: int = 0
+    ttft_s: float = 0.0
+    wall_s: float = 0.0
+
+
+def replay(threads: int) -> None:
+    recording = json.loads(RECORDING.read_text())
+    generations: list[dict[str, Any]] = recording["generations"]
+    prompts = _prompt_tokens(generations)
+    floor = _distinct_tokens(prompts)
+    work = Path(tempfile.mkdtemp(prefix="bench-vs-servers-"))
+    results = [
+        _replay_caldrix(work, generations, threads, "(a) caldrix, prefix store", []),
+        _replay_server(work, generations, threads, "(b) llama-cpp-python server", []),
+        _replay_server(work, generations, threads, "(c) same server, --cache (RAM)", ["--cache", "true"]),
+        _replay_caldrix(
+            work, generations, threads, "(d) caldrix, --context-budget 0", ["--context-budget", "0"]
+        ),
+    ]
+    shutil.rmtree(work, ignore_errors=True)
+    _report(recording, results, floor, sum(len(p) for p in prompts))
+
+
+def _prompt_tokens(generations: list[dict[str, Any]]) -> list[list[int]]:
+    """Each generation's prompt as caldrix renders it (the model's own template and tokens)."""
+    from caldrix.engines.llamacpp import open_llamacpp
+    from caldrix.templates import render_context
+
+    engine = open_llamacpp(default_model_path(), ServingFlags(ctx=WINDOW, threads=1))
+    try:
+        return [render_context(engine, g["segments"]).prompt_tokens for g in generations]
+    finally:
+        engine.close()
+
+
+def _distinct_tokens(prompts: list[list[int]]) -> int:
+    """Nodes of a trie over every prompt: each distinct (prefix, token) computed once."""
+    root: dict[int, Any] = {}
+    nodes = 0
+    for prompt in prompts:
+        node = root
+        for token in prompt:
+            if token not in node:
+                node[token] = {}
+                nodes += 1
+            node = node[token]
+    return nodes
+
+
+def _replay_caldrix(
+    work: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
+) -> Figures:
+    folder = work / f"pool-{len(flags)}"
+    folder.mkdir()
+    pool = start_pool(
+        folder, "--load", DEFAULT_MODEL_NAME, "--ctx", str(WINDOW), "--threads", str(threads), *flags
+    )
+    figures = Figures(name)
+    rids = iter(range(1, 1 << 30))
+    try:
+        raw = RawConnection(pool.socket_path, pool.frames)
+        raw.hello()
+        started = time.perf_counter()
+        for generation in generations:
+            raw.send(
+                {"op": "context.create", "rid": next(rids), "member": "main", "segments": _plain(generation)}
+            )
+            context = raw.receive()["context"]
+            rid = next(rids)
+            sent = time.perf_counter()
+            raw.send({"op": "generate", "rid": rid, "context": context, **_generate_fields(generation)})
+            first: float | None = None
+            while (frame := raw.receive())["op"] not in ("done", "error"):
+                if frame["op"] == "token" and first is None:
+                    first = time.perf_counter()
+            if frame["op"] == "error":
+                raise RuntimeError(f"{name}: {frame['message']}")
+            figures.ttft_s += (first or time.perf_counter()) - sent
+            figures.prompted += frame["prompt_tokens"]
+            figures.prefilled += frame["prompt_tokens"] - frame["recomputed_from"]
+            raw.send({"op": "context.drop", "rid": next(rids), "context": context})
+            raw.receive()
+        figures.wall_s = time.perf_counter() - started
+        raw.close()
+    finally:
+        pool.stop()
+    return figures
+
+
+def _replay_server(
+    work: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
+) -> Figures:
+    folder = work / f"server-{len(flags)}"
+    folder.mkdir()
+    # logits_all off, as caldrix computes logits for the last row only: the same work a row.
+    server = start_server(folder, "--logits_all", "false", *flags, n_ctx=WINDOW, threads=threads)
+    figures = Figures(name)
+    try:
+        started = time.perf_counter()
+        for generation in generations:
+            seen = len(server.log())
+            ttft = _stream_chat(server, generation)
+            figures.ttft_s += ttft
+            rows = _last_prompt_eval(server, seen)
+            figures.prefilled += rows
+        figures.wall_s = time.perf_counter() - started
+    finally:
+        server.stop()
+    return figures
+
+
+def _stream_chat(server: OpenAIServer, generation: dict[str, Any]) -> float:
+    """One streamed chat completion; returns the time to its first text."""
+    body: dict[str, Any] = {
+        "model": SERVED_MODEL,
+        "messages": [{"role": s["role"], "content": s["text"]} for s in generation["segments"]],
+        "max_tokens": generation.get("max_new_tokens", 512),
+        "temperature": float(generation.get("temperature", 0.0)),
+        "stream": True,
+        "top_p": 1.0,
+        "top_k": 0,
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+    }
+    constraint = generation.get("constraint") or {}
+    if "json" in constraint:
+        body["response_format"] = {"type": "json_object", "schema": constraint["json"]}
+    elif "one_of" in constraint:
+        from caldrix.engines._remote_servers import choice_grammar
+
+        body["grammar"] = choice_grammar(constraint["one_of"])
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
+    sent = time.perf_counter()
+    connection.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    first: float | None = None
+    for line in _lines(response):
+        if first is None and line.startswith("data: {") and '"content"' in line:
+            delta = json.loads(line[6:])["choices"][0].get("delta", {})
+            if delta.get("content"):
+                first = time.perf_counter()
+    connection.close()
+    return (first or time.perf_counter()) - sent
+
+
+def _lines(response: http.client.HTTPResponse) -> Iterator[str]:
+    while line := response.readline():
+        yield line.decode("utf-8", "replace").strip()
+
+
+def _last_prompt_eval(server: OpenAIServer, seen: int) -> int:
+    """Rows the server computed for the last prompt (llama.cpp's perf line, printed once the
+    completion is done: wait for it)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = PROMPT_EVAL.findall(server.log()[seen:])
+        if found:
+            return int(found[-1])
+        time.sleep(0.05)
+    raise RuntimeError("the server printed no prompt eval line")
+
+
+def _plain(generation: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{k: s[k] for k in ("id", "role", "text", "pinned")} for s in generation["segments"]]
+
+
+def _generate_fields(generation: dict[str, Any]) -> dict[str, Any]:
+    keep = ("max_new_tokens", "constraint", "logprobs", "temperature", "seed", "stop", "append")
+    return {k: generation[k] for k in keep if k in generation and generation[k] is not None}
+
+
+def _report(recording: dict[str, Any], results: list[Figures], floor: int, prompted: int) -> None:
+    generations = len(recording["generations"])
+    requests = len(recording["prompts"])
+    model = recording["model"]
+    print(f"{requests} aerix request(s) on {model}: {generations} generations, {prompted} rows prompted")
+    for prompt, outcome in zip(recording["prompts"], recording["outcomes"], strict=True):
+        print(f"request: {prompt!r} ({outcome})")
+    print(f"floor: {floor} distinct prompt tokens (each computed once)")
+    print(f"{'setup':34} {'prefilled/prompted':>20} {'sum TTFT s':>11} {'wall s':>8}")
+    for figures in results:
+        figures.prompted = figures.prompted or prompted
+        share = f"{figures.prefilled}/{figures.prompted}"
+        print(f"{figures.name:34} {share:>20} {figures.ttft_s:>11.2f} {figures.wall_s:>8.2f}")
+    best = results[0]
+    print("ratio of (a) to each (rows prefilled, sum of TTFT, wall time):")
+    for figures in results[1:]:
+        print(
+            f"  {figures.name:32} {_ratio(best.prefilled, figures.prefilled)} "
+            f"{_ratio(best.ttft_s, figures.ttft_s)} {_ratio(best.wall_s, figures.wall_s)}"
+        )
+    times = best.prefilled / floor
+    print(f"(a) against the floor: {best.prefilled} rows prefilled for {floor} distinct ({times:.2f}×)")
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:6.2f}" if b else "     -"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("action", nargs="?", choices=["record", "replay"], default="replay")
+    parser.add_argument(
+        "--prompt", action="append", help="a request to record (repeatable; later ones --continue)"
+    )
+    parser.add_argument("--max-turns", type=int, default=6, help="the recorded request's turn budget")
+    parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
+    args = parser.parse_args()
+    action: Callable[[], None] = (
+        (lambda: record(args.prompt or list(DEFAULT_PROMPTS), args.max_turns))
+        if args.action == "record"
+        else (lambda: replay(args.threads))
+    )
+    action()
+
+
+if __name__ == "__main__":
+    main()
