@@ -3,8 +3,8 @@ what users run today, on the same model and the same prompts.
 
 ``record`` runs real ``aerix -p`` requests on the embedded model (the later ones continue the
 session) through a pool, with a recording proxy on the socket between them: for every
-``generate`` it asks the pool for that context's segments and keeps them, with the request's fields (constraint, max_new_tokens,
-append …). The recording is ``benchmarks/recordings/aerix_request.json``.
+``generate`` it asks the pool for that context's segments and keeps them, with the request's
+fields (constraint, max_new_tokens, append …). The recording is ``benchmarks/recordings/aerix_request.json``.
 
 ``replay`` (the default) sends those generations, in order, to four setups in one run:
 
@@ -19,7 +19,9 @@ For each: the rows prefilled over the rows prompted, the sum of the times to fir
 the whole replay's wall time, and the ratio of (a) to each. Rows prefilled come from caldrix's
 ``recomputed_from`` and, for the server (which reports no cached tokens), from the
 ``prompt eval … / N tokens`` line llama.cpp prints after each completion. The physical floor
-is each distinct prompt token computed once (the nodes of a trie over every prompt's tokens).
+is each distinct prompt token computed once (the nodes of a trie over every prompt's tokens),
+where an earlier generation's appended output, whose rows its decode computed, counts as
+computed.
 
     .venv/bin/python benchmarks/bench_vs_servers.py record [--prompt TEXT ...] [--max-turns 6]
     .venv/bin/python benchmarks/bench_vs_servers.py [replay] [--threads 1]
@@ -198,8 +200,8 @@ class Figures:
 def replay(threads: int) -> None:
     recording = json.loads(RECORDING.read_text())
     generations: list[dict[str, Any]] = recording["generations"]
-    prompts = _prompt_tokens(generations)
-    floor = _distinct_tokens(prompts)
+    prompts, decoded = _prompt_tokens(generations)
+    floor = _floor(prompts, decoded)
     work = Path(tempfile.mkdtemp(prefix="bench-vs-servers-"))
     results = [
         _replay_caldrix(work, generations, threads, "(a) caldrix, prefix store", []),
@@ -213,30 +215,62 @@ def replay(threads: int) -> None:
     _report(recording, results, floor, sum(len(p) for p in prompts))
 
 
-def _prompt_tokens(generations: list[dict[str, Any]]) -> list[list[int]]:
-    """Each generation's prompt as caldrix renders it (the model's own template and tokens)."""
+def _prompt_tokens(generations: list[dict[str, Any]]) -> tuple[list[list[int]], list[list[int] | None]]:
+    """Each generation's prompt as caldrix renders it (the model's own template and tokens) and,
+    for one whose output was appended, its prompt's segments followed by that output as the
+    next recorded context holds it: the rows its decode computed."""
     from caldrix.engines.llamacpp import open_llamacpp
     from caldrix.templates import render_context
 
     engine = open_llamacpp(default_model_path(), ServingFlags(ctx=WINDOW, threads=1))
     try:
-        return [render_context(engine, g["segments"]).prompt_tokens for g in generations]
+        prompts = [render_context(engine, g["segments"]).prompt_tokens for g in generations]
+        decoded: list[list[int] | None] = []
+        for number, generation in enumerate(generations):
+            output = _appended_output(generations, number)
+            if output is None:
+                decoded.append(None)
+                continue
+            rendered = render_context(engine, [*generation["segments"], output])
+            decoded.append([t for tokens in rendered.segment_tokens for t in tokens])
+        return prompts, decoded
     finally:
         engine.close()
 
 
-def _distinct_tokens(prompts: list[list[int]]) -> int:
-    """Nodes of a trie over every prompt: each distinct (prefix, token) computed once."""
+def _appended_output(generations: list[dict[str, Any]], number: int) -> dict[str, Any] | None:
+    append = generations[number].get("append")
+    if not append:
+        return None
+    for later in generations[number + 1 :]:
+        for segment in later["segments"]:
+            if segment["id"] == append["id"]:
+                return dict(segment)
+    return None
+
+
+def _floor(prompts: list[list[int]], decoded: list[list[int] | None]) -> int:
+    """The rows a replay must prefill at the least: each distinct (prefix, token) of every
+    prompt computed once (the nodes of a trie over the prompts), where the rows an earlier
+    generation computed while decoding its appended output count as computed already."""
     root: dict[int, Any] = {}
     nodes = 0
-    for prompt in prompts:
-        node = root
-        for token in prompt:
-            if token not in node:
-                node[token] = {}
-                nodes += 1
-            node = node[token]
+    for prompt, output in zip(prompts, decoded, strict=True):
+        nodes += _insert(root, prompt)
+        if output is not None:
+            _insert(root, output)
     return nodes
+
+
+def _insert(root: dict[int, Any], tokens: list[int]) -> int:
+    """Put ``tokens`` into the trie; returns how many nodes were new."""
+    node, new = root, 0
+    for token in tokens:
+        if token not in node:
+            node[token] = {}
+            new += 1
+        node = node[token]
+    return new
 
 
 def _replay_caldrix(
@@ -368,7 +402,7 @@ def _report(recording: dict[str, Any], results: list[Figures], floor: int, promp
     print(f"{requests} aerix request(s) on {model}: {generations} generations, {prompted} rows prompted")
     for prompt, outcome in zip(recording["prompts"], recording["outcomes"], strict=True):
         print(f"request: {prompt!r} ({outcome})")
-    print(f"floor: {floor} distinct prompt tokens (each computed once)")
+    print(f"floor: {floor} rows (each distinct prompt token computed once; appended outputs were decoded)")
     print(f"{'setup':34} {'prefilled/prompted':>20} {'sum TTFT s':>11} {'wall s':>8}")
     for figures in results:
         figures.prompted = figures.prompted or prompted
