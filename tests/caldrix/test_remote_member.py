@@ -246,6 +246,27 @@ def test_closing_the_connection_cancels_the_http_request(pool: PoolProcess, serv
     assert "generation cancelled" in pool.log()
 
 
+def test_unloading_stops_a_generation_on_the_server(pool: PoolProcess, server: OpenAIServer) -> None:
+    with (
+        raw_connection(pool.socket_path, pool.frames) as raw,
+        raw_connection(pool.socket_path, pool.frames) as other,
+    ):
+        loaded = _request(other, "member.load", name="brief", model=server.reference, flags=_flags())
+        assert loaded["op"] == "ok", loaded
+        context = _context(raw, "brief")
+        raw.send({"op": "generate", "rid": 9, "context": context["context"], "max_new_tokens": 2000})
+        while raw.receive()["op"] != "token":
+            pass
+        unloaded = _request(other, "member.unload", name="brief")
+        frame = raw.receive()
+        while frame["op"] == "token":
+            frame = raw.receive()
+        names = [m["name"] for m in _request(other, "member.list")["members"]]
+    assert unloaded["op"] == "ok", unloaded
+    assert frame["op"] == "error" and frame["code"] == "member_not_found" and "unloaded" in frame["message"]
+    assert "brief" not in names
+
+
 def test_the_api_key_is_sent_but_never_logged(pool: PoolProcess, server: OpenAIServer) -> None:
     with raw_connection(pool.socket_path, pool.frames) as raw:
         refused = _request(raw, "member.load", name="nokey", model=server.reference, flags={"ctx": 512})
