@@ -1,0 +1,205 @@
+"""Recording real aerix requests for ``bench_vs_servers.py``, and the floor of a replay.
+
+``record`` runs ``aerix -p`` requests on the embedded model through a pool, with a proxy on the
+socket between them: before each ``generate`` goes through, the proxy reads that context's
+segments on a side connection (``context.get``) and keeps them with the request's fields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from caldrix.engines.base import ServingFlags
+from caldrix.protocol.framing import FrameDecoder, NeedMore, encode_frame
+from tests.caldrix.pool_harness import RawConnection, start_pool
+from tests.default_model import DEFAULT_MODEL_NAME, default_model_path
+
+ROOT = Path(__file__).resolve().parents[1]
+AERIX = str(Path(sys.executable).with_name("aerix"))
+RECORDING = ROOT / "benchmarks" / "recordings" / "aerix_request.json"
+#: The requests recorded until delegation lands (then: one request with two delegated pieces).
+DEFAULT_PROMPTS = (
+    "Read greet.py and say what greet returns.",
+    "Add a function farewell(name) to greet.py that returns 'Goodbye, <name>!'.",
+    "Which files are in this project?",
+)
+#: The window every setup gets; the recorded requests fit it.
+WINDOW = 4096
+
+
+def record(prompts: list[str], max_turns: int) -> None:
+    """Real ``aerix -p`` requests (the later ones ``--continue`` the session) through a
+    recording proxy; writes :data:`RECORDING`."""
+    work = Path(tempfile.mkdtemp(prefix="bench-vs-servers-"))
+    pool = start_pool(work, "--load", DEFAULT_MODEL_NAME, "--ctx", str(WINDOW), "--idle-timeout", "0")
+    generations: list[dict[str, Any]] = []
+    proxy_path = work / "proxy.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.fspath(proxy_path))
+    listener.listen()
+    side = RawConnection(pool.socket_path, "cbor")
+    side.hello()
+    threading.Thread(
+        target=_serve_proxy, args=(listener, pool.socket_path, side, generations), daemon=True
+    ).start()
+    project = _scratch_project(work / "project")
+    settings = {"pool": {"socket": str(proxy_path), "main_flags": {"ctx": WINDOW}}}
+    env = _aerix_env(work, settings)
+    outcomes: list[str] = []
+    try:
+        for number, prompt in enumerate(prompts):
+            resume = ["--continue"] if number else []
+            limits = ["--max-turns", str(max_turns), "--output-format", "json"]
+            done = subprocess.run(
+                [AERIX, "-p", prompt, *resume, *limits, "--cwd", str(project)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=3600,
+            )
+            outcome = json.loads(done.stdout).get("outcome") if done.stdout.strip() else None
+            outcomes.append(str(outcome or f"exit {done.returncode}"))
+    finally:
+        pool.stop()
+    RECORDING.parent.mkdir(parents=True, exist_ok=True)
+    recording = {
+        "model": DEFAULT_MODEL_NAME,
+        "prompts": prompts,
+        "outcomes": outcomes,
+        "generations": generations,
+    }
+    RECORDING.write_text(json.dumps(recording, indent=1) + "\n")
+    print(f"recorded {len(generations)} generations of {len(prompts)} request(s) ({outcomes}) in {RECORDING}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _scratch_project(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "greet.py").write_text('def greet(name):\n    return f"Hello, {name}!"\n')
+    (path / "AGENTS.md").write_text("Keep changes small. Run the tests with python -m pytest.\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "."],
+        ["-c", "user.name=b", "-c", "user.email=b@b.invalid", "commit", "-qm", "x"],
+    ):
+        subprocess.run(["git", "-C", str(path), *args], check=True)
+    return path
+
+
+def _aerix_env(work: Path, settings: dict[str, Any]) -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"):
+        (work / var.lower()).mkdir(parents=True, exist_ok=True)
+        env[var] = str(work / var.lower())
+    env["CLAUDE_CONFIG_DIR"] = str(work / "claude")
+    (work / "xdg_config_home" / "aerix").mkdir(parents=True)
+    (work / "xdg_config_home" / "aerix" / "settings.json").write_text(json.dumps(settings))
+    return env
+
+
+def _serve_proxy(
+    listener: socket.socket, upstream: Path, side: RawConnection, generations: list[dict[str, Any]]
+) -> None:
+    """Forward every connection to ``upstream``; before each ``generate`` is forwarded, read
+    that context's segments on the ``side`` connection and record them with the request."""
+    lock = threading.Lock()
+    rids = iter(range(1, 1 << 30))
+
+    def segments_of(context: str) -> dict[str, Any]:
+        with lock:
+            rid = next(rids)
+            side.send({"op": "context.get", "rid": rid, "context": context})
+            return side.receive()
+
+    def client_to_pool(client: socket.socket, pool: socket.socket) -> None:
+        decoder = FrameDecoder("cbor")
+        while data := client.recv(65536):
+            decoder.feed(data)
+            while not isinstance(message := decoder.next_message(), NeedMore):
+                if message.get("op") == "generate":
+                    described = segments_of(str(message["context"]))
+                    fields = {k: v for k, v in message.items() if k not in ("op", "rid", "context")}
+                    generations.append(
+                        {"member": described.get("member"), "segments": described["segments"], **fields}
+                    )
+                pool.sendall(encode_frame(message, "cbor"))
+        pool.shutdown(socket.SHUT_WR)
+
+    def pool_to_client(pool: socket.socket, client: socket.socket) -> None:
+        while data := pool.recv(65536):
+            client.sendall(data)
+        client.close()
+
+    while True:
+        client, _ = listener.accept()
+        pool = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        pool.connect(os.fspath(upstream))
+        threading.Thread(target=client_to_pool, args=(client, pool), daemon=True).start()
+        threading.Thread(target=pool_to_client, args=(pool, client), daemon=True).start()
+
+
+def prompt_tokens(generations: list[dict[str, Any]]) -> tuple[list[list[int]], list[list[int] | None]]:
+    """Each generation's prompt as caldrix renders it (the model's own template and tokens) and,
+    for one whose output was appended, its prompt's segments followed by that output as the
+    next recorded context holds it: the rows its decode computed."""
+    from caldrix.engines.llamacpp import open_llamacpp
+    from caldrix.templates import render_context
+
+    engine = open_llamacpp(default_model_path(), ServingFlags(ctx=WINDOW, threads=1))
+    try:
+        prompts = [render_context(engine, g["segments"]).prompt_tokens for g in generations]
+        decoded: list[list[int] | None] = []
+        for number, generation in enumerate(generations):
+            output = _appended_output(generations, number)
+            if output is None:
+                decoded.append(None)
+                continue
+            rendered = render_context(engine, [*generation["segments"], output])
+            decoded.append([t for tokens in rendered.segment_tokens for t in tokens])
+        return prompts, decoded
+    finally:
+        engine.close()
+
+
+def _appended_output(generations: list[dict[str, Any]], number: int) -> dict[str, Any] | None:
+    append = generations[number].get("append")
+    if not append:
+        return None
+    for later in generations[number + 1 :]:
+        for segment in later["segments"]:
+            if segment["id"] == append["id"]:
+                return dict(segment)
+    return None
+
+
+def floor_rows(prompts: list[list[int]], decoded: list[list[int] | None]) -> int:
+    """The rows a replay must prefill at the least: each distinct (prefix, token) of every
+    prompt computed once (the nodes of a trie over the prompts), where the rows an earlier
+    generation computed while decoding its appended output count as computed already."""
+    root: dict[int, Any] = {}
+    nodes = 0
+    for prompt, output in zip(prompts, decoded, strict=True):
+        nodes += _insert(root, prompt)
+        if output is not None:
+            _insert(root, output)
+    return nodes
+
+
+def _insert(root: dict[int, Any], tokens: list[int]) -> int:
+    """Put ``tokens`` into the trie; returns how many nodes were new."""
+    node, new = root, 0
+    for token in tokens:
+        if token not in node:
+            node[token] = {}
+            new += 1
+        node = node[token]
+    return new
