@@ -6,7 +6,8 @@ session) through a pool, with a recording proxy on the socket between them: for 
 ``generate`` it asks the pool for that context's segments and keeps them, with the request's
 fields (constraint, max_new_tokens, append …). The recording is ``benchmarks/recordings/aerix_request.json``.
 
-``replay`` (the default) sends those generations, in order, to four setups in one run:
+``replay`` (the default) sends those generations, in order, to four setups in one run, each
+setup once a round, the order reversed every other round:
 
 - (a) caldrix with its prefix store (the default ``--context-budget``);
 - (b) llama-cpp-python's OpenAI server, which keeps the last prompt's rows and reuses their
@@ -24,7 +25,7 @@ where an earlier generation's appended output, whose rows its decode computed, c
 computed.
 
     .venv/bin/python benchmarks/bench_vs_servers.py record [--prompt TEXT ...] [--max-turns 6]
-    .venv/bin/python benchmarks/bench_vs_servers.py [replay] [--threads 1]
+    .venv/bin/python benchmarks/bench_vs_servers.py [replay] [--threads 1] [--rounds 2]
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import http.client
 import json
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -74,29 +76,38 @@ class Figures:
     wall_s: float = 0.0
 
 
-def replay(threads: int) -> None:
+#: The four setups, in the order of the first round (later rounds alternate it).
+SETUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("(a) caldrix, prefix store", "caldrix", ()),
+    ("(b) llama-cpp-python server", "server", ()),
+    ("(c) same server, --cache (RAM)", "server", ("--cache", "true")),
+    ("(d) caldrix, --context-budget 0", "caldrix", ("--context-budget", "0")),
+)
+
+
+def replay(threads: int, rounds: int) -> None:
+    """Every setup once a round, the order reversed every other round; the times reported
+    are each setup's median, and each ratio is the median of the per-round ratios."""
     recording = json.loads(RECORDING.read_text())
     generations: list[dict[str, Any]] = recording["generations"]
     prompts, decoded = prompt_tokens(generations)
     floor = floor_rows(prompts, decoded)
     work = Path(tempfile.mkdtemp(prefix="bench-vs-servers-"))
-    results = [
-        _replay_caldrix(work, generations, threads, "(a) caldrix, prefix store", []),
-        _replay_server(work, generations, threads, "(b) llama-cpp-python server", []),
-        _replay_server(work, generations, threads, "(c) same server, --cache (RAM)", ["--cache", "true"]),
-        _replay_caldrix(
-            work, generations, threads, "(d) caldrix, --context-budget 0", ["--context-budget", "0"]
-        ),
-    ]
+    runs: dict[str, list[Figures]] = {name: [] for name, _, _ in SETUPS}
+    for number in range(rounds):
+        order = SETUPS if number % 2 == 0 else tuple(reversed(SETUPS))
+        for name, kind, flags in order:
+            folder = work / f"r{number}-{len(runs[name])}-{kind}-{len(flags)}"
+            folder.mkdir()
+            run = _replay_caldrix if kind == "caldrix" else _replay_server
+            runs[name].append(run(folder, generations, threads, name, list(flags)))
     shutil.rmtree(work, ignore_errors=True)
-    _report(recording, results, floor, sum(len(p) for p in prompts))
+    _report(recording, runs, floor, sum(len(p) for p in prompts))
 
 
 def _replay_caldrix(
-    work: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
+    folder: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
 ) -> Figures:
-    folder = work / f"pool-{len(flags)}"
-    folder.mkdir()
     pool = start_pool(
         folder, "--load", DEFAULT_MODEL_NAME, "--ctx", str(WINDOW), "--threads", str(threads), *flags
     )
@@ -133,10 +144,8 @@ def _replay_caldrix(
 
 
 def _replay_server(
-    work: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
+    folder: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
 ) -> Figures:
-    folder = work / f"server-{len(flags)}"
-    folder.mkdir()
     # logits_all off, as caldrix computes logits for the last row only: the same work a row.
     server = start_server(folder, "--logits_all", "false", *flags, n_ctx=WINDOW, threads=threads)
     figures = Figures(name)
@@ -214,32 +223,40 @@ def _generate_fields(generation: dict[str, Any]) -> dict[str, Any]:
     return {k: generation[k] for k in keep if k in generation and generation[k] is not None}
 
 
-def _report(recording: dict[str, Any], results: list[Figures], floor: int, prompted: int) -> None:
+def _report(recording: dict[str, Any], runs: dict[str, list[Figures]], floor: int, prompted: int) -> None:
     generations = len(recording["generations"])
     requests = len(recording["prompts"])
     model = recording["model"]
+    rounds = len(next(iter(runs.values())))
     print(f"{requests} aerix request(s) on {model}: {generations} generations, {prompted} rows prompted")
     for prompt, outcome in zip(recording["prompts"], recording["outcomes"], strict=True):
         print(f"request: {prompt!r} ({outcome})")
     print(f"floor: {floor} rows (each distinct prompt token computed once; appended outputs were decoded)")
-    print(f"{'setup':34} {'prefilled/prompted':>20} {'sum TTFT s':>11} {'wall s':>8}")
-    for figures in results:
-        figures.prompted = figures.prompted or prompted
-        share = f"{figures.prefilled}/{figures.prompted}"
-        print(f"{figures.name:34} {share:>20} {figures.ttft_s:>11.2f} {figures.wall_s:>8.2f}")
-    best = results[0]
-    print("ratio of (a) to each (rows prefilled, sum of TTFT, wall time):")
-    for figures in results[1:]:
-        print(
-            f"  {figures.name:32} {_ratio(best.prefilled, figures.prefilled)} "
-            f"{_ratio(best.ttft_s, figures.ttft_s)} {_ratio(best.wall_s, figures.wall_s)}"
+    print(
+        f"{rounds} round(s); times are medians, per round: "
+        + "; ".join(
+            f"{name[:3]} " + " ".join(f"{f.ttft_s:.1f}/{f.wall_s:.1f}" for f in figures)
+            for name, figures in runs.items()
         )
-    times = best.prefilled / floor
-    print(f"(a) against the floor: {best.prefilled} rows prefilled for {floor} distinct ({times:.2f}×)")
-
-
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:6.2f}" if b else "     -"
+    )
+    print(f"{'setup':34} {'prefilled/prompted':>20} {'sum TTFT s':>11} {'wall s':>8}")
+    for name, figures in runs.items():
+        rows = {f.prefilled for f in figures}
+        share = f"{'/'.join(str(r) for r in sorted(rows))}/{figures[0].prompted or prompted}"
+        ttft = statistics.median(f.ttft_s for f in figures)
+        wall = statistics.median(f.wall_s for f in figures)
+        print(f"{name:34} {share:>20} {ttft:>11.2f} {wall:>8.2f}")
+    best_name = SETUPS[0][0]
+    best = runs[best_name]
+    print("ratio of (a) to each (rows prefilled, sum of TTFT, wall time; medians of the rounds' ratios):")
+    for name, figures in list(runs.items())[1:]:
+        pairs = list(zip(best, figures, strict=True))
+        rows = statistics.median(a.prefilled / b.prefilled for a, b in pairs if b.prefilled)
+        ttft = statistics.median(a.ttft_s / b.ttft_s for a, b in pairs)
+        wall = statistics.median(a.wall_s / b.wall_s for a, b in pairs)
+        print(f"  {name:32} {rows:6.2f} {ttft:6.2f} {wall:6.2f}")
+    prefilled = best[0].prefilled
+    print(f"(a) against the floor: {prefilled} rows prefilled for {floor} ({prefilled / floor:.2f}×)")
 
 
 def main() -> None:
@@ -252,11 +269,12 @@ def main() -> None:
     )
     parser.add_argument("--max-turns", type=int, default=6, help="the recorded request's turn budget")
     parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the four setups (default 2)")
     args = parser.parse_args()
     action: Callable[[], None] = (
         (lambda: record(args.prompt or list(DEFAULT_PROMPTS), args.max_turns))
         if args.action == "record"
-        else (lambda: replay(args.threads))
+        else (lambda: replay(args.threads, args.rounds))
     )
     action()
 
