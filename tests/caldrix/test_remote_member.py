@@ -142,6 +142,17 @@ def test_the_member_object_names_the_server_and_counts_nothing_locally(
     assert status["prefix_store"]["remote"]["budget"] == 0
 
 
+def test_pool_status_shows_the_remote_member(pool: PoolProcess, server: OpenAIServer) -> None:
+    shown = subprocess.run(
+        [sys.executable, "-m", "caldrix.cli", "pool", "status", "--socket", str(pool.socket_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"  remote: ready, {server.reference}, n_ctx {WINDOW}, 0 MiB, cpu, queue 0" in shown.stdout
+
+
 def test_counts_come_from_the_servers_tokenizer_and_match_the_local_model(pool: PoolProcess) -> None:
     with raw_connection(pool.socket_path, pool.frames) as raw:
         local = _context(raw, "main")
