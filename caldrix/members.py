@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 import anyio
 import anyio.from_thread
@@ -213,9 +213,9 @@ class Member:
                 else:
                     # The prefix store decides where the prefill starts, keeps the rows afterwards
                     # and learns this member's rates: the one place a local generation goes through.
-                    assert isinstance(engine, Engine)
+                    local = cast(Engine, engine)  # every member that is not remote is a local engine
                     result = self.prefix_store.generate(
-                        engine, prompt_tokens, params, watched, appended=appended, defer=self.thread.defer
+                        local, prompt_tokens, params, watched, appended=appended, defer=self.thread.defer
                     )
             except GenerationCancelled as cancelled:
                 if self.unloading:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TextIO
+from typing import TextIO, cast
 
 from rich.console import Console
 
@@ -125,8 +125,7 @@ class Chat:
     def _generate(self, prompt: list[int], text: str, sink: TerminalSink) -> GenerationResult:
         if isinstance(self.engine, StreamingModel):
             return self.engine.stream_generation(prompt, self.params, sink, prompt_text=text)
-        assert isinstance(self.engine, Engine)
-        return run_generation(self.engine, prompt, self.params, sink)
+        return run_generation(cast(Engine, self.engine), prompt, self.params, sink)
 
     def _drop_oldest_exchange(self) -> bool:
         first = 1 if self.system else 0
