@@ -1,8 +1,9 @@
 """The dependency rules of docs/layout.md, as a checker over a source tree.
 
 ``violations(root)`` reads every module under ``root/aerix`` and ``root/caldrix`` (imports at any
-depth, ``from x import y`` read as ``x.y`` so ``from aerix import errors`` counts as
-``aerix.errors``) and returns one line per import that breaks a rule:
+depth, inside functions too; ``from x import y`` read as ``x.y`` so ``from aerix import errors``
+counts as ``aerix.errors``; a relative import read as the absolute one it stands for) and
+returns one line per import that breaks a rule:
 
 - ``aerix.domain`` imports only ``aerix.domain``;
 - ``aerix.projections`` only ``aerix.domain`` and ``aerix.projections``;
@@ -10,6 +11,7 @@ depth, ``from x import y`` read as ``x.y`` so ``from aerix import errors`` count
 - ``aerix.adapters`` only ``aerix.domain``, the ports (``aerix.app.ports``), ``aerix.errors``,
   ``aerix.adapters`` and the package root (its version) — never a use-case module;
 - only ``aerix.cli`` and ``aerix.wiring`` import ``aerix.adapters``;
+- ``aerix.errors`` only ``aerix.domain`` (every layer above the domain raises its errors);
 - ``caldrix`` never imports ``aerix``; ``aerix`` reaches caldrix only through ``caldrix.protocol``,
   and only from the app and the adapters (the domain and the projections are caldrix-free).
 """
@@ -32,6 +34,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "aerix.adapters",
         "aerix.__version__",
     ),
+    "aerix.errors": ("aerix.domain",),
 }
 #: Modules of aerix that may use caldrix (through caldrix.protocol only).
 CALDRIX_USERS = ("aerix.app", "aerix.adapters", "aerix.cli", "aerix.wiring")
@@ -44,6 +47,17 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
+def _source(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from … import`` names: ``from ..adapters import x`` in
+    ``aerix.app.agent.loop`` is ``aerix.app.adapters``, and ``from . import x`` in a package's
+    ``__init__`` is that package."""
+    if node.level == 0:
+        return node.module or ""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
 def imports(root: Path, package: str) -> Iterator[tuple[str, str]]:
     """(importing module, imported name) for every import in ``root/package``."""
     for path in sorted((root / package).rglob("*.py")):
@@ -51,8 +65,9 @@ def imports(root: Path, package: str) -> Iterator[tuple[str, str]]:
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
                 yield from ((module, alias.name) for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                yield from ((module, f"{node.module}.{alias.name}") for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                source = _source(module, path.name == "__init__.py", node)
+                yield from ((module, f"{source}.{alias.name}") for alias in node.names)
 
 
 def _within(name: str, prefix: str) -> bool:

@@ -1,8 +1,11 @@
 """The dependency rules of docs/layout.md hold on the source, and the checker that holds them
-fails when one is broken (shown on small synthetic trees)."""
+fails when one is broken (shown on small synthetic trees). The first two tests are the original
+aerix↔caldrix checks, kept as they were, beside the checker that now holds every rule."""
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,35 @@ import pytest
 from tests.layering import violations
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(package: str) -> Iterator[tuple[Path, str]]:
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                yield from ((path, alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # ``from caldrix import protocol`` imports caldrix.protocol, not caldrix itself.
+                yield from ((path, f"{node.module}.{alias.name}") for alias in node.names)
+
+
+def test_caldrix_never_imports_aerix() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path, name in _imports("caldrix")
+        if name == "aerix" or name.startswith("aerix.")
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("allowed", ["caldrix.protocol"])
+def test_aerix_imports_only_the_protocol_package_of_caldrix(allowed: str) -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path, name in _imports("aerix")
+        if (name == "caldrix" or name.startswith("caldrix.")) and not name.startswith(allowed)
+    ]
+    assert offenders == []
 
 
 def test_the_source_keeps_every_layering_rule() -> None:
@@ -31,6 +63,14 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 @pytest.mark.parametrize(
     ("module", "source", "broken"),
     [
+        # An import inside a function counts as much as one at the top.
+        ("aerix/app/x.py", "def f():\n    from aerix.adapters import skills\n", "only cli and wiring"),
+        # A relative import counts as the absolute one it stands for.
+        ("aerix/app/agent/x.py", "from ...adapters import pool\n", "only cli and wiring import adapters"),
+        ("aerix/domain/x.py", "from ..app import ports\n", "aerix.domain may import only"),
+        ("aerix/adapters/x.py", "from ..app.sessions import writer\n", "aerix.adapters may import only"),
+        # The errors module sits under every layer above the domain, so it imports only the domain.
+        ("aerix/errors.py", "from aerix.app.ports import PoolPort\n", "aerix.errors may import only"),
         ("aerix/domain/x.py", "from aerix.app.ports import PoolPort\n", "aerix.domain may import only"),
         ("aerix/domain/x.py", "import aerix.adapters.paths\n", "only cli and wiring import adapters"),
         ("aerix/projections/x.py", "from aerix.app import ports\n", "aerix.projections may import only"),
@@ -61,6 +101,10 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
     root = _tree(
         tmp_path,
         {
+            "aerix/projections/base.py": "from . import index\nfrom .index import IndexEntry\n",
+            "aerix/app/agent/__init__.py": "from .loop import run_agent\n",
+            "aerix/adapters/tools/x.py": "from ..paths import config_home\n",
+            "aerix/errors.py": "from aerix.domain.bounds import EXIT_USAGE\n",
             "aerix/domain/x.py": "from aerix.domain import bounds\nimport pydantic\n",
             "aerix/projections/x.py": "from aerix.domain.events import EventBase\n",
             "aerix/app/x.py": "from aerix.projections import index\nfrom aerix.errors import AerixError\n",
