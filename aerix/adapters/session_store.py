@@ -29,8 +29,9 @@ from aerix.adapters.durable import make_folder, replace_durably
 from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, PlainJSONMapper, SessionLogRecorder
 from aerix.adapters.spool import spool_dir, write_spool
 from aerix.app.ports import SessionRef
+from aerix.app.ports.sessions import ReplaceOutcome
 from aerix.domain.events import EventBase
-from aerix.domain.session import Recorded
+from aerix.domain.session import wrap
 from aerix.errors import SessionAmbiguous, SessionBusy, SessionNotFound
 
 INDEX_NAME = "index.json"
@@ -58,11 +59,12 @@ class SessionFiles:
             store = self._stores[project] = EventStore(self.mapper, self.recorder(project))
         return store
 
-    def append(self, ref: SessionRef, events: Sequence[Recorded], sync: bool = False) -> None:
-        """Write the aggregate's new events (eventsourcing's store, our recorder), synced to disk
-        first when ``sync``; another writer's append in between is ``SessionBusy``."""
+    def append(self, ref: SessionRef, records: Sequence[EventBase], sync: bool = False) -> None:
+        """Write the session's new records as the aggregate's events (eventsourcing's store, our
+        recorder), synced to disk first when ``sync``; another writer's append in between is
+        ``SessionBusy``."""
         try:
-            self._event_store(ref.project).put(list(events), sync=sync)
+            self._event_store(ref.project).put([wrap(ref.id, record) for record in records], sync=sync)
         except IntegrityError as exc:
             raise SessionBusy(ref.id, "another writer appended to it") from exc
 
@@ -177,10 +179,10 @@ class SessionFiles:
     def spool(self, ref: SessionRef, name: str, text: str) -> Path:
         return write_spool(ref.log, name, text)
 
-    def replace_if_changed(self, ref: SessionRef, events: Sequence[Recorded]) -> str:
+    def replace_if_changed(self, ref: SessionRef, records: Sequence[EventBase]) -> ReplaceOutcome:
         """Write a whole log unless it already holds exactly these events: new, updated or unchanged."""
         recorder = self.recorder(ref.project)
-        stored = [self.mapper.to_stored_event(event) for event in events]
+        stored = [self.mapper.to_stored_event(wrap(ref.id, record)) for record in records]
         wanted = recorder.encode(stored)
         try:
             existing: bytes | None = ref.log.read_bytes()

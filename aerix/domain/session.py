@@ -97,10 +97,10 @@ class Session(BaseAggregate[str]):
         self.trigger_event(EVENT_CLASSES[record.type], timestamp=at, record=record)
         return record
 
-    def take_new_events(self) -> list[Recorded]:
-        """The events recorded since the last call, to be stored (eventsourcing's
-        ``collect_events``; every event this aggregate triggers is a ``Recorded``)."""
-        return cast(list[Recorded], self.collect_events())
+    def take_new_records(self) -> list[ev.EventBase]:
+        """The records of the events recorded since the last call, to be stored (eventsourcing's
+        ``collect_events``, unwrapped: every event this aggregate triggers is a ``Recorded``)."""
+        return [event.record for event in cast(list[Recorded], self.collect_events())]
 
     @property
     def imported(self) -> bool:

@@ -2,7 +2,8 @@
 
 ``aerix.adapters.session_store.SessionFiles`` implements ``SessionStorage`` over the JSONL logs;
 ``aerix.adapters.claude_import.ClaudeImports`` implements ``ClaudeSessionSource``. No
-third-party type crosses: the store is given the Session aggregate's own events.
+third-party type crosses: the store is given the session's records (``aerix.domain.events``),
+and how it stores them (eventsourcing's event store and recorder, for the files) is its own.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from aerix.domain import events as ev
-from aerix.domain.session import Recorded
 
 Clock = Callable[[], datetime]
 E = TypeVar("E", bound=ev.EventBase)
+#: What storing a whole log did: wrote a new one, replaced a different one, or found it the same.
+ReplaceOutcome = Literal["new", "updated", "unchanged"]
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,9 @@ class SessionStorage(Protocol):
     def find(self, id_or_prefix: str) -> SessionRef: ...
     def exists(self, ref: SessionRef) -> bool: ...
     def read(self, ref: SessionRef) -> list[ev.EventBase]: ...
-    def append(self, ref: SessionRef, events: Sequence[Recorded], sync: bool = False) -> None:
-        """Write the aggregate's new events, synced to disk before returning when ``sync``;
-        ``SessionBusy`` when another writer got there first."""
+    def append(self, ref: SessionRef, records: Sequence[ev.EventBase], sync: bool = False) -> None:
+        """Write the session's new records, one line each, synced to disk before returning when
+        ``sync``; ``SessionBusy`` when another writer got there first."""
         ...
 
     def sync(self, ref: SessionRef) -> None:
@@ -76,7 +78,10 @@ class SessionStorage(Protocol):
     def acquire(self, ref: SessionRef) -> int: ...
     def release(self, ref: SessionRef) -> None: ...
     def spool(self, ref: SessionRef, name: str, text: str) -> Path: ...
-    def replace_if_changed(self, ref: SessionRef, events: Sequence[Recorded]) -> str: ...
+    def replace_if_changed(self, ref: SessionRef, records: Sequence[ev.EventBase]) -> ReplaceOutcome:
+        """Write a whole log at once, unless it already holds exactly these records."""
+        ...
+
     def is_locked(self, ref: SessionRef) -> bool: ...
     def notices(self) -> list[str]: ...
 

@@ -34,7 +34,7 @@ def import_session(storage: SessionStorage, plan: ImportPlan) -> ImportOutcome:
     session = Session.begin(plan.start_time, **plan.start)
     for planned in plan.events:
         session.record(planned.cls, planned.time, **planned.fields)
-    events = session.take_new_events()
+    events = session.take_new_records()
     ref = storage.ref(plan.start["project"], plan.start["session"])
     stored = _stored_event_count(storage, ref)
     if stored > len(events):
@@ -43,11 +43,11 @@ def import_session(storage: SessionStorage, plan: ImportPlan) -> ImportOutcome:
             f"(a partial copy?); kept the store's; `aerix sessions rm {ref.id}` first to replace it"
         )
         return ImportOutcome(ref.id, ref.project, "kept", stored, list(plan.problems), kept)
-    state = storage.replace_if_changed(ref, list(events))
+    state = storage.replace_if_changed(ref, events)
     if state != "unchanged":
         with storage.index_locked(ref.project) as entries:
             entry = IndexEntry()
-            entry.feed(event.record for event in events)
+            entry.feed(events)
             entries[ref.id] = entry.to_json()
     return ImportOutcome(ref.id, ref.project, state, len(events), list(plan.problems))
 

@@ -80,7 +80,7 @@ class SessionWriter:
             self.storage.release(self.ref)
 
     def _save(self, sync: bool = False) -> None:
-        self.storage.append(self.ref, self.session.take_new_events(), sync=sync)
+        self.storage.append(self.ref, self.session.take_new_records(), sync=sync)
 
 
 def start_session(
