@@ -1,9 +1,9 @@
 """The files glob, grep and repo_map look at.
 
 Inside a git repository: the git file set (tracked plus untracked, not ignored), from
-``git ls-files -co --exclude-standard``, bounded by ``GIT_TIMEOUT_SECS``. Elsewhere: a walk that
-skips ``.git``, ``target`` and ``node_modules``. Paths come back relative to the searched folder,
-with ``/`` separators, sorted.
+``git ls-files -co --exclude-standard`` through ``aerix.adapters.git_runner``, bounded by
+``GIT_TIMEOUT_SECS``. Elsewhere, or without git: a walk that skips ``.git``, ``target`` and
+``node_modules``. Paths come back relative to the searched folder, with ``/`` separators, sorted.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from aerix.adapters.git_runner import GitFailed, GitTimedOut, run_git
 from aerix.adapters.tools.common import ToolFailure
 from aerix.domain import bounds
 
@@ -30,22 +30,15 @@ def list_files(root: Path) -> list[str]:
 
 
 def _git_files(root: Path) -> list[str] | None:
+    """The git file set of the repository holding ``root``, relative to ``root``; None when
+    there is no repository there, or no git: then the tools walk."""
     try:
-        completed = subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-            cwd=root,
-            capture_output=True,
-            timeout=bounds.GIT_TIMEOUT_SECS,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except FileNotFoundError:
-        return None  # no git on this machine: walk
-    except subprocess.TimeoutExpired as exc:
-        raise ToolFailure(f"git ls-files took longer than {bounds.GIT_TIMEOUT_SECS:g} s in {root}") from exc
-    if completed.returncode != 0:
-        return None  # not a repository
-    names = {name for name in completed.stdout.decode("utf-8", "surrogateescape").split("\0") if name}
+        listing = run_git(root, "ls-files", "-co", "--exclude-standard", "-z")
+    except GitTimedOut as exc:
+        raise ToolFailure(f"{exc} in {root}") from exc
+    except GitFailed:
+        return None
+    names = {name for name in listing.split("\0") if name}
     # A tracked file deleted from the tree, or a submodule, is not a file to read.
     return sorted(name for name in names if (root / name).is_file())
 

@@ -1,0 +1,86 @@
+"""Every git call goes through ``aerix.adapters.git_runner``: bounded, killed when it hangs, and
+a machine without git is a fallback, never a traceback. Real git, real processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aerix.adapters.git_runner import GitFailed, GitTimedOut, run_git
+from aerix.adapters.tools import LocalTools
+from aerix.domain import bounds
+
+
+def _hanging_git(folder: Path) -> Path:
+    """A ``git`` that never answers (as one waiting on a dead network mount would)."""
+    folder.mkdir()
+    (folder / "git").write_text("#!/bin/sh\nexec sleep 60\n")
+    (folder / "git").chmod(0o755)
+    return folder
+
+
+def _repository(path: Path) -> Path:
+    path.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=path, check=True)
+    (path / "a.py").write_text("print('a')\n")
+    return path
+
+
+def test_a_hanging_git_is_killed_at_the_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = _repository(tmp_path / "repo")
+    assert run_git(repo, "ls-files", "-co", "--exclude-standard") == "a.py\n"
+    monkeypatch.setenv("PATH", f"{_hanging_git(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(GitTimedOut, match=r"git ls-files took longer than 0\.5 s"):
+        run_git(repo, "ls-files", timeout=0.5)
+
+
+def test_the_tools_file_set_is_bounded_by_the_git_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """glob over a repository whose git hangs: an error result naming the bound, not a wait."""
+    repo = _repository(tmp_path / "repo")
+    assert LocalTools(repo).run("glob", {"pattern": "*.py"}) == "a.py"
+    monkeypatch.setenv("PATH", f"{_hanging_git(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(bounds, "GIT_TIMEOUT_SECS", 0.5)
+    assert LocalTools(repo).run("glob", {"pattern": "*.py"}) == (
+        f"error: git ls-files took longer than 0.5 s in {repo}"
+    )
+
+
+def test_a_failing_git_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(GitFailed, match=r"^git rev-parse failed: fatal: not a git repository"):
+        run_git(tmp_path, "rev-parse", "--show-toplevel")
+
+
+def test_a_folder_that_is_gone_is_refused_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gitpython runs git in the process's own folder when it is given one that does not exist;
+    the runner refuses instead, so no git call ever answers about another repository."""
+    monkeypatch.chdir(_repository(tmp_path / "elsewhere"))
+    with pytest.raises(GitFailed, match="no folder"):
+        run_git(tmp_path / "gone", "ls-files", "-co")
+
+
+def test_a_machine_without_git_runs_aerix_without_a_traceback(tmp_path: Path) -> None:
+    """No git on PATH at all: gitpython cannot even be imported there, yet aerix starts, keys
+    the project by its path and lists its (no) sessions."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    env.pop("GIT_PYTHON_GIT_EXECUTABLE", None)
+    for args in (["--version"], ["sessions", "list"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "aerix", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.startswith("no sessions here")
