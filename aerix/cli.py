@@ -17,6 +17,7 @@ from typing import NoReturn
 from rich.console import Console
 
 from aerix import __version__
+from aerix.adapters.output import OUTPUT_FORMATS
 from aerix.adapters.session_render import render_list, render_replay
 from aerix.app.request.run import RequestOptions
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
@@ -101,7 +102,7 @@ def _add_request_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--max-turns", type=int, metavar="N", help="the root agent's turn budget")
     group.add_argument(
         "--output-format",
-        choices=["text", "json", "stream-json"],
+        choices=OUTPUT_FORMATS,
         default="text",
         help="text (default), json (one object) or stream-json (one event a line)",
     )

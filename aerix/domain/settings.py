@@ -101,8 +101,8 @@ class ToolCaps(_Section):
 
     def cap_for(self, tool: str) -> int:
         """The cap of a tool by name; an unknown name gets bash's (the most general output)."""
-        value = getattr(self, tool, None)
-        return value if isinstance(value, int) else self.bash
+        caps: dict[str, int] = self.model_dump()
+        return caps.get(tool, self.bash)
 
 
 class ContextSettings(_Section):
