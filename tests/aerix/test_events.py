@@ -12,7 +12,7 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import get_topic, resolve_topic
 
-from aerix.adapters.jsonl_store import PlainJSONMapper
+from aerix.adapters.jsonl_store import PlainJSONMapper, SessionLogRecorder
 from aerix.domain import events as ev
 from aerix.domain.session import EVENT_CLASSES, Session, replay
 from tests.aerix.session_streams import T0, start_session
@@ -151,8 +151,6 @@ def test_the_schemas_in_docs_match_the_models() -> None:
 
 
 def test_a_duplicate_seq_is_refused_by_the_recorder(tmp_path: Path) -> None:
-    from aerix.adapters.jsonl_store import SessionLogRecorder
-
     recorder = SessionLogRecorder(tmp_path)
     session = start_session()
     events = [PlainJSONMapper().to_stored_event(e) for e in session.collect_events()]

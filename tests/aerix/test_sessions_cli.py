@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from aerix import __version__
+from aerix.adapters.project_key import project_key
 from aerix.adapters.session_store import SessionFiles
 from aerix.app.sessions.writer import start_session
 from aerix.domain import events as ev
@@ -35,8 +36,6 @@ def aerix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
 @pytest.fixture
 def native_session(tmp_path: Path) -> str:
     """An aerix session of the project keyed by ``tmp_path`` (not a git repository)."""
-    from aerix.adapters.project_key import project_key
-
     files = SessionFiles()
     writer = start_session(
         files,
