@@ -25,6 +25,7 @@ from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.skills import SkillCatalog
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.loop import run_agent
+from aerix.app.request.root_context import record_segments
 from aerix.app.sessions.writer import SessionWriter, start_session
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind
@@ -95,18 +96,7 @@ class AgentRun:
         self.segments = list(segments)
         counts = await self.pool.create_context(self.member, [s.wire() for s in segments])
         self.context = counts.context
-        for segment in segments:
-            self.writer.record(
-                ev.Segment,
-                agent="a1",
-                id=segment.id,
-                role=segment.role,
-                kind=segment.kind,
-                label=segment.label,
-                text=segment.text,
-                pinned=segment.pinned,
-                tokens=counts.tokens_of(segment.id),
-            )
+        record_segments(self.writer, segments, counts)
         self.writer.record(ev.AgentSpawn, agent="a1", kind="root", member=self.member)
 
     async def run(

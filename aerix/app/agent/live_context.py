@@ -30,6 +30,24 @@ NOTE_LABEL = "note"
 _NUMBERED_ID = re.compile(r"\.([a-z])(\d+)(?:\.|$)")
 
 
+def record_segment(events: EventRecorder, agent_id: str, segment: ContextSegment) -> None:
+    """The ``segment`` event of one segment of ``agent_id``'s context, with its pool count: the
+    one place that writes it (the request's opening segments, the loop's own, tests)."""
+    events.record(
+        ev.Segment,
+        agent=agent_id,
+        id=segment.id,
+        role=segment.role,
+        kind=segment.kind,
+        label=segment.label,
+        text=segment.text,
+        pinned=segment.pinned,
+        tokens=segment.tokens,
+        call=segment.call,
+        tool=segment.tool,
+    )
+
+
 class LiveContext:
     """The agent's context in the pool, and the loop's knowledge of its segments."""
 
@@ -132,19 +150,7 @@ class LiveContext:
             self.segments.append(segment)
 
     def record_segment(self, segment: ContextSegment) -> None:
-        self.events.record(
-            ev.Segment,
-            agent=self.agent_id,
-            id=segment.id,
-            role=segment.role,
-            kind=segment.kind,
-            label=segment.label,
-            text=segment.text or "",
-            pinned=segment.pinned,
-            tokens=segment.tokens,
-            call=segment.call,
-            tool=segment.tool,
-        )
+        record_segment(self.events, self.agent_id, segment)
 
     async def remove(self, segment_ids: Sequence[str]) -> None:
         await self.edit([{"op": "remove", "id": segment_id} for segment_id in segment_ids])

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
+from aerix.app.agent.live_context import record_segment
 from aerix.app.ports import ContextCounts, EventRecorder, PromptSource, SkillSource
-from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOLS, ToolSpec, render_tool_descriptions, tool_spec
@@ -95,14 +95,4 @@ def rebuilt_segments(segments: Iterable[ContextSegment]) -> list[ContextSegment]
 def record_segments(events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts) -> None:
     """One ``segment`` event per segment, with the pool's token count."""
     for segment in segments:
-        events.record(
-            ev.Segment,
-            agent=ROOT_AGENT,
-            id=segment.id,
-            role=segment.role,
-            kind=segment.kind,
-            label=segment.label,
-            text=segment.text,
-            pinned=segment.pinned,
-            tokens=counts.tokens_of(segment.id),
-        )
+        record_segment(events, ROOT_AGENT, replace(segment, tokens=counts.tokens_of(segment.id)))
