@@ -6,7 +6,8 @@ test them. Nothing from a third-party library appears in a port's signature.
 
     pool      PoolPort, PoolStarter, OpenedPool, and the pool's figures (MemberInfo, ContextCounts,
               GenerationDone …)
-    sessions  SessionStorage, EventRecorder, SessionRef, ImportPlan, ClaudeSessionSource
+    sessions  SessionStorage, EventRecorder, Clock, SessionRef, SessionSummary, ReplaceOutcome,
+              ImportPlan, PlannedEvent, ClaudeSessionSource, FoundTranscripts
     project   ProjectSource, Project, PluginInfo, SkillSource, AgentDefinitionSource,
               AgentDefinition, PromptSource
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
