@@ -79,11 +79,31 @@ def _describe(record: ev.EventBase) -> Text:
         return Text(line, style="dim")
     if isinstance(record, ev.Message):
         return _describe_message(record)
+    if isinstance(record, ev.Hook):
+        return _describe_hook(record)
     if isinstance(record, ev.AgentEnd):
         return Text(f"{record.agent} ended {record.outcome}{': ' + record.reason if record.reason else ''}")
     if isinstance(record, ev.SessionEnd):
         return Text(f"■ request ended {record.outcome} (exit {record.exit_code})", style="bold")
     return Text(f"{record.type} {_cut(record.model_dump_json(exclude={'type', 'seq', 'time', 'v'}))}")
+
+
+_HOOK_STYLES = {"ok": "blue", "blocked": "yellow", "error": "red", "timeout": "red"}
+
+
+def _describe_hook(record: ev.Hook) -> Text:
+    """``hook PreToolUse[Bash] ./guard.sh → blocked deny (exit 2, 12 ms): no rm -rf``."""
+    matcher = f"[{record.matcher}]" if record.matcher else ""
+    status = f"exit {record.exit}" if record.exit is not None else record.outcome
+    timing = f", {record.duration_ms:.0f} ms" if record.duration_ms is not None else ""
+    decision = f" {record.decision}" if record.decision else ""
+    stop = " continue: false" if record.stop else ""
+    reason = f": {_cut(record.reason)}" if record.reason else ""
+    who = f"{record.agent} " if record.agent else ""
+    line = (
+        f"{who}hook {record.event}{matcher} {_cut(record.command or '')} → {record.outcome}{decision}{stop}"
+    )
+    return Text(f"{line} ({status}{timing}){reason}", style=_HOOK_STYLES[record.outcome])
 
 
 def _describe_message(record: ev.Message) -> Text:

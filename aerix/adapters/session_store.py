@@ -147,6 +147,26 @@ class SessionFiles:
         _write_text(ref.transcript, "".join(f"{line}\n" for line in lines))
         return ref.transcript
 
+    def append_transcript(self, ref: SessionRef, lines: list[str]) -> Path:
+        """Add lines at the end of the transcript (made when missing)."""
+        ref.transcript.parent.mkdir(parents=True, exist_ok=True)
+        with ref.transcript.open("a", encoding="utf-8") as file:
+            file.write("".join(f"{line}\n" for line in lines))
+        return ref.transcript
+
+    def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]:
+        """The transcript's line count and last line; (0, None) when there is none."""
+        try:
+            with ref.transcript.open("rb") as file:
+                count, last = 0, None
+                for line in file:
+                    count, last = count + 1, line
+        except FileNotFoundError:
+            return 0, None
+        if last is None or not last.endswith(b"\n"):
+            return 0, None  # a torn last line: rewrite the file
+        return count, last.decode("utf-8", errors="replace").rstrip("\n")
+
     def remove(self, ref: SessionRef) -> list[Path]:
         """Delete the log and everything beside it that belongs to the session."""
         self.recorder(ref.project).release(ref.id)

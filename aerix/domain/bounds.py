@@ -40,6 +40,16 @@ HOOK_TIMEOUT_SECS: Final = 600
 #: The shorter default for the events a person waits on.
 HOOK_SHORT_TIMEOUT_SECS: Final = 30
 HOOK_SHORT_TIMEOUT_EVENTS: Final = frozenset({"UserPromptSubmit", "SessionEnd"})
+#: After TERM to a timed-out handler's process group, KILL follows this many seconds later.
+HOOK_KILL_GRACE_SECS: Final = 2.0
+#: A hook's answer strings (context, reasons, messages) longer than this are cut to a preview,
+#: the whole kept in the session's spool, as Claude Code caps hook output at 10,000 characters.
+HOOK_OUTPUT_MAX_CHARS: Final = 10_000
+#: The ``hook`` event keeps this much of a handler's stdout and stderr.
+HOOK_LOG_OUTPUT_CHARS: Final = 2_000
+#: Bytes kept per stream of a handler. Not in the spec: a guard so a runaway handler cannot fill
+#: memory before its timeout.
+HOOK_CAPTURE_MAX_BYTES: Final = 1024 * 1024
 
 # --- Routing --------------------------------------------------------------------------------
 #: The routing generation's max_new_tokens.

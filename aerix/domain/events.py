@@ -228,11 +228,14 @@ class Hook(EventBase):
     matcher: str | None = None
     command: str | None = None
     outcome: Literal["ok", "blocked", "error", "timeout"]
-    decision: str | None = None
-    reason: str | None = None
-    output: str | None = None
-    exit: int | None = None
+    decision: str | None = Field(default=None, description="allow, deny, ask, defer or block.")
+    reason: str | None = Field(default=None, description="The block's reason, or the error shown.")
+    output: str | None = Field(default=None, description="stdout then stderr, cut to a bound.")
+    exit: int | None = Field(default=None, description="Exit code; null when it timed out.")
     duration_ms: float | None = None
+    call: str | None = Field(default=None, description="The tool call a tool event was about.")
+    plugin: str | None = Field(default=None, description="The plugin whose hooks.json has the handler.")
+    stop: bool | None = Field(default=None, description="True when it answered continue: false.")
 
 
 class AgentEnd(EventBase):

@@ -12,10 +12,12 @@ test them. Nothing from a third-party library appears in a port's signature.
               AgentDefinition, PromptSource
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
     diffs     DiffSource
+    hooks     HookRunner, TranscriptSync
     request   RequestObserver, RequestResult, RequestUsage
 """
 
 from aerix.app.ports.diffs import DiffSource
+from aerix.app.ports.hooks import HookRunner, TranscriptSync
 from aerix.app.ports.pool import (
     ContextCounts,
     ContextEditOp,
@@ -76,6 +78,7 @@ __all__ = [
     "FoundTranscripts",
     "GenerationDone",
     "GenerationTimings",
+    "HookRunner",
     "ImportPlan",
     "JobOutcomeLike",
     "JobReportLike",
@@ -107,4 +110,5 @@ __all__ = [
     "TokenLogprob",
     "ToolRunner",
     "ToolRunnerFactory",
+    "TranscriptSync",
 ]

@@ -1,0 +1,26 @@
+"""The hooks port: running a hook event's handlers (``aerix.adapters.hook_runner.SubprocessHooks``)
+and keeping the Claude Code transcript they read up to date
+(``aerix.app.hooks.transcript.TranscriptFollower``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from aerix.domain.hook_answers import HandlerRun
+from aerix.domain.hook_contract import SelectedHandler
+
+
+class HookRunner(Protocol):
+    """Runs hook handlers."""
+
+    async def run(self, handlers: Sequence[SelectedHandler], payload: Mapping[str, Any]) -> list[HandlerRun]:
+        """Run every handler on ``payload`` at once; their runs in the handlers' order."""
+        ...
+
+
+class TranscriptSync(Protocol):
+    """Brings the Claude Code transcript up to the log."""
+
+    def bring_up_to_date(self) -> Path: ...
