@@ -12,6 +12,7 @@ from aerix.adapters.project_key import project_key
 from aerix.adapters.settings_files import load_settings
 from aerix.adapters.skills import load_skills
 from aerix.app.ports import Project
+from aerix.domain.hook_contract import HookSource, unknown_events, unrunnable_handlers
 from aerix.domain.settings import hook_listing
 from aerix.errors import UsageError
 
@@ -27,9 +28,12 @@ class ProjectFiles:
         loaded = load_settings(root)
         instruction_files, instruction_notes = load_instruction_files(cwd)
         plugins = load_plugins(root, loaded.settings.enabled_plugins)
-        skills = load_skills(root)
+        skills = load_skills(root, plugins.enabled)
         agents = load_agent_definitions(root)
         settings = loaded.settings
+        hook_sources = (
+            () if settings.disable_all_hooks else (HookSource(settings.hooks), *plugins.hook_sources)
+        )
         return Project(
             cwd=cwd,
             root=root,
@@ -42,5 +46,25 @@ class ProjectFiles:
             agents=agents,
             hooks=hook_listing(settings.hooks, settings.disable_all_hooks),
             plugins=plugins.plugins,
-            notes=(*instruction_notes, *plugins.notes, *skills.notes, *agents.notes),
+            hook_sources=hook_sources,
+            notes=(
+                *instruction_notes,
+                *plugins.notes,
+                *skills.notes,
+                *agents.notes,
+                *hook_notes(hook_sources),
+            ),
         )
+
+
+def hook_notes(sources: tuple[HookSource, ...]) -> list[str]:
+    """What the configured hooks hold that aerix does not run, a startup line each."""
+    notes = []
+    for source in sources:
+        where = f"plugin {source.plugin}" if source.plugin else "settings"
+        for kind, count in unrunnable_handlers(source.hooks).items():
+            handlers = "handler is" if count == 1 else "handlers are"
+            notes.append(f"hooks ({where}): {count} '{kind}' {handlers} not run; aerix runs command hooks")
+        for event in unknown_events(source.hooks):
+            notes.append(f"hooks ({where}): {event} is not an event aerix fires; its handlers never run")
+    return notes

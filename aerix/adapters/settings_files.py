@@ -6,7 +6,7 @@ Files, later ones win (each is optional):
 2. project   ``<project>/.aerix/settings.json``
 3. local     ``<project>/.aerix/settings.local.json``
 
-Claude Code's own files are read for their ``hooks`` (and ``disableAllHooks``) only:
+Claude Code's own files are read for their ``hooks``, ``disableAllHooks`` and ``enabledPlugins`` only:
 ``~/.claude/settings.json`` (honouring ``CLAUDE_CONFIG_DIR``), ``<project>/.claude/settings.json``
 and ``<project>/.claude/settings.local.json``. Hooks merge rather than override, as in Claude
 Code: every file's handlers run, and a handler defined identically in several files runs once.
@@ -29,7 +29,7 @@ from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.domain.settings import Settings
 from aerix.errors import SettingsError
 
-_CLAUDE_KEYS = ("hooks", "disableAllHooks")
+_CLAUDE_KEYS = ("hooks", "disableAllHooks", "enabledPlugins")
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class SettingsFile:
 
     path: Path
     scope: str  # user, project, local
-    claude: bool  # Claude Code's file: only hooks are read from it
+    claude: bool  # Claude Code's file: only hooks and enabledPlugins are read from it
 
 
 @dataclass(frozen=True)

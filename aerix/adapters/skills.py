@@ -1,13 +1,17 @@
 """Skills: ``<name>/SKILL.md`` folders the model (or a ``/name args`` prompt line) loads.
 
 Where they are found, lowest precedence first (a later skill of the same name wins):
-``~/.claude/skills`` (``$CLAUDE_CONFIG_DIR/skills``), ``$XDG_CONFIG_HOME/aerix/skills``,
-``<project>/.claude/skills``, ``<project>/.aerix/skills``. A skill's name is its folder's name
-(as in Claude Code); its front matter gives the ``description`` (else the body's first line).
+Claude Code's commands, ``~/.claude/commands/**/*.md`` then ``<project>/.claude/commands/**/*.md``
+(named after the file); ``~/.claude/skills`` (``$CLAUDE_CONFIG_DIR/skills``),
+``$XDG_CONFIG_HOME/aerix/skills``, ``<project>/.claude/skills``, ``<project>/.aerix/skills``. A
+skill's name is its folder's name (as in Claude Code); its front matter gives the
+``description`` (else the body's first line). An enabled plugin's ``skills/<name>/SKILL.md`` and
+``commands/*.md`` are named ``<plugin>:<name>``, as Claude Code namespaces them.
 
 Loading a skill replaces ``$ARGUMENTS`` with the arguments, ``$ARGUMENTS[N]`` and ``$N`` with the
-N-th argument (from 0), ``${CLAUDE_SKILL_DIR}`` with the skill's folder; when the body has no
-``$ARGUMENTS`` and arguments were given, ``ARGUMENTS: <args>`` is appended.
+N-th argument (from 0; in a command, ``$1`` is the first, as Claude Code's commands count),
+``${CLAUDE_SKILL_DIR}`` with the skill's folder and ``${CLAUDE_PLUGIN_ROOT}`` with its plugin's;
+when the body has no ``$ARGUMENTS`` and arguments were given, ``ARGUMENTS: <args>`` is appended.
 
 Agent definitions live in ``aerix.adapters.agent_definitions`` and are re-exported here.
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,21 +47,26 @@ class Skill:
     description: str
     body: str
     folder: Path
+    #: The number ``$N`` gives the first argument: 0 in a skill, 1 in a Claude Code command.
+    first_argument: int = 0
+    plugin_root: Path | None = None
 
     def expand(self, args: str = "") -> str:
         """The skill's text with its arguments substituted."""
         words = _split_args(args)
 
         def nth(match: re.Match[str]) -> str:
-            index = int(match.group(1))
-            return words[index] if index < len(words) else ""
+            index = int(match.group(1)) - self.first_argument
+            return words[index] if 0 <= index < len(words) else ""
 
         text = self.body.replace("${CLAUDE_SKILL_DIR}", str(self.folder))
+        if self.plugin_root is not None:
+            text = text.replace("${CLAUDE_PLUGIN_ROOT}", str(self.plugin_root))
         mentions_arguments = "$ARGUMENTS" in text
         text = re.sub(r"\$ARGUMENTS\[(\d+)\]", nth, text)
         text = text.replace("$ARGUMENTS", args)
         text = re.sub(r"\$(\d+)(?!\d)", nth, text)
-        if args and not mentions_arguments:
+        if args and not mentions_arguments and self.first_argument == 0:  # a command never did
             text = f"{text}\n\nARGUMENTS: {args}"
         return text
 
@@ -79,31 +88,48 @@ def skill_folders(project_root: Path) -> tuple[Path, ...]:
     )
 
 
-def load_skills(project_root: Path) -> SkillCatalog:
-    """Every skill; unreadable ones become notes (warnings for the startup block)."""
+def command_folders(project_root: Path) -> tuple[Path, ...]:
+    """Claude Code's command folders, lowest precedence first."""
+    return (claude_projects_dir().parent / "commands", project_root / ".claude" / "commands")
+
+
+def load_skills(project_root: Path, plugins: Sequence[tuple[str, Path]] = ()) -> SkillCatalog:
+    """Every skill and command; unreadable ones become notes (warnings for the startup block).
+    ``plugins``: the enabled plugins' names and folders."""
     skills: dict[str, Skill] = {}
     notes: list[str] = []
-    for folder in skill_folders(project_root):
-        if not folder.is_dir():
-            continue
-        for skill_file in sorted(folder.glob("*/SKILL.md")):
+
+    def take(files: Iterable[Path], prefix: str = "", plugin_root: Path | None = None) -> None:
+        for file in files:
             try:
-                skill = _read_skill(skill_file)
+                skill = _read_skill(file, prefix, plugin_root)
             except (OSError, UnicodeDecodeError, FrontMatterError) as exc:
-                notes.append(f"skill {skill_file}: skipped ({exc})")
+                notes.append(f"{'command' if skill_is_command(file) else 'skill'} {file}: skipped ({exc})")
                 continue
             skills[skill.name] = skill
+
+    for name, root in plugins:
+        take(sorted((root / "commands").rglob("*.md")), f"{name}:", root)
+        take(sorted((root / "skills").glob("*/SKILL.md")), f"{name}:", root)
+    for folder in command_folders(project_root):
+        take(sorted(folder.rglob("*.md")))
+    for folder in skill_folders(project_root):
+        take(sorted(folder.glob("*/SKILL.md")))
     return SkillCatalog(skills.values(), notes)
 
 
-def _read_skill(skill_file: Path) -> Skill:
-    fields, body = split_front_matter(skill_file.read_text(encoding="utf-8"))
+def skill_is_command(file: Path) -> bool:
+    return file.name != "SKILL.md"
+
+
+def _read_skill(file: Path, prefix: str = "", plugin_root: Path | None = None) -> Skill:
+    fields, body = split_front_matter(file.read_text(encoding="utf-8"))
     description = fields.get("description")
     if not isinstance(description, str) or not description.strip():
         description = next((line.strip("# ").strip() for line in body.splitlines() if line.strip()), "")
-    return Skill(
-        name=skill_file.parent.name, description=description.strip(), body=body, folder=skill_file.parent
-    )
+    if skill_is_command(file):
+        return Skill(prefix + file.stem, description.strip(), body, file.parent, 1, plugin_root)
+    return Skill(prefix + file.parent.name, description.strip(), body, file.parent, 0, plugin_root)
 
 
 class SkillCatalog:

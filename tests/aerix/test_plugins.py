@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aerix.adapters.output import HeadlessOutput
-from aerix.adapters.paths import config_home
+from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.adapters.project import ProjectFiles
 from aerix.app.ports import MemberInfo
 from aerix.app.request.startup import BoundMembers, startup_listing
@@ -61,7 +61,7 @@ def repo(tmp_path: Path) -> Path:
 def test_plugins_are_found_in_user_and_project_folders(repo: Path) -> None:
     project = ProjectFiles().load(repo / "src")
     by_name = {plugin.name: plugin for plugin in project.plugins}
-    assert list(by_name) == ["loose", "reviewer", "shared"]
+    assert list(by_name) == ["reviewer", "shared"]
     reviewer = by_name["reviewer"]
     assert (reviewer.scope, reviewer.version) == ("user", "1.2.0")
     assert reviewer.description == "Code review helpers"
@@ -70,12 +70,73 @@ def test_plugins_are_found_in_user_and_project_folders(repo: Path) -> None:
     assert reviewer.enabled and reviewer.path == config_home() / "plugins" / "review-kit"
     shared = by_name["shared"]  # the project's replaces the user's of the same name
     assert (shared.scope, shared.version, shared.commands) == ("project", "2.0", ())
-    assert by_name["loose"].hooks == ()
+    # A broken plugin (its manifest or its hooks.json unusable) is one note, and skipped.
     notes = [note for note in project.notes if note.startswith("plugin ")]
     assert len(notes) == 2
-    broken = repo / ".aerix" / "plugins" / "broken"
+    broken, loose = repo / ".aerix" / "plugins" / "broken", repo / ".aerix" / "plugins" / "loose"
     assert notes[0].startswith(f"plugin {broken}: skipped (plugin.json is not valid JSON")
-    assert notes[1].startswith("plugin loose: hooks left out (hooks/hooks.json: 'Stop'")
+    assert notes[1].startswith(f"plugin {loose}: skipped (hooks/hooks.json: 'Stop'")
+
+
+def test_enabled_plugins_bring_their_skills_commands_and_hooks(repo: Path) -> None:
+    plugin = config_home() / "plugins" / "review-kit"
+    write(plugin / "commands" / "triage.md", "---\ndescription: Triage an issue\n---\nTriage #$1 in $2.\n")
+    write(plugin / "skills" / "lint" / "SKILL.md", "Run ${CLAUDE_PLUGIN_ROOT}/bin/lint on $0.\n")
+    write(repo / ".claude" / "commands" / "frontend" / "ship.md", "Ship $1 now; all: $ARGUMENTS\n")
+    write(repo / ".claude" / "skills" / "ship" / "SKILL.md", "The skill ship beats the command.\n")
+    write(repo / ".claude" / "commands" / "fix.md", "Fix issue $1 ($ARGUMENTS).\n")
+    project = ProjectFiles().load(repo)
+    names = project.skills.names
+    assert {"reviewer:review", "reviewer:triage", "reviewer:lint", "fix", "ship"} <= set(names)
+    assert project.skills.expand_prompt("/reviewer:triage 42 web") == "Triage #42 in web."
+    lint = project.skills.expand_prompt("/reviewer:lint src")
+    assert lint.startswith(f"Run {plugin}/bin/lint on src.\n") and lint.endswith("ARGUMENTS: src")
+    assert project.skills.expand_prompt("/fix 7") == "Fix issue 7 (7).\n"
+    assert project.skills.expand_prompt("/ship") == "The skill ship beats the command.\n"
+    [settings_hooks, reviewer_hooks] = project.hook_sources
+    assert (reviewer_hooks.plugin, reviewer_hooks.plugin_root) == ("reviewer", str(plugin))
+    assert list(reviewer_hooks.hooks) == ["PreToolUse", "Stop"] and settings_hooks.plugin is None
+    write(repo / ".aerix" / "settings.json", json.dumps({"enabledPlugins": {"reviewer": False}}))
+    off = ProjectFiles().load(repo)
+    assert "reviewer:review" not in off.skills.names and len(off.hook_sources) == 1
+
+
+def test_claude_codes_installed_plugins_load_when_its_settings_enable_them(
+    repo: Path, tmp_path: Path
+) -> None:
+    claude = claude_projects_dir().parent
+    install = claude / "plugins" / "cache" / "acme" / "formatter" / "1.0.0"
+    write(install / ".claude-plugin" / "plugin.json", '{"name": "formatter", "version": "1.0.0"}')
+    write(install / "hooks" / "hooks.json", json.dumps({"hooks": {"PostToolUse": [{"hooks": [TRUE]}]}}))
+    write(install / "skills" / "format" / "SKILL.md", "Format the code.\n")
+    installs = {
+        "version": 2,
+        "plugins": {"formatter@acme": [{"installPath": str(install), "version": "1.0.0"}]},
+    }
+    write(claude / "plugins" / "installed_plugins.json", json.dumps(installs))
+    installed = {p.name: p for p in ProjectFiles().load(repo).plugins}["formatter"]
+    assert (installed.scope, installed.enabled) == ("claude", False)  # installed, not enabled
+    write(claude / "settings.json", json.dumps({"enabledPlugins": {"formatter@acme": True}}))
+    project = ProjectFiles().load(repo)
+    assert {p.name: p for p in project.plugins}["formatter"].enabled
+    assert "formatter:format" in project.skills.names
+    assert [source.plugin for source in project.hook_sources] == [None, "formatter", "reviewer"]
+
+
+def test_disable_all_hooks_and_what_aerix_does_not_run_are_startup_notes(repo: Path) -> None:
+    hooks = {
+        "Notification": [{"hooks": [TRUE]}],
+        "PreToolUse": [{"hooks": [{"type": "http", "url": "http://localhost:1/h"}]}],
+    }
+    write(repo / ".claude" / "settings.json", json.dumps({"hooks": hooks}))
+    project = ProjectFiles().load(repo)
+    notes = [note for note in project.notes if note.startswith("hooks (settings)")]
+    assert notes == [
+        "hooks (settings): 1 'http' handler is not run; aerix runs command hooks",
+        "hooks (settings): Notification is not an event aerix fires; its handlers never run",
+    ]
+    write(repo / ".claude" / "settings.local.json", json.dumps({"disableAllHooks": True}))
+    assert ProjectFiles().load(repo).hook_sources == ()
 
 
 def test_enabled_plugins_turns_one_off_by_name_or_marketplace_key(repo: Path) -> None:
@@ -83,7 +144,7 @@ def test_enabled_plugins_turns_one_off_by_name_or_marketplace_key(repo: Path) ->
     write(repo / ".aerix" / "settings.local.json", json.dumps({"enabledPlugins": {"shared": True}}))
     project = ProjectFiles().load(repo)
     enabled = {plugin.name: plugin.enabled for plugin in project.plugins}
-    assert enabled == {"loose": True, "reviewer": False, "shared": True}
+    assert enabled == {"reviewer": False, "shared": True}
 
 
 def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> None:
@@ -110,14 +171,13 @@ def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> No
     )
     init = json.loads(out.getvalue())
     assert (init["type"], init["subtype"], init["session_id"]) == ("system", "init", "s1")
-    assert init["tools"] == list(TOOL_NAMES) and init["skills"] == ["deploy"]
+    assert init["tools"] == list(TOOL_NAMES) and init["skills"] == ["deploy", "reviewer:review"]
     assert init["members"] == {"main": "smollm2-135m", "decision": None}
     assert init["instruction_files"] == [str(repo / "AGENTS.md")]
     assert init["settings_files"] == [str(repo / ".aerix" / "settings.json")]
     assert init["hooks"] == ["PreToolUse (1)", "Stop (2)"]
     assert [(p["name"], p["enabled"], p["scope"]) for p in init["plugins"]] == [
-        ("loose", True, "project"),
         ("reviewer", True, "user"),
         ("shared", True, "project"),
     ]
-    assert init["plugins"][1]["path"] == str(config_home() / "plugins" / "review-kit")
+    assert init["plugins"][0]["path"] == str(config_home() / "plugins" / "review-kit")

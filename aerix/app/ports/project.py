@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from aerix.domain.hook_contract import HookSource
 from aerix.domain.settings import Settings
 
 
@@ -57,11 +58,11 @@ class AgentDefinitionSource(Protocol):
 
 @dataclass(frozen=True)
 class PluginInfo:
-    """A plugin found at startup, with what it brings."""
+    """A plugin found at startup, with what it brings when enabled."""
 
     name: str
     path: Path
-    scope: str  # "user" or "project"
+    scope: str  # "claude" (installed by Claude Code), "user" or "project"
     enabled: bool
     version: str | None = None
     description: str = ""
@@ -86,6 +87,9 @@ class Project:
     agents: AgentDefinitionSource
     hooks: tuple[str, ...]  # "PreToolUse (2)": configured events and their handler counts
     plugins: tuple[PluginInfo, ...] = ()
+    #: Where the hooks that run come from: the settings, then each enabled plugin (none when
+    #: ``disableAllHooks`` is set).
+    hook_sources: tuple[HookSource, ...] = ()
     notes: tuple[str, ...] = ()
 
 

@@ -5,8 +5,8 @@ skills, agent definitions and hooks (``ProjectSource``); then find or start the 
 (``PoolStarter``, then :func:`bind_members`). Opening the session is the request's own step
 (``aerix.app.request.run``), because a resumed session is refused before any pool is started.
 
-Plugins and hooks are discovered and listed here only (``startup_listing``, which the output
-shows); what they do is another piece of work.
+Plugins and hooks are listed here (``startup_listing``, which the output shows); the hooks run
+through ``aerix.app.hooks``.
 """
 
 from __future__ import annotations
