@@ -21,13 +21,14 @@ from aerix.adapters.claude_import import ClaudeImports
 from aerix.adapters.clock import utc_now
 from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.git_diff import GitDiffs
+from aerix.adapters.hook_runner import SubprocessHooks
 from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
 from aerix.adapters.project import ProjectFiles
 from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.tools import LocalTools
-from aerix.app.ports import SessionRef, SkillSource, ToolRunner
+from aerix.app.ports import HookRunner, SessionRef, SkillSource, ToolRunner
 from aerix.app.request.run import RequestDeps, RequestOptions, run_request
 from aerix.app.sessions import importing, queries
 from aerix.domain import events as ev
@@ -40,6 +41,11 @@ def local_tools(cwd: Path, skills: SkillSource | None) -> ToolRunner:
     return LocalTools(cwd, skills=skills)
 
 
+def subprocess_hooks(project_dir: Path) -> HookRunner:
+    """The runner of a project's hook handlers: processes in ``project_dir``."""
+    return SubprocessHooks(project_dir)
+
+
 def request_deps(sessions: SessionFiles) -> RequestDeps:
     return RequestDeps(
         projects=ProjectFiles(),
@@ -48,6 +54,7 @@ def request_deps(sessions: SessionFiles) -> RequestDeps:
         diffs=GitDiffs(),
         prompts=EmbeddedPrompts(),
         tools=local_tools,
+        hooks=subprocess_hooks,
         clock=utc_now,
         version=__version__,
     )

@@ -9,6 +9,11 @@ compaction, else the spool pointer alone. A tool error is a result like any othe
 Background jobs: a ``bash`` call with ``background`` starts a job (a ``job`` event); finished
 jobs' reports (``[job jN exited N]`` with the output) are appended after the turn's results,
 each with its ``job`` event.
+
+Hooks: each call goes through ``PreToolUse`` first (a deny, or an ``ask`` nobody answered yes,
+is the result ``refused: <reason>``; an ``updatedInput`` replaces the call's input) and
+``PostToolUse`` (``PostToolUseFailure`` for an ``error:`` result) after; a block's reason and
+any additional context reach the model with the result.
 """
 
 from __future__ import annotations
@@ -16,25 +21,36 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 
+from aerix.app.agent.env import AskUser
 from aerix.app.agent.live_context import LiveContext, compact
 from aerix.app.agent.loop_tools import DELEGATION_UNAVAILABLE, ContextTool, PlanState, plan_tool
 from aerix.app.agent.tool_output import ToolOutput, append_result
+from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolRunner
 from aerix.domain import bounds
 from aerix.domain import events as ev
+from aerix.domain.claude_tools import tool_name_aliases
+from aerix.domain.hook_answers import HookVerdict
+from aerix.domain.hook_payloads import tool_error, tool_fields, tool_response, updated_input
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ToolCaps
 from aerix.domain.turns import ToolCall, Turn
+from aerix.projections.transcript import claude_tool_id
 
 _JOB_STARTED = re.compile(r"^started job (j\d+)")
 #: Results whose tool changed files, and the input field naming the file.
 _WRITING_TOOLS = ("write", "edit")
+_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+#: The result of a call a hook refused.
+REFUSED_PREFIX = "refused: "
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,9 @@ class Dispatcher:
     checks_run: list[str] = field(default_factory=list)
     #: Background job id -> (the call that started it, its command).
     jobs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    hooks: Hooks | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+    ask_user: AskUser | None = None
 
     @property
     def agent_id(self) -> str:
@@ -87,14 +106,63 @@ class Dispatcher:
         await self.append_jobs(self.runner.jobs.take_finished(), turn_number)
 
     async def _run(self, call: ToolCall, context_tool: ContextTool) -> str:
-        args = dict(call.input)
-        if call.tool == "plan":
-            return plan_tool(self.agent_id, self.plan, self.live.events, args)
-        if call.tool == "context":
-            return await context_tool.run(args)
-        text = await anyio.to_thread.run_sync(self.runner.run, call.tool, args, self.cancel)
-        self._note_effects(call, args, text)
-        return text
+        async def run(args: dict[str, Any]) -> str:
+            if call.tool == "plan":
+                return plan_tool(self.agent_id, self.plan, self.live.events, args)
+            if call.tool == "context":
+                return await context_tool.run(args)
+            text = await anyio.to_thread.run_sync(self.runner.run, call.tool, args, self.cancel)
+            self._note_effects(call, args, text)
+            return text
+
+        return await self.with_tool_hooks(call, run)
+
+    async def with_tool_hooks(self, call: ToolCall, run: Callable[[dict[str, Any]], Awaitable[str]]) -> str:
+        """``run`` the call between its PreToolUse and PostToolUse hooks."""
+        hooks, args = self.hooks, dict(call.input)
+        names = tool_name_aliases(call.tool)
+        if hooks is None or not hooks.wants(_TOOL_EVENTS, names):
+            return await run(args)
+        cwd = str(self.cwd)
+        fields = tool_fields(call.tool, args, cwd, claude_tool_id(self.agent_id, call.id))
+
+        async def fire(event: str, event_fields: Mapping[str, Any]) -> HookVerdict:
+            agent_type = self.live.agent_type
+            return await hooks.fire(
+                event, event_fields, match=names, agent=self.agent_id, agent_type=agent_type, call=call.id
+            )
+
+        pre = await fire("PreToolUse", fields)
+        refusal = await self._refusal(call, args, pre)
+        if refusal is not None:
+            return refusal
+        if pre.updated_input is not None:
+            args = updated_input(call.tool, pre.updated_input)
+            fields = tool_fields(call.tool, args, cwd, fields["tool_use_id"])
+        began = time.monotonic()
+        text = await run(args)
+        duration_ms = round((time.monotonic() - began) * 1000)
+        if text.startswith("error:"):
+            event = "PostToolUseFailure"
+            after = {"error": tool_error(text), "is_interrupt": self.cancel.is_set()}
+        else:
+            event = "PostToolUse"
+            after = {"tool_response": tool_response(call.tool, args, text, cwd), "aerix_tool_response": text}
+        post = await fire(event, {**fields, **after, "duration_ms": duration_ms})
+        return _with_feedback(text, fields["tool_name"], pre, event, post)
+
+    async def _refusal(self, call: ToolCall, args: Mapping[str, Any], pre: HookVerdict) -> str | None:
+        if pre.decision == "deny":
+            return REFUSED_PREFIX + (pre.reason or "a PreToolUse hook denied this call")
+        if pre.decision in ("ask", "defer"):
+            reason = pre.reason or "a PreToolUse hook asks before this call runs"
+            if self.ask_user is None:
+                return (
+                    f"{REFUSED_PREFIX}{reason} (a hook asked for confirmation and nobody is here to give it)"
+                )
+            if not await self.ask_user(call.tool, args, reason):
+                return f"{REFUSED_PREFIX}{reason} (you said no)"
+        return None
 
     def _note_effects(self, call: ToolCall, args: Mapping[str, Any], text: str) -> None:
         if text.startswith("error:"):
@@ -182,6 +250,18 @@ class Dispatcher:
             is_error=is_error,
             spool=str(output.spool_path) if output.spool_path else None,
         )
+
+
+def _with_feedback(text: str, tool_name: str, pre: HookVerdict, event: str, post: HookVerdict) -> str:
+    """The result with what the hooks had to tell the model, in Claude Code's words."""
+    lines = [text]
+    if pre.context:
+        lines.append(f"PreToolUse:{tool_name} hook additional context: {pre.context}")
+    if post.blocked:
+        lines.append(f"{event}:{tool_name} hook feedback: {post.reason}")
+    if post.context:
+        lines.append(f"{event}:{tool_name} hook additional context: {post.context}")
+    return "\n\n".join(lines)
 
 
 JobState = Literal["exited", "killed", "timeout"]

@@ -8,13 +8,14 @@ here; :func:`aerix.app.agent.loop.run_agent` does the rest and records ``agent.e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
+from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import (
     EventRecorder,
     PoolPort,
@@ -33,6 +34,8 @@ Outcome = Literal["done", "failed", "killed", "budget"]
 
 #: Called with (agent id, a piece of output text) while a turn streams.
 OnAgentToken = Callable[[str, str], None]
+#: Called with (tool name, its input, the hook's reason); True lets the call run.
+AskUser = Callable[[str, Mapping[str, Any], str], Awaitable[bool]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class AgentSpec:
     plan: str | None = None
     #: Whether the member has the ``json`` constraint; None asks the pool (``member.list``).
     json_constraint: bool | None = None
+    #: What hooks call this agent (``agent_type``): its definition's name, ``implementer`` or
+    #: ``verifier``; None for the root.
+    agent_type: str | None = None
 
 
 @dataclass
@@ -70,6 +76,11 @@ class AgentEnvironment:
     skills: SkillSource | None = None
     cancel: anyio.Event = field(default_factory=anyio.Event)
     on_token: OnAgentToken | None = None
+    #: The request's hooks; None: no hook ever fires.
+    hooks: Hooks | None = None
+    #: Asks the person whether a call a PreToolUse hook answered ``ask`` may run; None (as under
+    #: ``aerix -p``) refuses it.
+    ask_user: AskUser | None = None
 
 
 @dataclass(frozen=True)

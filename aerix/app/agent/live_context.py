@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import ContextCounts, EventRecorder, PoolPort, PromptSource
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, needs_compaction, plan_compaction
@@ -62,6 +63,10 @@ class LiveContext:
         self.segments: list[ContextSegment] = []
         self.tokens = 0
         self._next: dict[str, int] = {}
+        #: The request's hooks (PreCompact/ContextCompact fire around each compaction pass) and
+        #: the agent type they are told; set by the agent's run.
+        self.hooks: Hooks | None = None
+        self.agent_type: str | None = None
 
     async def open(self, known: Sequence[ContextSegment]) -> None:
         """Read the pool's segments; what the loop knows of each comes from ``known`` (a segment
@@ -178,10 +183,16 @@ Trigger = Literal["auto", "manual", "hard_limit"]
 async def compact(live: LiveContext, prompts: PromptSource, trigger: Trigger = "auto") -> bool:
     """One compaction pass: markers replace unpinned tool results oldest first, then unpinned
     assistant turns, until the target; a ``compaction`` event and a note. False when there was
-    nothing to take."""
+    nothing to take, or a PreCompact hook blocked the pass. ContextCompact fires after it."""
     plan = plan_compaction(live.segments, live.budget)
     if not plan.replacements:
         return False
+    hook_trigger = "manual" if trigger == "manual" else "auto"
+    if live.hooks is not None:
+        fields = {"trigger": hook_trigger, "custom_instructions": ""}
+        pre = await live.hooks.fire("PreCompact", fields, match=(hook_trigger,), **_hook_agent(live))
+        if pre.blocked:
+            return False
     before = live.tokens
     await live.edit([{"op": "replace", "id": r.segment_id, "text": r.marker} for r in plan.replacements])
     replaced = []
@@ -199,7 +210,20 @@ async def compact(live: LiveContext, prompts: PromptSource, trigger: Trigger = "
         tokens_after=live.tokens,
     )
     await live.add_note(prompts.get("compacted").strip())
+    if live.hooks is not None:
+        summary = "\n".join(item.marker for item in replaced)
+        after: dict[str, Any] = {
+            "trigger": hook_trigger,
+            "compact_summary": summary,
+            "tokens_before": before,
+            "tokens_after": live.tokens,
+        }
+        await live.hooks.fire("ContextCompact", after, match=(hook_trigger,), **_hook_agent(live))
     return True
+
+
+def _hook_agent(live: LiveContext) -> dict[str, Any]:
+    return {"agent": live.agent_id, "agent_type": live.agent_type}
 
 
 async def compact_if_needed(live: LiveContext, prompts: PromptSource) -> None:

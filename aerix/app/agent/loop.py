@@ -16,8 +16,13 @@ Each turn:
    context, a note tells the model what went wrong (for a cut: to answer shorter), and the turn
    is asked again — at most TURN_RETRIES more times, then the agent ends ``failed``.
 5. A final ends the agent ``done`` unless background jobs are still running (their reports are
-   waited for, appended, and the agent gets another turn). Otherwise the calls run
-   (:mod:`aerix.app.agent.dispatch`) and their results are appended.
+   waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
+   SubagentStop) hook blocks: its reason becomes the agent's next user message, at most
+   STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set each time after the first.
+   Otherwise the calls run (:mod:`aerix.app.agent.dispatch`) and their results are appended.
+
+A hook's ``continue: false`` (any event the agent fires) ends it ``killed`` with the hook's
+``stopReason``.
 
 Every way out records ``agent.end``; background jobs still running are killed first. The pool's
 errors end the agent ``failed`` with the error's line as the reason.
@@ -36,6 +41,7 @@ from aerix.app.agent.dispatch import Dispatcher
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, Outcome, UsageTotals
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
+from aerix.app.hooks.fire import HookStopped
 from aerix.app.ports import GenerationDone, SegmentAppend
 from aerix.domain import bounds
 from aerix.domain import events as ev
@@ -45,6 +51,8 @@ from aerix.domain.turns import Turn, TurnParseError, parse_turn, turn_schema
 from aerix.errors import PoolError
 
 CANCELLED = "cancelled"
+#: The label of the user message a Stop hook's block adds (a user turn: never compacted).
+STOP_HOOK_LABEL = "stop hook"
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,7 @@ class _AgentRun:
         self.env = env
         budget = ContextBudget.from_settings(spec.window, env.settings.context)
         self.live = LiveContext(env.pool, env.events, spec.agent_id, spec.context_id, budget)
+        self.live.hooks, self.live.agent_type = env.hooks, spec.agent_type
         self.runner = env.tools(env.cwd, env.skills)
         self.thread_cancel = threading.Event()
         self.plan = PlanState(spec.plan)
@@ -90,7 +99,11 @@ class _AgentRun:
             env.settings.context.tool_caps,
             self.plan,
             self.thread_cancel,
+            hooks=env.hooks,
+            cwd=env.cwd,
+            ask_user=env.ask_user,
         )
+        self.stop_continues = 0
         self.usage = UsageTotals()
         self.turns = 0
         self.hard_limit_hits = 0
@@ -110,6 +123,8 @@ class _AgentRun:
                     ended = await self._turns()
                 except _Cancelled:
                     ended = _Ended("killed", CANCELLED)
+                except HookStopped as stopped:
+                    ended = _Ended("killed", stopped.reason)
                 except PoolError as exc:
                     ended = _Ended("failed", str(exc))
                 except Exception as exc:  # raised after the task group, not inside an exception group
@@ -152,6 +167,8 @@ class _AgentRun:
                 return turn
             if turn.is_final:
                 if await self._jobs_reported(turn_number):
+                    continue
+                if await self._stop_hook_continues(turn):
                     continue
                 return _final(turn)
             await self.dispatcher.run_turn(turn, turn_number)
@@ -297,6 +314,29 @@ class _AgentRun:
             return False
         await self.dispatcher.append_jobs(reports, turn_number)
         return self.turns < self.spec.max_turns
+
+    async def _stop_hook_continues(self, turn: Turn) -> bool:
+        """At a final: a Stop (SubagentStop) hook that blocks (or adds context) keeps the agent
+        going, its reason the next user message, at most STOP_HOOK_CONTINUES times."""
+        hooks = self.env.hooks
+        if hooks is None:
+            return False
+        subagent = self.spec.agent_type is not None
+        event = "SubagentStop" if subagent else "Stop"
+        last = turn.verdict.reason if turn.verdict is not None else turn.final
+        fields = {"stop_hook_active": self.stop_continues > 0, "last_assistant_message": last}
+        match = (self.spec.agent_type,) if subagent and self.spec.agent_type else ()
+        verdict = await hooks.fire(
+            event, fields, match=match, agent=self.agent_id, agent_type=self.spec.agent_type
+        )
+        if not verdict.blocked and not verdict.context:
+            return False
+        if self.stop_continues >= bounds.STOP_HOOK_CONTINUES:
+            return False  # the bound: the final stands (with no turns left, the budget ends it)
+        self.stop_continues += 1
+        message = "\n\n".join(part for part in (verdict.reason, verdict.context) if part)
+        await self.live.add_note(message or f"A {event} hook asks you to continue.", label=STOP_HOOK_LABEL)
+        return True
 
     def _record_end(self, ended: _Ended) -> None:
         self.env.events.record(

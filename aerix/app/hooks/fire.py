@@ -4,7 +4,9 @@ the runner port, record a ``hook`` event for each run, and hand back their combi
 What each answer then does (a deny becomes the result ``refused: <reason>``, a Stop block
 continues the agent …) is the firing layer's: the request, the agent loop, the dispatcher and
 compaction call :meth:`Hooks.fire` and act on the :class:`~aerix.domain.hook_answers.HookVerdict`.
-An event nobody configured costs nothing: no transcript write, no process.
+One answer acts the same everywhere: ``continue: false`` raises :class:`HookStopped`, which ends
+the agent that fired the event (``killed``, the hook's ``stopReason`` as the reason). An event
+nobody configured costs nothing: no transcript write, no process.
 """
 
 from __future__ import annotations
@@ -33,6 +35,15 @@ from aerix.domain.hook_payloads import common_fields
 
 #: ``permission_mode`` of ``aerix -p``: it runs with no permission prompts.
 HEADLESS_PERMISSION_MODE = "bypassPermissions"
+
+
+class HookStopped(Exception):
+    """A handler answered ``continue: false``: the agent that fired the event ends ``killed``."""
+
+    def __init__(self, event: str, stop_reason: str | None) -> None:
+        self.event = event
+        self.reason = stop_reason or f"a {event} hook answered continue: false"
+        super().__init__(self.reason)
 
 
 @dataclass(frozen=True)
@@ -71,6 +82,10 @@ class Hooks:
     def handlers(self, event: str, match: Sequence[str] = ()) -> list[SelectedHandler]:
         return select_handlers(self.sources, event, match)
 
+    def wants(self, events: Sequence[str], match: Sequence[str] = ()) -> bool:
+        """Whether any of ``events`` has a handler for ``match`` (so its input is worth building)."""
+        return any(self.handlers(event, match) for event in events)
+
     async def fire(
         self,
         event: str,
@@ -83,7 +98,7 @@ class Hooks:
     ) -> HookVerdict:
         """Run ``event``'s handlers for ``match`` (what its matchers compare) with ``fields``
         added to the common ones. ``agent``: the agent that fired it; ``agent_type`` is sent
-        with it when that agent is a subagent."""
+        with it when that agent is a subagent. Raises :class:`HookStopped` on ``continue: false``."""
         handlers = self.handlers(event, match)
         if not handlers:
             return NO_VERDICT
@@ -96,6 +111,8 @@ class Hooks:
             answers.append(answer)
         verdict = combine(answers)
         self._tell(event, verdict)
+        if verdict.stop:
+            raise HookStopped(event, verdict.stop_reason)
         return verdict
 
     async def _run_all(
@@ -125,6 +142,8 @@ class Hooks:
                 agent_type=agent_type,
             )
             payload.update(fields)
+            if name == "SubagentStop":
+                payload.setdefault("agent_transcript_path", transcript)
             results = await self.runner.run([handlers[index] for index in indexes], payload)
             for index, result in zip(indexes, results, strict=True):
                 runs[index] = result

@@ -12,12 +12,12 @@ test them. Nothing from a third-party library appears in a port's signature.
               AgentDefinition, PromptSource
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
     diffs     DiffSource
-    hooks     HookRunner, TranscriptSync
+    hooks     HookRunner, HookRunnerFactory, TranscriptSync
     request   RequestObserver, RequestResult, RequestUsage
 """
 
 from aerix.app.ports.diffs import DiffSource
-from aerix.app.ports.hooks import HookRunner, TranscriptSync
+from aerix.app.ports.hooks import HookRunner, HookRunnerFactory, TranscriptSync
 from aerix.app.ports.pool import (
     ContextCounts,
     ContextEditOp,
@@ -79,6 +79,7 @@ __all__ = [
     "GenerationDone",
     "GenerationTimings",
     "HookRunner",
+    "HookRunnerFactory",
     "ImportPlan",
     "JobOutcomeLike",
     "JobReportLike",

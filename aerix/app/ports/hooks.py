@@ -20,6 +20,13 @@ class HookRunner(Protocol):
         ...
 
 
+class HookRunnerFactory(Protocol):
+    """Makes the runner of one project's hooks: handlers run in ``project_dir``, which they are
+    told as ``CLAUDE_PROJECT_DIR``."""
+
+    def __call__(self, project_dir: Path) -> HookRunner: ...
+
+
 class TranscriptSync(Protocol):
     """Brings the Claude Code transcript up to the log."""
 

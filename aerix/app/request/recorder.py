@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aerix.app.hooks.transcript import TranscriptFollower
 from aerix.app.ports import RequestObserver, RequestUsage
 from aerix.app.ports.sessions import E
 from aerix.app.sessions.writer import SessionWriter
@@ -22,9 +23,13 @@ class RequestRecorder:
         self.observer = observer
         self.touched: list[str] = []
         self.prompt_tokens = self.completion_tokens = self.generations = 0
+        #: Keeps the Claude Code transcript up to date for hooks (set when the request has hooks).
+        self.transcript: TranscriptFollower | None = None
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
         record = self.writer.record(event_cls, **fields)
+        if self.transcript is not None:
+            self.transcript.seen(record)
         if isinstance(record, ev.Message):
             self._message(record)
         elif isinstance(record, ev.AgentEnd):

@@ -18,6 +18,7 @@ import anyio
 
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.loop import run_agent
+from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import (
     EventRecorder,
     MemberInfo,
@@ -72,6 +73,7 @@ class RootRun:
     spool: SpoolWriter
     tools: ToolRunnerFactory
     on_token: Callable[[str, str], None] | None = None
+    hooks: Hooks | None = None
 
 
 async def run_root(run: RootRun) -> RootEnded:
@@ -120,6 +122,7 @@ def _environment(run: RootRun) -> AgentEnvironment:
         tools=run.tools,
         skills=run.project.skills,
         on_token=run.on_token,
+        hooks=run.hooks,
     )
 
 

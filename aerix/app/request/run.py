@@ -4,7 +4,8 @@
     resume  = the session to continue, refused at once if imported     (SessionStorage)
     snapshot of the working tree                                       (DiffSource)
     pool    = found or started, members bound                          (PoolStarter)
-    session.start → route → a1's context (segment events) → run_agent → session.end → the diff
+    session.start → SessionStart → UserPromptSubmit → route → RouteDecision
+        → a1's context (segment events) → run_agent → session.end → SessionEnd → the diff
 
 Every dependency comes in through ``RequestDeps``; ``aerix.wiring`` builds the real ones.
 """
@@ -19,9 +20,12 @@ from typing import Any
 
 import anyio
 
+from aerix.app.hooks.fire import Hooks, HookSession, HookStopped, no_hooks
+from aerix.app.hooks.transcript import TranscriptFollower
 from aerix.app.ports import (
     Clock,
     DiffSource,
+    HookRunnerFactory,
     PoolPort,
     PoolStarter,
     Project,
@@ -70,6 +74,8 @@ class RequestDeps:
     diffs: DiffSource
     prompts: PromptSource
     tools: ToolRunnerFactory
+    #: Makes the runner of the project's hook handlers (used when the project has hooks).
+    hooks: HookRunnerFactory
     clock: Clock
     version: str  # aerix's own, recorded in session.start
 
@@ -173,31 +179,64 @@ class _Request:
     tap: RequestRecorder
     resume: ResumeState | None
     route: str | None = None
+    hooks: Hooks | None = None
 
     @property
     def number(self) -> int:
         return self.resume.requests + 1 if self.resume else 1
 
     async def run(self, snapshot: Snapshot, began: float) -> RequestResult:
+        self.hooks = self._hooks()
         try:
-            ended = await self._route_and_run()
+            ended = await self._route_and_run(self.hooks)
+        except HookStopped as stopped:
+            ended = _failure(stopped.reason, "killed")
         except AerixError as exc:
             ended = _failure(str(exc))
         except BaseException:
             with anyio.CancelScope(shield=True):
-                self._finish(snapshot, _failure("cancelled", "cancelled"), began)
+                await self._finish(snapshot, _failure("cancelled", "cancelled"), began)
             raise
-        return self._finish(snapshot, ended, began)
+        return await self._finish(snapshot, ended, began)
 
-    async def _route_and_run(self) -> RootEnded:
+    def _hooks(self) -> Hooks:
+        """The request's hooks: the project's sources, run by the wired runner, with the
+        transcript kept up to date for them."""
+        tap, project = self.tap, self.project
+        if not project.hook_sources:
+            return no_hooks(tap)
+        tap.transcript = TranscriptFollower(self.deps.sessions, tap.writer.ref)
+        return Hooks(
+            project.hook_sources,
+            self.deps.hooks(project.root),
+            tap,
+            HookSession(tap.writer.ref.id, str(project.cwd)),
+            transcript=tap.transcript,
+            spool=tap,
+            notify=tap.observer.note,
+        )
+
+    async def _route_and_run(self, hooks: Hooks) -> RootEnded:
         deps, project = self.deps, self.project
+        source = "resume" if self.resume is not None else "startup"
+        started = await hooks.fire(
+            "SessionStart", {"source": source, "model": self.members.main.model}, match=(source,)
+        )
         prompt = project.skills.expand_prompt(self.options.prompt)
+        submitted = await hooks.fire("UserPromptSubmit", {"prompt": prompt})
+        if submitted.blocked:
+            reason = submitted.reason or "no reason given"
+            return _failure(f"a UserPromptSubmit hook blocked the prompt: {reason}", "killed")
+        if submitted.context:
+            prompt = f"{prompt}\n\n{submitted.context}"
         router = self.members.router
         choice = await route_request(
             self.pool, router.name, prompt, deps.prompts, self.tap, one_of="one_of" in router.constraints
         )
         self.route = choice.choice
-        rebuilt, added = self._segments(prompt, choice.choice)
+        decided = {"choice": choice.choice, "scores": dict(choice.scores), "member": router.name}
+        await hooks.fire("RouteDecision", decided, match=(choice.choice,))
+        rebuilt, added = self._segments(prompt, choice.choice, started.context or None)
         return await run_root(
             RootRun(
                 pool=self.pool,
@@ -213,20 +252,24 @@ class _Request:
                 spool=self.tap,
                 tools=deps.tools,
                 on_token=self.tap.observer.token,
+                hooks=hooks,
             )
         )
 
-    def _segments(self, prompt: str, route: str) -> tuple[list[ContextSegment], list[ContextSegment]]:
+    def _segments(
+        self, prompt: str, route: str, hook_context: str | None
+    ) -> tuple[list[ContextSegment], list[ContextSegment]]:
         """(a resumed root's segments, already in the log; this request's new segments)."""
         prompts = self.deps.prompts
         planner_tools = self.project.settings.delegation.planner_tools
-        added = request_segments(self.number, prompt_text(prompt, route, prompts, planner_tools))
+        text = prompt_text(prompt, route, prompts, planner_tools)
+        added = request_segments(self.number, text, hook_context)
         if self.resume is not None and self.resume.root.segments:
             return rebuilt_segments(self.resume.root.ordered()), added
         system = system_text(prompts, self.project.skills, self.project.settings)
         return [], [*shared_prefix(system, self.project.instructions), *added]
 
-    def _finish(self, snapshot: Snapshot, ended: RootEnded, began: float) -> RequestResult:
+    async def _finish(self, snapshot: Snapshot, ended: RootEnded, began: float) -> RequestResult:
         tap = self.tap
         diff = self.deps.diffs.diff(snapshot, tap.touched)
         duration_ms = round((time.monotonic() - began) * 1000, 1)
@@ -242,6 +285,9 @@ class _Request:
             untracked=list(diff.untracked),
             duration_ms=duration_ms,
         )
+        if self.hooks is not None:
+            outcome = {"reason": "other", "outcome": ended.outcome, "exit_code": ended.exit_code}
+            await self.hooks.fire("SessionEnd", outcome, match=("other",))
         return RequestResult(
             session_id=tap.writer.ref.id,
             outcome=ended.outcome,
