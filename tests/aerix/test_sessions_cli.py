@@ -49,6 +49,11 @@ def native_session(tmp_path: Path) -> str:
     )
     writer.record(ev.AgentSpawn, agent="a1", kind="root")
     writer.record(ev.Message, agent="a1", role="assistant", turn=1, text="{}", final="It parses.")
+    writer.record(
+        ev.Hook, agent="a1", event="PreToolUse", matcher="Bash", command="g.sh", outcome="blocked",
+        decision="deny", reason="no", exit=2, duration_ms=12.4, call="c1",
+    )  # fmt: skip
+    writer.record(ev.Hook, event="Stop", command="sleep 9", outcome="timeout", duration_ms=1000.0)
     writer.record(ev.SessionEnd, outcome="done")
     writer.write_spool("a1.c1", "long output")
     writer.close()
@@ -85,11 +90,16 @@ def test_show_replays_a_session(native_session: str) -> None:
         and "⇒ It parses." in shown.stdout
         and "request ended done" in shown.stdout
     )
+    lines = [line[12:] for line in shown.stdout.splitlines()]  # past "    4 12:00 "
+    assert "a1 hook PreToolUse[Bash] g.sh → blocked deny (exit 2, 12 ms): no" in lines
+    assert "hook Stop sleep 9 → timeout (timeout, 1000 ms)" in lines
     as_json = aerix("sessions", "show", native_session, "--json").stdout.splitlines()
     assert [json.loads(line)["type"] for line in as_json] == [
         "session.start",
         "agent.spawn",
         "message",
+        "hook",
+        "hook",
         "session.end",
     ]
 
