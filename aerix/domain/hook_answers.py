@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from aerix.domain.hook_contract import configured_names
@@ -173,17 +173,12 @@ def _with_universal(answer: HookAnswer, data: Mapping[str, Any], event: str) -> 
     if event in NO_CONTROL_EVENTS:
         return answer
     stop = data.get("continue") is False
-    return HookAnswer(
-        outcome=answer.outcome,
-        decision=answer.decision,
-        reason=answer.reason,
-        context=answer.context,
-        updated_input=answer.updated_input,
+    return replace(
+        answer,
         stop=stop,
         stop_reason=_text(data.get("stopReason")) if stop else None,
         system_message=_text(data.get("systemMessage")),
         suppress_output=data.get("suppressOutput") is True,
-        error=answer.error,
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from aerix.adapters.hook_runner import SubprocessHooks
 from aerix.domain.hook_contract import SelectedHandler
+from tests.aerix.test_tools_bash import pid_alive
 
 pytestmark = pytest.mark.anyio
 
@@ -99,14 +100,6 @@ def _alive(pid: int) -> bool:
     """Whether ``pid`` still runs, a few seconds after it was signalled (a signal is delivered
     after ``kill`` returns, so this waits for it, up to a bound)."""
     deadline = time.monotonic() + 10
-    while _running(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return _running(pid)
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in state  # a zombie waiting for its parent is dead
+    return pid_alive(pid)
