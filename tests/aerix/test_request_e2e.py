@@ -283,10 +283,11 @@ def test_continue_rebuilds_the_plan_and_init_shows_what_startup_found(
     assert init["subtype"] == "init" and init["resumed"] is True and init["request"] == 2
     assert init["session_id"] == json.loads(first_run.stdout)["session_id"]
     assert [(p["name"], p["commands"], p["enabled"]) for p in init["plugins"]] == [("helper", ["tidy"], True)]
-    assert init["skills"] == ["deploy"] and "plan" in init["tools"]
+    # The enabled plugin's command is a skill of its own name.
+    assert init["skills"] == ["deploy", "helper:tidy"] and "plan" in init["tools"]
     starts = by_type(session_events(world, init["session_id"]), "session.start")
     assert [start["loaded"]["plugins"] for start in starts] == [["helper"], ["helper"]]
-    assert all(start["loaded"]["skills"] == ["deploy"] for start in starts)
+    assert all(start["loaded"]["skills"] == ["deploy", "helper:tidy"] for start in starts)
     [result] = [line for line in lines if line["type"] == "user"]
     [block] = result["message"]["content"]
     assert block["tool_use_id"] == "a1.c2" and block["content"] == "[plan c2]\n1. look\n2. fix"
