@@ -230,3 +230,18 @@ async def test_long_context_is_cut_to_a_preview_and_garbage_is_an_error(
     assert not garbage.blocked and garbage.errors and "not valid JSON" in garbage.errors[0]
     assert hook_events(files, writer)[-1].outcome == "error"
     assert writer.ref.transcript.exists()  # written before the handlers ran, empty so far
+
+
+async def test_a_transcript_that_cannot_be_written_is_a_note_and_the_hook_still_runs(
+    tmp_path: Path, session: tuple[SessionFiles, SessionWriter]
+) -> None:
+    files, writer = session
+    writer.ref.transcript.mkdir()  # a folder where the transcript belongs
+    config = {
+        "Stop": [{"hooks": [{"type": "command", "command": 'echo \'{"decision": "block", "reason": "r"}\''}]}]
+    }
+    hooks, _ = make_hooks(tmp_path, config, writer, files)
+    verdict = await hooks.fire("Stop", {"stop_hook_active": False})
+    assert verdict.reason == "r"
+    [note] = hooks.notes  # type: ignore[attr-defined]
+    assert note.startswith("hooks: the transcript could not be brought up to date (")

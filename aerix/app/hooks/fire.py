@@ -102,7 +102,7 @@ class Hooks:
         handlers = self.handlers(event, match)
         if not handlers:
             return NO_VERDICT
-        transcript = str(self.transcript.bring_up_to_date()) if self.transcript is not None else ""
+        transcript = self._transcript_path()
         runs = await self._run_all(handlers, fields, transcript, agent, agent_type)
         answers = []
         for handler, run in zip(handlers, runs, strict=True):
@@ -114,6 +114,17 @@ class Hooks:
         if verdict.stop:
             raise HookStopped(event, verdict.stop_reason)
         return verdict
+
+    def _transcript_path(self) -> str:
+        """The transcript, brought up to date; a store that cannot be written is one note, and
+        the handlers still run (with the path as it stands)."""
+        if self.transcript is None:
+            return ""
+        try:
+            return str(self.transcript.bring_up_to_date())
+        except OSError as exc:
+            self.notify(f"hooks: the transcript could not be brought up to date ({exc})")
+            return ""
 
     async def _run_all(
         self,
