@@ -25,7 +25,7 @@ from typing import Any
 from eventsourcing.persistence import EventStore, IntegrityError
 
 from aerix.adapters import paths
-from aerix.adapters.durable import make_folder, replace_durably
+from aerix.adapters.durable import append_durably, make_folder, replace_durably
 from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, PlainJSONMapper, SessionLogRecorder
 from aerix.adapters.spool import spool_dir, write_spool
 from aerix.app.ports import SessionRef
@@ -148,10 +148,8 @@ class SessionFiles:
         return ref.transcript
 
     def append_transcript(self, ref: SessionRef, lines: list[str]) -> Path:
-        """Add lines at the end of the transcript (made when missing)."""
-        ref.transcript.parent.mkdir(parents=True, exist_ok=True)
-        with ref.transcript.open("a", encoding="utf-8") as file:
-            file.write("".join(f"{line}\n" for line in lines))
+        """Add lines at the end of the transcript (made when missing), synced."""
+        append_durably(ref.transcript, "".join(f"{line}\n" for line in lines).encode("utf-8"))
         return ref.transcript
 
     def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]:

@@ -5,6 +5,7 @@ handler reads it."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -75,6 +76,9 @@ class Recorder:
         record = self.writer.record(event_cls, **fields)
         self.follower.seen(record)
         return record
+
+    def sync(self) -> None:
+        self.writer.sync()
 
 
 @pytest.fixture
@@ -245,3 +249,32 @@ async def test_a_transcript_that_cannot_be_written_is_a_note_and_the_hook_still_
     assert verdict.reason == "r"
     [note] = hooks.notes  # type: ignore[attr-defined]
     assert note.startswith("hooks: the transcript could not be brought up to date (")
+
+
+async def test_the_log_and_the_transcript_are_on_disk_before_a_handler_runs(
+    tmp_path: Path, session: tuple[SessionFiles, SessionWriter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files, writer = session
+    ran = tmp_path / "ran"  # the handler leaves it: a sync before it ran sees none
+    hooks, recorder = make_hooks(
+        tmp_path, {"Stop": [{"hooks": [{"type": "command", "command": f"touch {ran}"}]}]}, writer, files
+    )
+    syncs: list[tuple[str, bool]] = []
+    real_fsync = os.fsync
+
+    def noting_fsync(fd: int) -> None:
+        syncs.append((Path(os.readlink(f"/proc/self/fd/{fd}")).name, ran.exists()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", noting_fsync)
+    # Segments are no commit point: recording one does not sync the log, the hook does.
+    recorder.record(ev.Segment, agent="a1", id="a1.p1", role="user", kind="prompt", text="one")
+    assert syncs == []
+    await hooks.fire("Stop", {})
+    assert ran.exists() and (writer.ref.log.name, False) in syncs
+    ran.unlink()
+    syncs.clear()
+    recorder.record(ev.Segment, agent="a1", id="a1.p2", role="user", kind="prompt", text="two")
+    await hooks.fire("Stop", {})
+    assert ran.exists()
+    assert (writer.ref.log.name, False) in syncs and (writer.ref.transcript.name, False) in syncs

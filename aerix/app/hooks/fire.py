@@ -103,6 +103,7 @@ class Hooks:
         if not handlers:
             return NO_VERDICT
         transcript = self._transcript_path()
+        self.events.sync()  # a handler may act on what the log says happened: it is on disk first
         runs = await self._run_all(handlers, fields, transcript, agent, agent_type)
         answers = []
         for handler, run in zip(handlers, runs, strict=True):
