@@ -44,6 +44,11 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
         help="with --engine scripted: a JSON file of completions, one per generation",
     )
     group.add_argument(
+        "--script-prefill",
+        action="store_true",
+        help="with --engine scripted: load the weights and compute every row (real prefill cost)",
+    )
+    group.add_argument(
         "--chat-template",
         metavar="TEMPLATE",
         help="Jinja chat template or 'chatml', for model files that carry none",
@@ -74,6 +79,7 @@ def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
         "model_type": args.model_type,
         "script": args.script,
         "api_key_env": args.api_key_env,
+        "script_prefill": args.script_prefill,
     }
     if args.batch is not None:
         values["batch"] = args.batch

@@ -64,6 +64,10 @@ class ServingFlags(BaseModel):
     """For a remote member (``openai+http(s)://…``): the environment variable holding the
     server's API key. Only the variable's name is a flag; the key itself is read when the
     member opens and is never logged, stored or reported."""
+    script_prefill: bool = False
+    """The ``scripted`` engine loads the weights too and computes every row with llama.cpp, so
+    prefill, decode and the prefix store cost what the real model costs; the tokens chosen
+    still come from ``script``."""
 
     @field_validator("max_batch")
     @classmethod

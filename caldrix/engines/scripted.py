@@ -21,7 +21,11 @@ after it. When nothing of the completion is allowed, the engine leans toward EOS
 closing what is open (``"``, ``}``, ``]``), so a derailed generation still ends.
 
 Only the live rows are kept (``capabilities.snapshots`` is False): there are no rows to store,
-since nothing is computed.
+since nothing is computed. With ``script_prefill`` the member loads the model's weights as well
+and every row goes through llama.cpp (:class:`caldrix.engines.llamacpp.LlamaCppEngine`): prefill
+and decode cost what the real model costs and the prefix store keeps real snapshots, while the
+tokens chosen still come from the script. Benchmarks and tests of the prefix store's use by an
+agent run use it: the answers are fixed, the work of computing the rows is the model's own.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import json
 import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +57,8 @@ from caldrix.templates import render_context, template_source_for
 if TYPE_CHECKING:
     import numpy.typing as npt
     from llguidance import LLTokenizer
+
+    from caldrix.engines.llamacpp import LlamaCppEngine
 
 #: The logit of the token that continues the completion best is this plus its length in bytes.
 STEER_LOGIT = 1000.0
@@ -107,17 +113,24 @@ class Script:
 
 
 def open_scripted(path: Path, flags: ServingFlags) -> ScriptedEngine:
-    """The vocabulary of the GGUF file at ``path``, answering from ``flags.script``."""
+    """The vocabulary of the GGUF file at ``path``, answering from ``flags.script``; with
+    ``flags.script_prefill`` its weights too, computing every row."""
     if not flags.script:
         raise BadRequest("--engine scripted needs --script FILE (a JSON list of completions)")
     script = Script.load(Path(flags.script))
     if not path.is_file():
         raise ModelNotFound(f"no model file at {path}")
+    vocabulary = _Vocabulary.load(path, flags.chat_template)
+    if flags.script_prefill:
+        from caldrix.engines.llamacpp import open_llamacpp
+
+        rows = open_llamacpp(path, flags)
+        return ScriptedEngine(vocabulary, script, rows.n_ctx, rows)
     from caldrix.fit import window_for
     from caldrix.gguf import precheck
 
     n_ctx = window_for(precheck(path), flags.ctx)
-    return ScriptedEngine(_Vocabulary.load(path, flags.chat_template), script, n_ctx)
+    return ScriptedEngine(vocabulary, script, n_ctx)
 
 
 class _Vocabulary:
@@ -199,10 +212,16 @@ def _token_text(vocab: Any, token: int) -> str:
 
 
 class ScriptedEngine:
-    """See the module docstring; an :class:`caldrix.engines.base.Engine`."""
+    """See the module docstring; an :class:`caldrix.engines.base.Engine`. ``rows``: the real
+    engine that computes the rows (``script_prefill``); None keeps token ids only."""
 
-    def __init__(self, vocabulary: _Vocabulary, script: Script, n_ctx: int) -> None:
-        self.capabilities = EngineCapabilities(constraints=script.constraints, snapshots=False, lane="cpu")
+    def __init__(
+        self, vocabulary: _Vocabulary, script: Script, n_ctx: int, rows: LlamaCppEngine | None = None
+    ) -> None:
+        constraints = script.constraints
+        own = EngineCapabilities(constraints=constraints, snapshots=False, lane="cpu")
+        self.capabilities = own if rows is None else replace(rows.capabilities, constraints=constraints)
+        self._rows = rows
         self._vocabulary = vocabulary
         self._script = script
         self._n_ctx = n_ctx
@@ -230,7 +249,7 @@ class ScriptedEngine:
 
     @property
     def threads(self) -> int | None:
-        return None
+        return self._rows.threads if self._rows is not None else None
 
     @property
     def chat_template(self) -> ChatTemplateSource:
@@ -242,10 +261,12 @@ class ScriptedEngine:
 
     @property
     def live_tokens(self) -> Sequence[int]:
-        return tuple(self._live)
+        return self._rows.live_tokens if self._rows is not None else tuple(self._live)
 
     @property
     def footprint_bytes(self) -> int | None:
+        if self._rows is not None:
+            return self._rows.footprint_bytes
         return None  # the fit's estimate from the file stands (it over-counts: no weights here)
 
     # -- tokens and rows ------------------------------------------------------------------
@@ -259,10 +280,16 @@ class ScriptedEngine:
     def truncate(self, n_rows: int) -> None:
         # Every generation starts by placing its prompt's rows (the resume policy truncates),
         # so this is where one generation's completion ends and the next may begin.
-        del self._live[max(0, n_rows) :]
+        if self._rows is not None:
+            self._rows.truncate(n_rows)
+        else:
+            del self._live[max(0, n_rows) :]
         self._target = None
 
     def evaluate(self, tokens: Sequence[int]) -> None:
+        if self._rows is not None:
+            self._rows.evaluate(tokens)
+            return
         if len(self._live) + len(tokens) > self._n_ctx:
             needed = len(self._live) + len(tokens)
             raise ContextOverflow(f"{needed} tokens do not fit the window of {self._n_ctx}")
@@ -275,12 +302,19 @@ class ScriptedEngine:
         return self._steer(self._target[self._position(self._target) :])
 
     def save_rows(self) -> bytes:
-        raise InternalError("the scripted engine keeps no snapshots (capabilities.snapshots is False)")
+        if self._rows is None:
+            raise InternalError("the scripted engine keeps no snapshots (capabilities.snapshots is False)")
+        return self._rows.save_rows()
 
     def load_rows(self, data: bytes, tokens: Sequence[int]) -> None:
-        raise InternalError("the scripted engine keeps no snapshots (capabilities.snapshots is False)")
+        if self._rows is None:
+            raise InternalError("the scripted engine keeps no snapshots (capabilities.snapshots is False)")
+        self._rows.load_rows(data, tokens)
+        self._target = None
 
     def close(self) -> None:
+        if self._rows is not None:
+            self._rows.close()
         self._vocabulary.close()
 
     # -- steering -------------------------------------------------------------------------
@@ -292,7 +326,7 @@ class ScriptedEngine:
         text = completions[self._next_completion] if self._next_completion < len(completions) else ""
         self._next_completion += 1
         self._target = text.encode("utf-8")
-        self._output_start = _end_of_last(self._live, self._generation_prompt)
+        self._output_start = _end_of_last(self.live_tokens, self._generation_prompt)
 
     def _token_texts(self) -> list[bytes]:
         if self._texts is None:
@@ -314,7 +348,7 @@ class ScriptedEngine:
         not found there changes nothing."""
         texts = self._token_texts()
         position = 0
-        for token in self._live[self._output_start :]:
+        for token in self.live_tokens[self._output_start :]:
             text = texts[token]
             if not text:
                 continue

@@ -89,3 +89,34 @@ def test_a_missing_or_bad_script_is_one_line(model_path: Path, tmp_path: Path) -
     bad.write_text('{"completions": [1, 2]}')
     with pytest.raises(BadRequest, match=r"must be a JSON list of strings"):
         open_engine(model_path, ServingFlags(engine="scripted", script=str(bad)))
+
+
+def test_with_script_prefill_the_rows_are_the_models_and_the_prefix_store_resumes_them(
+    model_path: Path, tmp_path: Path
+) -> None:
+    """``script_prefill`` computes every row with llama.cpp: the engine keeps snapshots, the
+    prefix store restores a shared head for a second prompt, and the output is still the
+    script's."""
+    from caldrix.prefix_store import PrefixStore
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(['{"thought": "a", "final": "one"}', '{"thought": "b", "final": "two"}']))
+    flags = ServingFlags(engine="scripted", script=str(script), script_prefill=True, ctx=1024)
+    engine = open_engine(model_path, flags)
+    try:
+        assert isinstance(engine, ScriptedEngine)
+        assert engine.capabilities.snapshots is True and engine.footprint_bytes
+        store = PrefixStore(64 * 1024 * 1024, member="test")
+        head = [{"role": "system", "text": "You are a careful agent. " * 40}]
+        first = render_context(engine, [*head, {"role": "user", "text": "first"}]).prompt_tokens
+        params = GenerationParams(max_new_tokens=40, constraint={"json": SCHEMA})
+        done = store.generate(engine, first, params, DiscardingSink(), appended=True)
+        assert (done.text, done.recomputed_from) == ('{"thought": "a", "final": "one"}', 0)
+        engine.truncate(0)  # the live rows are gone: only the store holds the head now
+        second = render_context(engine, [*head, {"role": "user", "text": "second"}]).prompt_tokens
+        again = store.generate(engine, second, params, DiscardingSink(), appended=True)
+        head_rows = len(render_context(engine, head).segment_tokens[0])
+        assert again.text == '{"thought": "b", "final": "two"}'
+        assert head_rows <= again.recomputed_from < len(second)
+    finally:
+        engine.close()
