@@ -27,18 +27,13 @@ from aerix.adapters.project import ProjectFiles
 from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
-from aerix.adapters.tools import LocalTools
-from aerix.app.ports import HookRunner, SessionRef, SkillSource, ToolRunner
+from aerix.adapters.tools import LocalToolsFactory
+from aerix.app.ports import HookRunner, SessionRef
 from aerix.app.request.run import RequestDeps, RequestOptions, run_request
 from aerix.app.sessions import importing, queries
 from aerix.domain import events as ev
 from aerix.errors import AerixError, FileUnusable
 from aerix.projections.index import IndexEntry
-
-
-def local_tools(cwd: Path, skills: SkillSource | None) -> ToolRunner:
-    """One agent run's tools on ``cwd``, with its own job table."""
-    return LocalTools(cwd, skills=skills)
 
 
 def subprocess_hooks(project_dir: Path) -> HookRunner:
@@ -53,7 +48,8 @@ def request_deps(sessions: SessionFiles) -> RequestDeps:
         sessions=sessions,
         diffs=GitDiffs(),
         prompts=EmbeddedPrompts(),
-        tools=local_tools,
+        # One factory per request: every agent of it gets its own tools, all sharing one repo map.
+        tools=LocalToolsFactory(),
         hooks=subprocess_hooks,
         clock=utc_now,
         version=__version__,

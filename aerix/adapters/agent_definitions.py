@@ -2,15 +2,19 @@
 appended to its implementer's context.
 
 Where they are found, lowest precedence first (a later definition of the same name wins):
+enabled plugins' ``agents/*.md`` (named ``<plugin>:<name>``, as Claude Code namespaces them),
 ``~/.claude/agents``, ``$XDG_CONFIG_HOME/aerix/agents``, ``<project>/.claude/agents``,
 ``<project>/.aerix/agents``. Front matter: ``name`` (else the file's stem), ``description``,
 ``tools`` (a comma list or a YAML list, aerix or Claude Code names; omitted = every tool),
-``model`` (a pool member; ``inherit`` or omitted = the caller's), ``maxTurns``.
+``model`` (a pool member or a model reference; ``inherit`` or omitted = the caller's),
+``maxTurns``. Claude Code's other fields (``color``, ``permissionMode``, ``skills`` …) are
+accepted and ignored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
 from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.app.ports import AgentDefinition
 from aerix.domain.claude_tools import aerix_tool_name
+from aerix.domain.listing import fit_listing
 
 
 class AgentCatalog:
@@ -37,6 +42,16 @@ class AgentCatalog:
     def get(self, name: str) -> AgentDefinition | None:
         return self._definitions.get(name)
 
+    def render_listing(self, max_chars: int) -> str:
+        """The agent definitions section of the system segment, within ``max_chars``
+        characters (the header included); those that do not fit are counted on a last line."""
+        header = ["# Agent definitions", "Name one as the agent call's definition when it fits the piece:"]
+        entries = [
+            f"- {d.name}: {d.description}" if d.description else f"- {d.name}"
+            for d in self._definitions.values()
+        ]
+        return fit_listing(header, entries, lambda left: f"… and {left} more", max_chars)
+
 
 def agent_folders(project_root: Path) -> tuple[Path, ...]:
     return (
@@ -47,11 +62,14 @@ def agent_folders(project_root: Path) -> tuple[Path, ...]:
     )
 
 
-def load_agent_definitions(project_root: Path) -> AgentCatalog:
-    """Every definition; a file that cannot be used is skipped with a note."""
+def load_agent_definitions(project_root: Path, plugins: Sequence[tuple[str, Path]] = ()) -> AgentCatalog:
+    """Every definition; a file that cannot be used is skipped with a note. ``plugins``: the
+    enabled plugins' names and folders."""
     definitions: dict[str, AgentDefinition] = {}
     notes: list[str] = []
-    for folder in agent_folders(project_root):
+    folders: list[tuple[Path, str | None]] = [(folder / "agents", name) for name, folder in plugins]
+    folders += [(folder, None) for folder in agent_folders(project_root)]
+    for folder, plugin in folders:
         if not folder.is_dir():
             continue
         for file in sorted(folder.rglob("*.md")):
@@ -60,6 +78,8 @@ def load_agent_definitions(project_root: Path) -> AgentCatalog:
             except (OSError, UnicodeDecodeError, FrontMatterError, ValueError) as exc:
                 notes.append(f"agent {file}: skipped ({exc})")
                 continue
+            if plugin is not None:
+                definition = replace(definition, name=f"{plugin}:{definition.name}")
             notes += [f"agent {file}: {problem}" for problem in problems]
             definitions[definition.name] = definition
     return AgentCatalog(definitions.values(), notes)

@@ -29,7 +29,7 @@ class ProjectFiles:
         instruction_files, instruction_notes = load_instruction_files(cwd)
         plugins = load_plugins(root, loaded.settings.enabled_plugins)
         skills = load_skills(root, plugins.enabled)
-        agents = load_agent_definitions(root)
+        agents = load_agent_definitions(root, plugins.enabled)
         settings = loaded.settings
         hook_sources = (
             () if settings.disable_all_hooks else (HookSource(settings.hooks), *plugins.hook_sources)

@@ -14,7 +14,7 @@ from aerix.errors import UnknownPrompt
 
 PROMPTS_PACKAGE = "aerix.prompts"
 #: Every prompt the release embeds, by name (the file is ``<name>.md``).
-PROMPT_NAMES = ("system", "routing", "planner", "brief", "verifier", "compacted")
+PROMPT_NAMES = ("system", "routing", "planner", "brief", "verifier", "retry", "compacted")
 
 
 class EmbeddedPrompts:

@@ -27,6 +27,7 @@ from pathlib import Path
 from aerix.adapters.agent_definitions import AgentCatalog, AgentDefinition, load_agent_definitions
 from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
 from aerix.adapters.paths import claude_projects_dir, config_home
+from aerix.domain.listing import fit_listing
 
 __all__ = [
     "AgentCatalog",
@@ -152,20 +153,11 @@ class SkillCatalog:
     def render_listing(self, max_chars: int) -> str:
         """The skills section of the system segment, within ``max_chars`` characters (all of it,
         the header included). Skills that do not fit are counted on a last line."""
-        if not self._skills or max_chars <= 0:
-            return ""
-        lines = ["# Skills", "Load one with the skill tool when it fits the task:"]
+        header = ["# Skills", "Load one with the skill tool when it fits the task:"]
         entries = [f"- {skill.name}: {skill.description}" for skill in self._skills.values()]
-        for shown, entry in enumerate(entries):
-            left = len(entries) - shown - 1
-            tail = f"\n… and {left} more (skill with list=true shows all)" if left else ""
-            if len("\n".join([*lines, entry])) + len(tail) > max_chars:
-                more = f"… and {len(entries) - shown} more (skill with list=true shows all)"
-                if shown == 0 or len("\n".join([*lines, more])) > max_chars:
-                    return ""  # not even one skill fits: leave the section out
-                return "\n".join([*lines, more])
-            lines.append(entry)
-        return "\n".join(lines)
+        return fit_listing(
+            header, entries, lambda left: f"… and {left} more (skill with list=true shows all)", max_chars
+        )
 
     def run_tool(self, name: str | None, args: str = "", list_all: bool = False) -> str:
         """The skill tool: a skill's expanded text, or the full list."""

@@ -113,6 +113,9 @@ class ContextSettings(_Section):
     max_new_tokens: int = Field(default=2048, gt=0, description="a turn asks min(this, window/4)")
     tool_caps: ToolCaps = ToolCaps()
     skills_chars: int = Field(default=4000, ge=0, description="room for the skill list in the system segment")
+    agents_chars: int = Field(
+        default=2000, ge=0, description="room for the agent definition list in the system segment"
+    )
 
     @model_validator(mode="after")
     def _target_below_soft(self) -> ContextSettings:

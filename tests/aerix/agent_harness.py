@@ -23,16 +23,18 @@ from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.skills import SkillCatalog
+from aerix.adapters.tools import LocalToolsFactory
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.loop import run_agent
 from aerix.app.request.root_context import record_segments
+from aerix.app.delegation import delegating
+from aerix.app.ports import AgentDefinitionSource
 from aerix.app.sessions.writer import SessionWriter, start_session
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ContextSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOLS, ToolSpec
 from aerix.projections.contexts import contexts_at
-from aerix.wiring import local_tools
 from caldrix.protocol import connect
 from tests.caldrix.pool_harness import PoolProcess, start_pool
 
@@ -44,8 +46,9 @@ SYSTEM_TEXT = "You are Aerix, a coding agent. Answer each turn with one JSON obj
 _names = itertools.count(1)
 
 
-def start_scripted_pool(folder: Path) -> PoolProcess:
-    """A pool whose ``main`` is a scripted member with an empty script (tests load their own)."""
+def start_scripted_pool(folder: Path, *extra: str) -> PoolProcess:
+    """A pool whose ``main`` is a scripted member with an empty script (tests load their own);
+    ``extra``: more ``caldrix pool`` arguments."""
     empty = folder / "empty-script.json"
     empty.write_text("[]")
     return start_pool(
@@ -60,6 +63,7 @@ def start_scripted_pool(folder: Path) -> PoolProcess:
         "1024",
         "--idle-timeout",
         "0",
+        *extra,
     )
 
 
@@ -67,11 +71,18 @@ def start_scripted_pool(folder: Path) -> PoolProcess:
 OpeningSegment = ContextSegment
 
 
-def opening(prompt: str, system: str = SYSTEM_TEXT, *, pin_prompt: bool = False) -> list[OpeningSegment]:
-    return [
-        OpeningSegment("a1.system", "system", SegmentKind.SYSTEM, system, True, "system"),
-        OpeningSegment("a1.p1", "user", SegmentKind.PROMPT, prompt, pin_prompt, "prompt 1"),
-    ]
+def opening(
+    prompt: str, system: str = SYSTEM_TEXT, *, pin_prompt: bool = False, instructions: str | None = None
+) -> list[OpeningSegment]:
+    segments = [OpeningSegment("a1.system", "system", SegmentKind.SYSTEM, system, True, "system")]
+    if instructions is not None:
+        segments.append(
+            OpeningSegment(
+                "a1.instructions", "system", SegmentKind.INSTRUCTIONS, instructions, True, "instructions"
+            )
+        )
+    segments.append(OpeningSegment("a1.p1", "user", SegmentKind.PROMPT, prompt, pin_prompt, "prompt 1"))
+    return segments
 
 
 def settings_with(max_new_tokens: int = 512, **caps: int) -> Settings:
@@ -106,7 +117,10 @@ class AgentRun:
         settings: Settings | None = None,
         tools: Sequence[ToolSpec] = TOOLS,
         environment: dict[str, Any] | None = None,
+        definitions: AgentDefinitionSource | None = None,
     ) -> AgentResult:
+        """Run the root; with ``definitions``, as a request runs it: delegating its agent calls
+        (every agent with its own local tools, one repo map shared)."""
         spec = AgentSpec(
             agent_id="a1",
             member=self.member,
@@ -123,10 +137,12 @@ class AgentRun:
             settings=settings or settings_with(),
             cwd=self.cwd,
             spool=self.writer,
-            tools=local_tools,
+            tools=LocalToolsFactory(),  # one per run: its agents share one repo map
             skills=SkillCatalog(()),
             **(environment or {}),
         )
+        if definitions is not None:
+            env = delegating(env, definitions)
         return await run_agent(spec, env)
 
     def events(self) -> list[ev.EventBase]:

@@ -237,7 +237,7 @@ async def test_the_turn_budget_ends_the_agent_with_budget(make: Make) -> None:
     assert (end.outcome, end.turns) == ("budget", 2)
 
 
-async def test_agent_calls_are_refused_until_delegation_exists(make: Make) -> None:
+async def test_agent_calls_without_a_delegator_are_refused(make: Make) -> None:
     run = await make(
         [
             turn(

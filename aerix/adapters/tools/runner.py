@@ -81,3 +81,15 @@ class LocalTools:
         if tool == "skill":
             return self.skills.run_tool(args.get("name"), args.get("args", ""), bool(args.get("list", False)))
         raise ToolFailure(f"{tool} is not a local tool")
+
+
+class LocalToolsFactory:
+    """:class:`aerix.app.ports.ToolRunnerFactory`: each agent run gets its own ``LocalTools``
+    (its own job table), all sharing one repo map cache. Make one per request, so the map is
+    computed once per request and never outlives it."""
+
+    def __init__(self) -> None:
+        self.repo_maps = RepoMapCache()
+
+    def __call__(self, cwd: Path, skills: SkillSource | None) -> LocalTools:
+        return LocalTools(cwd, repo_maps=self.repo_maps, skills=skills)

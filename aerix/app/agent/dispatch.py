@@ -1,10 +1,12 @@
 """Running one turn's calls and appending their results.
 
-The calls run in order; ``agent`` calls run after the others (delegation is not built yet, so
-each is the result ``error: delegation is not available yet``). Results are appended in call
-order as user segments headed ``[<tool> <id>]``, each within its ``context.tool_caps`` entry and
-fitted to the room the window leaves (:mod:`aerix.app.agent.tool_output`): fitted, fitted after one
-compaction, else the spool pointer alone. A tool error is a result like any other.
+The calls run in order; ``agent`` calls run after the others, all of a turn's at once, through
+the agent's delegate (:mod:`aerix.app.delegation`: concurrently, at most ``delegation.parallel``
+at a time; without a delegate each is ``error: delegation is not available yet``). Results are
+appended in call order as user segments headed ``[<tool> <id>]``, each within its
+``context.tool_caps`` entry and fitted to the room the window leaves
+(:mod:`aerix.app.agent.tool_output`): fitted, fitted after one compaction, else the spool pointer
+alone. A tool error is a result like any other.
 
 Background jobs: a ``bash`` call with ``background`` starts a job (a ``job`` event); finished
 jobs' reports (``[job jN exited N]`` with the output) are appended after the turn's results,
@@ -46,6 +48,8 @@ from aerix.domain.turns import ToolCall, Turn
 from aerix.projections.transcript import claude_tool_id
 
 _JOB_STARTED = re.compile(r"^started job (j\d+)")
+#: Runs a turn's agent calls and gives each one's result text, in call order.
+Delegate = Callable[[Sequence[ToolCall]], Awaitable[list[str]]]
 #: Results whose tool changed files, and the input field naming the file.
 _WRITING_TOOLS = ("write", "edit")
 _TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
@@ -84,6 +88,7 @@ class Dispatcher:
     hooks: Hooks | None = None
     cwd: Path = field(default_factory=Path.cwd)
     ask_user: AskUser | None = None
+    delegate: Delegate | None = None
 
     @property
     def agent_id(self) -> str:
@@ -96,9 +101,14 @@ class Dispatcher:
         for call in turn.calls:
             if call.tool != "agent":
                 results[call.id] = Result(call.id, call.tool, await self._run(call, context_tool))
-        for call in turn.calls:
-            if call.tool == "agent":
-                results[call.id] = Result(call.id, call.tool, DELEGATION_UNAVAILABLE)
+        agent_calls = [call for call in turn.calls if call.tool == "agent"]
+        if agent_calls:
+            if self.delegate is None:
+                texts = [DELEGATION_UNAVAILABLE] * len(agent_calls)
+            else:
+                texts = await self.delegate(agent_calls)
+            for call, text in zip(agent_calls, texts, strict=True):
+                results[call.id] = Result(call.id, call.tool, text)
         for call in turn.calls:
             await self.append(results[call.id], turn_number)
         for note in turn.notes:

@@ -4,6 +4,11 @@
 The caller (a request for the root ``a1``; delegation for implementers and verifiers) creates
 the agent's pool context with its opening segments, records ``agent.spawn``, and hands both
 here; :func:`aerix.app.agent.loop.run_agent` does the rest and records ``agent.end``.
+
+Two ports (``aerix.app.ports.agents``) belong to agents rather than to the machine:
+``Delegator`` runs a turn's ``agent`` calls (``aerix.app.delegation``), and ``AgentLifecycle``
+is told when agents spawn, start, verify and finish — the one place each hook of those moments
+fires from (``QuietLifecycle`` here, until hooks are built).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import anyio
 
 from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import (
+    AgentLifecycle,
+    Delegator,
     EventRecorder,
     PoolPort,
     PromptSource,
@@ -38,6 +45,22 @@ OnAgentToken = Callable[[str, str], None]
 AskUser = Callable[[str, Mapping[str, Any], str], Awaitable[bool]]
 
 
+class QuietLifecycle:
+    """An ``AgentLifecycle`` that does nothing: no hooks are configured (or built yet)."""
+
+    async def spawned(self, spawn: ev.AgentSpawn) -> None:
+        return None
+
+    async def starting(self, agent: str, agent_type: str) -> None:
+        return None
+
+    async def verifying(self, agent: str, brief: str, check: str, summary: str, files: Sequence[str]) -> None:
+        return None
+
+    async def finishing(self, agent: str, kind: ev.AgentKind, agent_type: str | None, final: str) -> None:
+        return None
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     """One agent: who it is, where its context lives, what it may call, how long it may run."""
@@ -56,9 +79,14 @@ class AgentSpec:
     plan: str | None = None
     #: Whether the member has the ``json`` constraint; None asks the pool (``member.list``).
     json_constraint: bool | None = None
-    #: What hooks call this agent (``agent_type``): its definition's name, ``implementer`` or
-    #: ``verifier``; None for the root.
+    kind: ev.AgentKind = "root"
+    #: How many agent calls lie between the root and this agent (the root's is 0).
+    depth: int = 0
+    #: The definition's name, ``implementer`` or ``verifier``: what hooks call its type.
     agent_type: str | None = None
+    #: How many leading segments are the request's shared prefix (an implementer's fork kept
+    #: them); None: the leading system and instruction segments.
+    shared_prefix: int | None = None
 
 
 @dataclass
@@ -81,6 +109,9 @@ class AgentEnvironment:
     #: Asks the person whether a call a PreToolUse hook answered ``ask`` may run; None (as under
     #: ``aerix -p``) refuses it.
     ask_user: AskUser | None = None
+    #: Runs ``agent`` calls; None: each is refused (``error: delegation is not available …``).
+    delegator: Delegator | None = None
+    lifecycle: AgentLifecycle = field(default_factory=QuietLifecycle)
 
 
 @dataclass(frozen=True)

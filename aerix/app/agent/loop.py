@@ -31,7 +31,7 @@ errors end the agent ``failed`` with the error's line as the reason.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -42,17 +42,19 @@ from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, Outcom
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
 from aerix.app.hooks.fire import HookStopped
-from aerix.app.ports import GenerationDone, SegmentAppend
+from aerix.app.ports import Caller, GenerationDone, SegmentAppend
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
 from aerix.domain.segments import ContextSegment, SegmentKind
-from aerix.domain.turns import Turn, TurnParseError, parse_turn, turn_schema
+from aerix.domain.turns import ToolCall, Turn, TurnParseError, parse_turn, turn_schema
 from aerix.errors import PoolError
 
 CANCELLED = "cancelled"
 #: The label of the user message a Stop hook's block adds (a user turn: never compacted).
 STOP_HOOK_LABEL = "stop hook"
+#: The kinds of the leading segments every agent of a request shares (an implementer forks them).
+_PREFIX_KINDS = frozenset({SegmentKind.SYSTEM, SegmentKind.INSTRUCTIONS})
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class _AgentRun:
             hooks=env.hooks,
             cwd=env.cwd,
             ask_user=env.ask_user,
+            delegate=self._delegate if env.delegator is not None else None,
         )
         self.stop_continues = 0
         self.usage = UsageTotals()
@@ -142,10 +145,31 @@ class _AgentRun:
         return self._result(ended)
 
     async def _watch_cancel(self) -> None:
-        await self.env.cancel.wait()
-        self.thread_cancel.set()
+        try:
+            await self.env.cancel.wait()
+        finally:
+            # Also when the run is cancelled from outside (Ctrl-C): a tool running on a worker
+            # thread (a foreground bash) stops and kills its process group instead of running on.
+            self.thread_cancel.set()
         if self._generation_scope is not None:
             self._generation_scope.cancel()
+
+    async def _delegate(self, calls: Sequence[ToolCall]) -> list[str]:
+        delegator = self.env.delegator
+        if delegator is None:  # not offered as the dispatcher's delegate then
+            raise RuntimeError("agent calls without a delegator")
+        return await delegator.run_calls(self._caller(), calls)
+
+    def _caller(self) -> Caller:
+        """This agent as the caller of its ``agent`` calls, with the shared prefix it holds."""
+        count = self.spec.shared_prefix
+        segments = self.live.segments
+        if count is None:
+            count = 0
+            while count < len(segments) and segments[count].kind in _PREFIX_KINDS:
+                count += 1
+        prefix = tuple(segments[:count])
+        return Caller(self.agent_id, self.spec.depth, self.spec.member, self.spec.context_id, prefix)
 
     # -- the loop ----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""The tools that belong to the loop rather than to the machine: ``plan``, ``context`` and
-(for now) ``agent``.
+"""The tools that belong to the loop rather than to the machine: ``plan`` and ``context``
+(``agent`` calls go to the environment's delegator, :mod:`aerix.app.delegation`).
 
 - ``plan``: ``read`` shows the agent's plan, ``write`` replaces it (a ``plan`` event).
 - ``context``: ``status`` / ``drop`` / ``summarize`` / ``pin`` / ``unpin`` / ``note`` on the
@@ -7,8 +7,8 @@
   refused ones too (with ``refused``). ``drop`` and ``summarize`` refuse the system,
   instructions and scratchpad segments. A summary takes the place (and the id) of the first
   segment it replaces, pinned; ``note`` appends to the pinned scratchpad ``<agent>.scratchpad``.
-- ``agent``: delegation is not built yet; every call is the result
-  ``error: delegation is not available yet``.
+- ``agent`` without a delegator (an agent run outside a request, as some tests run one): every
+  call is the result ``error: delegation is not available yet``.
 
 Each function returns the result text; a refusal is ``error: …``, never an exception.
 """

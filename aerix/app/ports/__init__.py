@@ -4,6 +4,8 @@ Adapters implement the Protocols; ``aerix.wiring`` hands the real ones to the us
 may use small in-memory versions for pure logic, and the real adapters where a test claims to
 test them. Nothing from a third-party library appears in a port's signature.
 
+    agents    Caller, Delegator, AgentLifecycle (what the loop hands delegation; where agent hooks
+              fire)
     pool      PoolPort, PoolStarter, OpenedPool, and the pool's figures (MemberInfo, ContextCounts,
               GenerationDone …)
     sessions  SessionStorage, EventRecorder, Clock, SessionRef, SessionSummary, ReplaceOutcome,
@@ -16,6 +18,7 @@ test them. Nothing from a third-party library appears in a port's signature.
     request   RequestObserver, RequestResult, RequestUsage
 """
 
+from aerix.app.ports.agents import AgentLifecycle, Caller, Delegator
 from aerix.app.ports.diffs import DiffSource
 from aerix.app.ports.hooks import HookRunner, HookRunnerFactory, TranscriptSync
 from aerix.app.ports.pool import (
@@ -69,10 +72,13 @@ from aerix.app.ports.tools import (
 __all__ = [
     "AgentDefinition",
     "AgentDefinitionSource",
+    "AgentLifecycle",
+    "Caller",
     "ClaudeSessionSource",
     "Clock",
     "ContextCounts",
     "ContextEditOp",
+    "Delegator",
     "DiffSource",
     "EventRecorder",
     "FoundTranscripts",

@@ -13,7 +13,7 @@ from aerix.domain.settings import Settings
 
 class PromptSource(Protocol):
     """The prompt texts by name (``system``, ``routing``, ``planner``, ``brief``, ``verifier``,
-    ``compacted``): the embedded ones now, a profile commit's later."""
+    ``retry``, ``compacted``): the embedded ones now, a profile commit's later."""
 
     def get(self, name: str) -> str: ...
 
@@ -41,7 +41,7 @@ class AgentDefinition:
     name: str
     description: str
     tools: tuple[str, ...] | None  # None: every tool
-    model: str | None  # None: the calling agent's member
+    model: str | None  # None: the calling agent's member; a member name or a model reference
     max_turns: int | None  # None: delegation.max_turns
     body: str
     path: Path
@@ -54,6 +54,10 @@ class AgentDefinitionSource(Protocol):
     def names(self) -> tuple[str, ...]: ...
 
     def get(self, name: str) -> AgentDefinition | None: ...
+
+    def render_listing(self, max_chars: int) -> str:
+        """The system segment's list of the definitions, within ``max_chars`` characters."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import anyio
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.loop import run_agent
 from aerix.app.hooks.fire import Hooks
+from aerix.app.delegation import delegating
 from aerix.app.ports import (
     EventRecorder,
     MemberInfo,
@@ -83,7 +84,8 @@ async def run_root(run: RootRun) -> RootEnded:
         record_segments(run.events, run.added, counts)
         tools = root_tools(run.route, run.project.settings)
         max_turns = run.max_turns or run.project.settings.delegation.max_turns
-        run.events.record(
+        env = _environment(run)
+        spawn = run.events.record(
             ev.AgentSpawn,
             agent=ROOT_AGENT,
             kind="root",
@@ -93,6 +95,7 @@ async def run_root(run: RootRun) -> RootEnded:
             depth=0,
             max_turns=max_turns,
         )
+        await env.lifecycle.spawned(spawn)
         spec = AgentSpec(
             agent_id=ROOT_AGENT,
             member=run.member.name,
@@ -103,8 +106,9 @@ async def run_root(run: RootRun) -> RootEnded:
             verifier=False,
             segments=(*run.rebuilt, *run.added),
             plan=run.plan,
+            json_constraint="json" in run.member.constraints,
         )
-        result = await run_agent(spec, _environment(run))
+        result = await run_agent(spec, env)
     finally:
         with anyio.CancelScope(shield=True):
             await _drop_quietly(run.pool, counts.context)
@@ -112,7 +116,8 @@ async def run_root(run: RootRun) -> RootEnded:
 
 
 def _environment(run: RootRun) -> AgentEnvironment:
-    return AgentEnvironment(
+    """The root's environment, which every piece of the request shares (its delegation)."""
+    env = AgentEnvironment(
         pool=run.pool,
         events=run.events,
         prompts=run.prompts,
@@ -124,6 +129,7 @@ def _environment(run: RootRun) -> AgentEnvironment:
         on_token=run.on_token,
         hooks=run.hooks,
     )
+    return delegating(env, run.project.agents)
 
 
 def ended_from(result: AgentResult) -> RootEnded:

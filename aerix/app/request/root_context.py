@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Final
 
 from aerix.app.agent.live_context import record_segment
-from aerix.app.ports import ContextCounts, EventRecorder, PromptSource, SkillSource
+from aerix.app.ports import AgentDefinitionSource, ContextCounts, EventRecorder, PromptSource, SkillSource
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOLS, ToolSpec, render_tool_descriptions, tool_spec
@@ -25,22 +25,33 @@ from aerix.domain.turns import render_turns_section
 PLANNER_ROUTES: Final = frozenset({"edit", "plan"})
 
 
-def system_text(prompts: PromptSource, skills: SkillSource, settings: Settings) -> str:
-    """The system segment every agent's context starts with."""
+def system_text(
+    prompts: PromptSource,
+    skills: SkillSource,
+    settings: Settings,
+    agents: AgentDefinitionSource | None = None,
+) -> str:
+    """The system segment every agent's context starts with: system.md, the tools, the turn
+    shape, and the skills and agent definitions the model may name (each within its budget)."""
     parts = [
         prompts.get("system").strip(),
         render_tool_descriptions(TOOLS),
         render_turns_section(),
         skills.render_listing(settings.context.skills_chars),
+        agents.render_listing(settings.context.agents_chars) if agents is not None else "",
     ]
     return "\n\n".join(part for part in parts if part)
 
 
 def root_tools(route: str, settings: Settings) -> tuple[ToolSpec, ...]:
-    """Every tool for ``answer``/``investigate``; ``delegation.planner_tools`` for a planner."""
+    """Every tool for ``answer``/``investigate``; ``delegation.planner_tools`` for a planner;
+    without ``agent`` when ``delegation.depth`` is 0 (the root is at depth 0)."""
+    tools = TOOLS
     if route in PLANNER_ROUTES:
-        return tuple(tool_spec(name) for name in settings.delegation.planner_tools)
-    return TOOLS
+        tools = tuple(tool_spec(name) for name in settings.delegation.planner_tools)
+    if settings.delegation.depth <= 0:
+        tools = tuple(tool for tool in tools if tool.name != "agent")
+    return tools
 
 
 def prompt_text(
@@ -92,7 +103,9 @@ def rebuilt_segments(segments: Iterable[ContextSegment]) -> list[ContextSegment]
     return [segment if segment.label else replace(segment, label=segment.kind.value) for segment in segments]
 
 
-def record_segments(events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts) -> None:
-    """One ``segment`` event per segment, with the pool's token count."""
+def record_segments(
+    events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts, agent: str = ROOT_AGENT
+) -> None:
+    """One ``segment`` event per segment of ``agent``'s context, with the pool's token count."""
     for segment in segments:
-        record_segment(events, ROOT_AGENT, replace(segment, tokens=counts.tokens_of(segment.id)))
+        record_segment(events, agent, replace(segment, tokens=counts.tokens_of(segment.id)))

@@ -266,7 +266,7 @@ class _Request:
         added = request_segments(self.number, text, hook_context)
         if self.resume is not None and self.resume.root.segments:
             return rebuilt_segments(self.resume.root.ordered()), added
-        system = system_text(prompts, self.project.skills, self.project.settings)
+        system = system_text(prompts, self.project.skills, self.project.settings, self.project.agents)
         return [], [*shared_prefix(system, self.project.instructions), *added]
 
     async def _finish(self, snapshot: Snapshot, ended: RootEnded, began: float) -> RequestResult:

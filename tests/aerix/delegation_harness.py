@@ -1,0 +1,73 @@
+"""Helpers for the delegation tests: agent calls and verdicts as a model writes them, a pool
+adapter that keeps each context as the pool held it just before it was dropped, and the checks
+that the log rebuilds every agent's context."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from aerix.adapters.pool import CaldrixPool
+from aerix.domain import events as ev
+from aerix.projections.contexts import contexts_at
+from caldrix.protocol import connect
+
+Call = tuple[str, dict[str, Any]]
+
+
+def agent_call(brief: str, check: str, **extra: str) -> Call:
+    return ("agent", {"brief": brief, "check": check, **extra})
+
+
+def verdict(thought: str, passed: bool, reason: str) -> str:
+    """A verifier's final, as a model writes it."""
+    return json.dumps(
+        {"thought": thought, "final": {"verdict": "pass" if passed else "fail", "reason": reason}}
+    )
+
+
+class KeepingPool(CaldrixPool):
+    """The real pool adapter; before a context is dropped, its segments (as ``context.get``
+    gives them: ids, roles, texts, pinned flags, counts) are kept by context id."""
+
+    def __init__(self, socket_path: Path) -> None:
+        super().__init__(socket_path)
+        self.kept: dict[str, list[dict[str, Any]]] = {}
+
+    async def drop_context(self, context: str) -> None:
+        client = await connect(self.socket_path)
+        try:
+            reply = await client.request("context.get", context=context)
+        finally:
+            await client.aclose()
+        self.kept[context] = reply["segments"]
+        await super().drop_context(context)
+
+
+def agent_of(segments: list[dict[str, Any]]) -> str:
+    """A piece agent's id, from its context's ``<agent>.brief`` segment."""
+    return next(s["id"].removesuffix(".brief") for s in segments if s["id"].endswith(".brief"))
+
+
+def assert_every_subagent_context_rebuilt(events: list[ev.EventBase], pool: KeepingPool) -> set[str]:
+    """Each dropped piece context equals the context projection of its agent; returns the
+    agents checked."""
+    contexts = contexts_at(events)
+    checked = set()
+    for segments in pool.kept.values():
+        agent = agent_of(segments)
+        rebuilt = contexts.agents[agent].ordered()
+        assert [(s.id, s.role, s.text, s.pinned, s.tokens) for s in rebuilt] == [
+            (s["id"], s["role"], s["text"], s["pinned"], s["tokens"]) for s in segments
+        ], agent
+        checked.add(agent)
+    return checked
+
+
+def piece_result(message: ev.Message) -> dict[str, Any]:
+    """The JSON of an agent call's result message (after its ``[agent cN]`` header)."""
+    header, _, body = message.text.partition("\n")
+    assert header == f"[agent {message.call}]"
+    result: dict[str, Any] = json.loads(body)
+    return result
