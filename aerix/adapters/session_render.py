@@ -11,11 +11,14 @@ from rich.text import Text
 
 from aerix.app.ports import SessionSummary
 from aerix.domain import events as ev
+from aerix.domain.pieces import agent_depth
 
 _MIN_WIDTHS = {"id": 8, "updated": 16, "req": 3, "state": 8}
 _MAX_WIDTHS = {"title": 40, "model": 16, "tags": 12}
 SHOW_TEXT_MAX_CHARS = 300
 """A replayed segment or result shows at most this much of its text."""
+SHOW_INDENT = "  "
+"""How far each level of delegation is indented in ``show``."""
 
 
 def local_time(stamp: str | datetime | None) -> str:
@@ -49,11 +52,15 @@ def render_list(console: Console, entries: Sequence[SessionSummary]) -> None:
 
 
 def render_replay(console: Console, session_id: str, records: list[ev.EventBase]) -> None:
+    """Every event, one line each; a piece's agents are indented under the call that spawned
+    them, one step per level of delegation."""
     console.print(Text(f"session {session_id} · {len(records)} events", style="bold"))
     for record in records:
         if isinstance(record, ev.Segment) and record.kind in ("assistant", "tool_result"):
             continue  # the message event right beside it shows the same text
-        head = Text(f"{record.seq:>5} {local_time(record.time)[11:]} ", style="dim")
+        agent = getattr(record, "agent", None)
+        indent = SHOW_INDENT * agent_depth(agent) if isinstance(agent, str) else ""
+        head = Text(f"{record.seq:>5} {local_time(record.time)[11:]} {indent}", style="dim")
         head.append(_describe(record))
         console.print(head)
 
@@ -70,8 +77,9 @@ def _describe(record: ev.EventBase) -> Text:
     if isinstance(record, ev.RouteDecision):
         return Text(f"route → {record.choice}", style="magenta")
     if isinstance(record, ev.AgentSpawn):
-        brief = f" · {_cut(record.brief)}" if record.brief else ""
-        return Text(f"{record.agent} spawned ({record.kind}){brief}")
+        brief = f" · {_cut(record.brief)}" if record.brief and record.kind != "verifier" else ""
+        via = f" on {record.member}" if record.kind != "root" else ""
+        return Text(f"{record.agent} spawned ({record.kind}{via}){brief}")
     if isinstance(record, ev.Segment):
         pin = " 📌" if record.pinned else ""
         tokens = f" {record.tokens} tok" if record.tokens is not None else ""
@@ -82,7 +90,9 @@ def _describe(record: ev.EventBase) -> Text:
     if isinstance(record, ev.Hook):
         return _describe_hook(record)
     if isinstance(record, ev.AgentEnd):
-        return Text(f"{record.agent} ended {record.outcome}{': ' + record.reason if record.reason else ''}")
+        verdict = f" (verdict {record.verdict})" if record.verdict else ""
+        reason = f": {record.reason}" if record.reason else ""
+        return Text(f"{record.agent} ended {record.outcome}{verdict}{reason}")
     if isinstance(record, ev.SessionEnd):
         return Text(f"■ request ended {record.outcome} (exit {record.exit_code})", style="bold")
     return Text(f"{record.type} {_cut(record.model_dump_json(exclude={'type', 'seq', 'time', 'v'}))}")

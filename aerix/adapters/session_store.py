@@ -9,6 +9,7 @@ Layout under ``$XDG_DATA_HOME/aerix/sessions/``::
         <id>.jsonl.torn         unfinished lines set aside after a crash
         <id>.spool/             untruncated tool results
         <id>.claude.jsonl       the Claude Code transcript (a projection)
+        <id>/subagents/         its subagents, agent-<agent id>.jsonl each (Claude Code's layout)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +144,13 @@ class SessionFiles:
 
     # ---- writing projections and removing -------------------------------------------------------
 
-    def write_transcript(self, ref: SessionRef, lines: list[str]) -> Path:
+    def write_transcript(
+        self, ref: SessionRef, lines: list[str], subagents: Mapping[str, list[str]] | None = None
+    ) -> Path:
         _write_text(ref.transcript, "".join(f"{line}\n" for line in lines))
+        for agent, agent_lines in (subagents or {}).items():
+            ref.subagents.mkdir(parents=True, exist_ok=True)
+            _write_text(ref.subagents / f"agent-{agent}.jsonl", "".join(f"{line}\n" for line in agent_lines))
         return ref.transcript
 
     def append_transcript(self, ref: SessionRef, lines: list[str]) -> Path:
@@ -178,10 +184,10 @@ class SessionFiles:
             if path.exists():
                 path.unlink()
                 removed.append(path)
-        spool = spool_dir(ref.log)
-        if spool.exists():
-            shutil.rmtree(spool)
-            removed.append(spool)
+        for folder in (spool_dir(ref.log), ref.subagents.parent):
+            if folder.exists():
+                shutil.rmtree(folder)
+                removed.append(folder)
         return removed
 
     def acquire(self, ref: SessionRef) -> int:

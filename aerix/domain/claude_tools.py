@@ -45,6 +45,18 @@ _FIELD_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
     "skill": {"name": "skill"},
 }
 _PATH_FIELDS: Final = frozenset({"path"})
+#: Claude Code's subagent type when an Agent call names no definition.
+GENERAL_PURPOSE: Final = "general-purpose"
+#: The longest ``description`` of an Agent call made from a brief (Claude Code's are a few words).
+TASK_DESCRIPTION_CHARS: Final = 60
+
+
+def task_description(brief: str) -> str:
+    """An Agent call's short ``description``: the brief's first line, cut to a few words."""
+    first_line = brief.strip().split("\n", 1)[0]
+    if len(first_line) <= TASK_DESCRIPTION_CHARS:
+        return first_line
+    return first_line[: TASK_DESCRIPTION_CHARS - 1] + "…"
 
 
 def claude_tool_name(tool: str) -> str:
@@ -70,9 +82,14 @@ def to_claude_input(
     tool: str, tool_input: Mapping[str, Any], cwd: str | os.PathLike[str] | None
 ) -> dict[str, Any]:
     """The input in Claude Code's vocabulary: Claude's field names, bash's timeout in
-    milliseconds, and file paths made absolute against ``cwd`` (as given when ``cwd`` is None)."""
+    milliseconds, and file paths made absolute against ``cwd`` (as given when ``cwd`` is None).
+    An ``agent`` call becomes the Agent (Task) shape: a short ``description`` first, the brief
+    as ``prompt``, the definition as ``subagent_type`` (``general-purpose`` without one)."""
     renames = _FIELD_NAMES.get(tool, {})
     converted: dict[str, Any] = {}
+    if tool == "agent":
+        converted["description"] = task_description(str(tool_input.get("brief", "")))
+        converted["subagent_type"] = GENERAL_PURPOSE
     for field, value in tool_input.items():
         if cwd is not None and field in _PATH_FIELDS and isinstance(value, str):
             value = os.path.normpath(os.path.join(os.fspath(cwd), value))
@@ -100,6 +117,8 @@ def from_claude_input(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any
             converted[claude_to_aerix[field]] = value
         elif field in known:
             converted[field] = value
+    if tool == "agent" and converted.get("definition") == GENERAL_PURPOSE:
+        del converted["definition"]  # Claude Code's name for "no particular definition"
     if tool == "grep" and tool_input.get("-i") is True and isinstance(converted.get("pattern"), str):
         converted["pattern"] = "(?i)" + converted["pattern"]
     return converted

@@ -3,10 +3,17 @@
 
 Records follow Claude Code's shape: ``user`` and ``assistant`` records chained by
 ``uuid``/``parentUuid`` per agent, ``tool_use`` blocks in assistant records and their
-``tool_result`` blocks in the next user records (linked by ``tool_use_id``), subagents as
-``isSidechain`` records carrying ``agentId``, ``compact_boundary`` system records where the
-runtime compacted, usage on each assistant record. UUIDs are derived from the session id and
-the event's seq, so a rebuild writes the same bytes.
+``tool_result`` blocks in the next user records (linked by ``tool_use_id``),
+``compact_boundary`` system records where the runtime compacted, usage on each assistant
+record. UUIDs are derived from the session id and the event's seq, so a rebuild writes the same
+bytes.
+
+Subagents are written the way Claude Code 2.1 writes them: each agent other than the root has
+records of its own (``subagents[agent]``, the file ``<session>/subagents/agent-<id>.jsonl``),
+``isSidechain: true`` with its ``agentId``, rooted at ``parentUuid: null``. The parent's
+``agent`` call is Claude's ``Agent`` (formerly ``Task``) tool_use (``description``, ``prompt``,
+``subagent_type``), and its result carries Claude's ``toolUseResult`` for it: ``status``,
+``prompt``, ``agentId`` and the result as ``content``.
 
 Which events become records: prompt and brief segments (user), summary segments (user,
 ``isCompactSummary``), parsed assistant turns, tool results, compactions. The rest of the log
@@ -52,14 +59,29 @@ class ClaudeTranscript(Projection):
         self._cwd = ""
         self._model = ""
         self._uuid_prefix = ""
+        #: Every agent but the root: its own records, in the order the agents first wrote.
+        self.subagents: dict[str, list[dict[str, Any]]] = {}
         self._last: dict[str, str | None] = {}
         self._call_owner: dict[str, str] = {}
+        #: An agent call's tool_use id -> its brief; (parent, call id) -> the agent it spawned.
+        self._briefs: dict[str, str] = {}
+        self._spawned: dict[tuple[str, str], str] = {}
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ClaudeTranscript) and (self.position, self.records) == (
+        return isinstance(other, ClaudeTranscript) and (self.position, self.records, self.subagents) == (
             other.position,
             other.records,
+            other.subagents,
         )
+
+    def _add(self, agent: str, record: dict[str, Any]) -> None:
+        if agent == ROOT_AGENT:
+            self.records.append(record)
+        else:
+            records = self.subagents.get(agent)
+            if records is None:
+                records = self.subagents[agent] = []
+            records.append(record)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -114,7 +136,7 @@ class ClaudeTranscript(Projection):
         record["message"] = {"role": "user", "content": event.text}
         if kind == "summary":
             record["isCompactSummary"] = True
-        self.records.append(record)
+        self._add(agent, record)
         self._last[agent] = record["uuid"]
 
     def _assistant(self, event: ev.Message) -> None:
@@ -129,6 +151,8 @@ class ClaudeTranscript(Projection):
             content.append({"type": "text", "text": _json(verdict)})
         tool_ids = [claude_tool_id(agent, call.id) for call in event.calls]
         for call, tool_id in zip(event.calls, tool_ids, strict=True):
+            if call.tool == "agent":
+                self._briefs[tool_id] = str(call.input.get("brief", ""))
             content.append(
                 {
                     "type": "tool_use",
@@ -151,7 +175,7 @@ class ClaudeTranscript(Projection):
             "stop_sequence": None,
             "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens},
         }
-        self.records.append(record)
+        self._add(agent, record)
         self._last[agent] = owner = record["uuid"]
         for tool_id in tool_ids:
             self._call_owner[tool_id] = owner
@@ -166,10 +190,33 @@ class ClaudeTranscript(Projection):
             block["is_error"] = True
         record["message"] = {"role": "user", "content": [block]}
         record["toolUseResult"] = event.text
+        if event.tool == "agent" and event.call is not None:
+            record["toolUseResult"] = self._task_result(event, agent, event.call, tool_id)
         if owner is not None:
             record["sourceToolAssistantUUID"] = owner
-        self.records.append(record)
+        self._add(agent, record)
         self._last[agent] = record["uuid"]
+
+    def _task_result(self, event: ev.Message, agent: str, call: str, tool_id: str) -> dict[str, Any]:
+        """Claude Code's ``toolUseResult`` of a Task: what ran it and how it ended."""
+        body = event.text.partition("\n")[2] if event.text.startswith("[agent ") else event.text
+        status = "completed"
+        try:
+            outcome = json.loads(body).get("outcome")
+        except (ValueError, AttributeError):
+            outcome = None
+        if event.is_error or (outcome is not None and outcome != "done"):
+            status = "failed"
+        result: dict[str, Any] = {"status": status, "prompt": self._briefs.get(tool_id, "")}
+        spawned = self._spawned.get((agent, call))
+        if spawned is not None:
+            result["agentId"] = spawned
+        result["content"] = [{"type": "text", "text": body}]
+        return result
+
+    def _spawn(self, event: ev.AgentSpawn) -> None:
+        if event.parent is not None and event.call is not None:
+            self._spawned.setdefault((event.parent, event.call), event.agent)
 
     def _compaction(self, event: ev.Compaction) -> None:
         record = self._envelope(event, event.agent, "system", None)
@@ -183,7 +230,7 @@ class ClaudeTranscript(Projection):
                 "preTokens": event.tokens_before,
             },
         )
-        self.records.append(record)
+        self._add(event.agent, record)
         self._last[event.agent] = record["uuid"]
 
     HANDLERS: ClassVar[Handlers] = {
@@ -191,6 +238,7 @@ class ClaudeTranscript(Projection):
         ev.Segment: _segment,
         ev.Message: _message,
         ev.Compaction: _compaction,
+        ev.AgentSpawn: _spawn,
     }
 
 
@@ -212,8 +260,15 @@ def _json(value: Any) -> str:
 
 
 def transcript_lines(transcript: ClaudeTranscript) -> list[str]:
-    """The JSONL text of the transcript, one record a line."""
+    """The JSONL text of the transcript's main chain, one record a line."""
     return [record_line(record) for record in transcript.records]
+
+
+def subagent_lines(transcript: ClaudeTranscript) -> dict[str, list[str]]:
+    """Each subagent's JSONL lines (``<session>/subagents/agent-<id>.jsonl``), by agent id."""
+    return {
+        agent: [record_line(record) for record in records] for agent, records in transcript.subagents.items()
+    }
 
 
 def record_line(record: dict[str, Any]) -> str:

@@ -95,7 +95,8 @@ def test_the_transcript_projection_keeps_prompts_texts_calls_and_results(
     for outcome in outcomes:
         transcript = ClaudeTranscript()
         transcript.feed(files.read(files.find(outcome.session)))
-        kept, wanted = _contents(transcript.records), _contents(sources[outcome.session])
+        every = [*transcript.records, *(r for records in transcript.subagents.values() for r in records)]
+        kept, wanted = _contents(every), _contents(sources[outcome.session])
         for kind in ("prompts", "calls", "results"):
             assert wanted[kind] <= kept[kind], (outcome.session, kind, wanted[kind] - kept[kind])
         # The text blocks of one response become one text, joined by blank lines.

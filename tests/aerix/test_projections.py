@@ -264,10 +264,12 @@ def test_the_transcript_links_calls_results_and_sidechains() -> None:
     assert assistant["message"]["usage"] == {"input_tokens": 105, "output_tokens": 20}
     boundary = next(r for r in records if r["type"] == "system")
     assert boundary["subtype"] == "compact_boundary" and boundary["parentUuid"] is None
-    side = [r for r in records if r["isSidechain"]]
-    assert side[0]["agentId"] == "a1.c2" and side[0]["parentUuid"] is None
-    assert side[1]["parentUuid"] == side[0]["uuid"]
+    # Subagents have records of their own (their files), rooted at null; the main chain has none.
+    assert not any(r["isSidechain"] for r in records)
+    side = transcript.subagents["a1.c2"]
+    assert all(r["isSidechain"] and r["agentId"] == "a1.c2" for r in side)
+    assert side[0]["parentUuid"] is None and side[1]["parentUuid"] == side[0]["uuid"]
     # Rebuilding gives the same records, uuids included.
     again = ClaudeTranscript()
     again.feed(_session())
-    assert again.records == records
+    assert again.records == records and again.subagents == transcript.subagents

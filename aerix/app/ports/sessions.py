@@ -8,7 +8,7 @@ and how it stores them (eventsourcing's event store and recorder, for the files)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +38,12 @@ class SessionRef:
     @property
     def transcript(self) -> Path:
         return self.folder / f"{self.id}.claude.jsonl"
+
+    @property
+    def subagents(self) -> Path:
+        """Where the transcript's subagents go, one ``agent-<id>.jsonl`` each (Claude Code's
+        ``<session>/subagents/``)."""
+        return self.folder / self.id / "subagents"
 
 
 class EventRecorder(Protocol):
@@ -73,7 +79,12 @@ class SessionStorage(Protocol):
     def index_locked(self, project: str) -> AbstractContextManager[dict[str, dict[str, Any]]]: ...
     def load_index(self, project: str) -> dict[str, dict[str, Any]]: ...
     def projects(self) -> list[str]: ...
-    def write_transcript(self, ref: SessionRef, lines: list[str]) -> Path: ...
+    def write_transcript(
+        self, ref: SessionRef, lines: list[str], subagents: Mapping[str, list[str]] | None = None
+    ) -> Path:
+        """The main chain in ``<id>.claude.jsonl``, each subagent's lines in its own file."""
+        ...
+
     def append_transcript(self, ref: SessionRef, lines: list[str]) -> Path: ...
     def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]: ...
     def remove(self, ref: SessionRef) -> list[Path]: ...

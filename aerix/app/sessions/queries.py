@@ -25,7 +25,7 @@ from aerix.errors import (
 from aerix.projections.base import feed_all
 from aerix.projections.contexts import AgentContext, Contexts
 from aerix.projections.index import IndexEntry
-from aerix.projections.transcript import ClaudeTranscript, transcript_lines
+from aerix.projections.transcript import ClaudeTranscript, subagent_lines, transcript_lines
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -164,7 +164,9 @@ def _rebuild_one(
     feed_all([entry, transcript], records)
     if entry.id:
         entries[ref.id] = entry.to_json()
-    report.transcript = storage.write_transcript(ref, transcript_lines(transcript))
+    report.transcript = storage.write_transcript(
+        ref, transcript_lines(transcript), subagent_lines(transcript)
+    )
     return report
 
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from aerix.app.ports import SessionRef, SessionStorage
 from aerix.projections.index import IndexEntry
-from aerix.projections.transcript import ClaudeTranscript, transcript_lines
+from aerix.projections.transcript import ClaudeTranscript, subagent_lines, transcript_lines
 
 
 def write_transcript(storage: SessionStorage, ref: SessionRef) -> Path:
     transcript = ClaudeTranscript()
     transcript.feed(storage.read(ref))
-    return storage.write_transcript(ref, transcript_lines(transcript))
+    return storage.write_transcript(ref, transcript_lines(transcript), subagent_lines(transcript))
 
 
 def update_index(storage: SessionStorage, ref: SessionRef) -> IndexEntry:
