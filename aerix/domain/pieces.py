@@ -19,6 +19,9 @@ from typing import Final, Literal
 #: A definition's ``model`` values that are Claude Code's own names, not models a pool can
 #: load: an agent definition written for Claude Code runs on the caller's member.
 CALLER_MODEL_ALIASES: Final = frozenset({"inherit", "sonnet", "opus", "haiku", "default"})
+#: Why a verifier's ``pass`` given before it made a single tool call counts as ``fail``: a
+#: verdict on work it never looked at is no check (a small model repeats the example verdict).
+UNINSPECTED_PASS: Final = "the verifier passed the work without inspecting anything (no tool calls)"
 #: ``SubagentStart``'s agent type of an implementer without a definition, and of a verifier.
 IMPLEMENTER_TYPE: Final = "implementer"
 VERIFIER_TYPE: Final = "verifier"

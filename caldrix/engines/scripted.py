@@ -10,7 +10,11 @@ The script is a JSON file, either a list of completions (strings) or
 ``{"completions": [...], "constraints": ["one_of", ...]}``; ``constraints`` declares which
 constraint kinds this member claims to support (default: all), so a test can stand up a member
 without the ``json`` constraint. Each generation takes the next completion, in order, whatever
-context it runs on; when the script has run out, a generation ends at once with EOS.
+context it runs on; when the script has run out, a generation ends at once with EOS. A
+completion may also be ``{"text": "...", "when": "..."}``: it is taken only by a generation whose
+prompt holds the ``when`` text, so agents that run concurrently on one member (and reach it in
+an order the script cannot know) each get their own answers. A generation takes the first
+unused completion it matches; a plain string matches every prompt.
 
 Steering: the logits favour the longest vocabulary token that continues the completion's text
 from where the output has got to, then shorter ones, then EOS once the text is complete. The
@@ -79,10 +83,18 @@ class ScriptError(BadRequest):
 
 
 @dataclass(frozen=True)
+class Completion:
+    """One answer of the script; ``when``: the text a prompt must hold to take it."""
+
+    text: str
+    when: str | None = None
+
+
+@dataclass(frozen=True)
 class Script:
     """The completions, in the order generations take them, and the constraints claimed."""
 
-    completions: tuple[str, ...]
+    completions: tuple[Completion, ...]
     constraints: tuple[ConstraintKind, ...] = ALL_CONSTRAINTS
 
     @classmethod
@@ -101,15 +113,24 @@ class Script:
         if isinstance(data, dict):
             constraints = data.get("constraints", constraints)
             data = data.get("completions")
-        if not isinstance(data, list) or not all(isinstance(item, str) for item in data):
+        completions = [_completion(item) for item in data] if isinstance(data, list) else [None]
+        if any(completion is None for completion in completions):
             raise ScriptError(
                 f"the script {path} must be a JSON list of strings, or an object with 'completions' "
-                "(a list of strings) and optionally 'constraints'"
+                '(a list of strings or {"text", "when"} objects) and optionally \'constraints\''
             )
         if not isinstance(constraints, list) or any(kind not in ALL_CONSTRAINTS for kind in constraints):
             kinds = ", ".join(ALL_CONSTRAINTS)
             raise ScriptError(f"the script {path}: 'constraints' must list some of {kinds}")
-        return cls(tuple(data), tuple(constraints))
+        return cls(tuple(c for c in completions if c is not None), tuple(constraints))
+
+
+def _completion(item: Any) -> Completion | None:
+    if isinstance(item, str):
+        return Completion(item)
+    if isinstance(item, dict) and isinstance(item.get("text"), str) and isinstance(item.get("when"), str):
+        return Completion(item["text"], item["when"])
+    return None
 
 
 def open_scripted(path: Path, flags: ServingFlags) -> ScriptedEngine:
@@ -226,7 +247,7 @@ class ScriptedEngine:
         self._script = script
         self._n_ctx = n_ctx
         self._live: list[int] = []
-        self._next_completion = 0
+        self._used: set[int] = set()
         self._target: bytes | None = None  # this generation's completion, once it has begun
         self._output_start = 0
         self._texts: list[bytes] | None = None
@@ -322,11 +343,22 @@ class ScriptedEngine:
     def _begin_completion(self) -> None:
         """The first logits of a generation: take the next completion, and find where the
         output starts (after the last generation prompt; forced output may already follow)."""
-        completions = self._script.completions
-        text = completions[self._next_completion] if self._next_completion < len(completions) else ""
-        self._next_completion += 1
+        live = self.live_tokens
+        self._output_start = _end_of_last(live, self._generation_prompt)
+        prompt: bytes | None = None
+        text = ""
+        for index, completion in enumerate(self._script.completions):
+            if index in self._used:
+                continue
+            if completion.when is not None:
+                if prompt is None:
+                    prompt = self.lltokenizer().decode_bytes(list(live[: self._output_start]))
+                if completion.when.encode("utf-8") not in prompt:
+                    continue
+            self._used.add(index)
+            text = completion.text
+            break
         self._target = text.encode("utf-8")
-        self._output_start = _end_of_last(self.live_tokens, self._generation_prompt)
 
     def _token_texts(self) -> list[bytes]:
         if self._texts is None:

@@ -128,6 +128,7 @@ def results(run: AgentRun, agent: str = "a1") -> list[ev.Message]:
 
 WRITE = turn("Write it.", ("write", {"path": "hello.txt", "content": "hi\n"}))
 CHECKED = turn("Run the check.", ("bash", {"command": "cat hello.txt"}))
+LOOK = turn("Look first.", ("glob", {"pattern": "*"}))
 BRIEF = "Create hello.txt holding the line hi."
 CHECK = "cat hello.txt prints hi"
 
@@ -196,6 +197,7 @@ async def test_a_failed_check_reruns_the_implementer_with_the_reason(world: Worl
             verdict("No file.", False, "hello.txt does not exist"),
             WRITE,
             final("Written now.", "I wrote hello.txt."),
+            CHECKED,
             verdict("It prints hi.", True, "cat hello.txt printed hi"),
             final("Passed on the retry.", "ok"),
         ]
@@ -272,6 +274,25 @@ async def test_a_verifier_that_ends_without_a_verdict_counts_as_fail(world: Worl
     )
 
 
+async def test_a_pass_given_without_inspecting_anything_counts_as_fail(world: World) -> None:
+    run = await world.root(
+        [
+            turn("Delegate.", agent_call(BRIEF, CHECK)),
+            final("Done.", "I wrote hello.txt."),
+            verdict("The check passes.", True, "looks fine"),  # no tool call before it
+            final("Failed.", "no"),
+        ]
+    )
+    await delegate(run, world, retries=0)
+    assert (ends(run)["a1.c1.v1"].outcome, ends(run)["a1.c1.v1"].verdict) == ("done", "pass")
+    body = piece_result(results(run)[0])
+    assert body["outcome"] == "failed"
+    assert body["summary"] == (
+        "verification failed after 1 attempt: the verifier passed the work without inspecting anything "
+        "(no tool calls)"
+    )
+
+
 async def test_at_the_depth_limit_an_agent_cannot_call_agent(world: World) -> None:
     # A member without the json constraint, so an agent call is not prevented by the schema but
     # refused by the parser: the deepest implementer's tools have no agent.
@@ -282,8 +303,10 @@ async def test_at_the_depth_limit_an_agent_cannot_call_agent(world: World) -> No
             turn("Delegate deeper.", deeper),
             turn("And deeper still.", deeper),
             final("Then I do it myself.", "nothing written"),
+            LOOK,
             verdict("Fine.", True, "ok"),
             final("The inner piece passed.", "inner done"),
+            LOOK,
             verdict("Fine.", True, "ok"),
             final("All passed.", "all done"),
         ],
@@ -315,7 +338,7 @@ async def test_four_pieces_with_parallel_two_never_run_more_than_two_and_answer_
         # Piece 1 takes longer than the others: its implementer looks around first.
         extra = [turn("Look.", ("glob", {"pattern": "*"}))] * (2 if n == 1 else 0)
         names.append(
-            await world.member([*extra, final("Done.", f"piece {n} done"), verdict("ok", True, "ok")])
+            await world.member([*extra, final("Done.", f"piece {n} done"), LOOK, verdict("ok", True, "ok")])
         )
     calls = [agent_call(f"Piece {n}.", "nothing to check", member=names[n - 1]) for n in range(1, 5)]
     run = await world.root([turn("Four pieces.", *calls), final("All four passed.", "done")])
@@ -355,6 +378,7 @@ async def test_a_definition_restricts_the_implementers_tools(world: World) -> No
             ),
             turn("Write it.", ("write", {"path": "x.txt", "content": "x"})),  # refused: not its tool
             final("Read nothing.", "hello.txt does not exist"),
+            LOOK,
             verdict("Right.", True, "there is no hello.txt"),
             final("Done.", "ok"),
         ],
@@ -379,7 +403,7 @@ async def test_a_definition_restricts_the_implementers_tools(world: World) -> No
 
 
 async def test_a_member_on_the_call_runs_the_piece_on_that_member(world: World) -> None:
-    other = await world.member([final("On the other member.", "did it"), verdict("ok", True, "ok")])
+    other = await world.member([final("On the other member.", "did it"), LOOK, verdict("ok", True, "ok")])
     run = await world.root(
         [
             turn(
@@ -446,6 +470,7 @@ async def test_a_long_result_is_capped_under_tool_caps_agent(world: World) -> No
         [
             turn("Delegate.", agent_call(BRIEF, CHECK)),
             final("Done.", summary),
+            LOOK,
             verdict("ok", True, "ok"),
             final("Done.", "ok"),
         ]

@@ -120,3 +120,28 @@ def test_with_script_prefill_the_rows_are_the_models_and_the_prefix_store_resume
         assert head_rows <= again.recomputed_from < len(second)
     finally:
         engine.close()
+
+
+def test_a_completion_with_when_is_taken_by_the_prompt_that_holds_its_text(
+    model_path: Path, tmp_path: Path
+) -> None:
+    engine = _engine(
+        model_path,
+        tmp_path,
+        [
+            {"text": "for the verifier", "when": "You are a verifier"},
+            {"text": "for piece B", "when": "piece B"},
+            "anyone's",
+        ],
+    )
+    try:
+        assert _generate(engine, "Do piece B now.", None) == "for piece B"
+        assert _generate(engine, "Do piece A now.", None) == "anyone's"
+        assert _generate(engine, "You are a verifier of piece A.", None) == "for the verifier"
+        assert _generate(engine, "You are a verifier again.", None) == ""  # each is taken once
+    finally:
+        engine.close()
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"text": "no when"}]')
+    with pytest.raises(BadRequest, match=r"must be a JSON list of strings"):
+        open_engine(model_path, ServingFlags(engine="scripted", script=str(bad)))

@@ -83,6 +83,8 @@ class Dispatcher:
     cancel: threading.Event
     files_touched: list[str] = field(default_factory=list)
     checks_run: list[str] = field(default_factory=list)
+    #: Calls run so far, refused and failed ones included.
+    calls_run: int = 0
     #: Background job id -> (the call that started it, its command).
     jobs: dict[str, tuple[str, str]] = field(default_factory=dict)
     hooks: Hooks | None = None
@@ -98,6 +100,7 @@ class Dispatcher:
         """Run the turn's calls, then append their results, its notes and finished jobs."""
         context_tool = ContextTool(self.live)
         results: dict[str, Result] = {}
+        self.calls_run += len(turn.calls)
         for call in turn.calls:
             if call.tool != "agent":
                 results[call.id] = Result(call.id, call.tool, await self._run(call, context_tool))

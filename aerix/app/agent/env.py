@@ -144,3 +144,5 @@ class AgentResult:
     files_touched: tuple[str, ...] = ()
     checks_run: tuple[str, ...] = ()
     plan: str | None = None
+    #: How many tool calls the agent made (a verifier's pass needs at least one).
+    tool_calls: int = 0

@@ -386,6 +386,7 @@ class _AgentRun:
             files_touched=tuple(self.dispatcher.files_touched),
             checks_run=tuple(self.dispatcher.checks_run),
             plan=self.plan.text,
+            tool_calls=self.dispatcher.calls_run,
         )
 
 

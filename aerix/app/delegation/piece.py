@@ -10,7 +10,8 @@
    other than ``done`` ends the piece at once, with its outcome.
 3. A ``done`` implementer is checked by verifier ``a1.c3.vN`` with only ``read``, ``bash``,
    ``grep``, ``glob`` and ``repo_map``; its final is a verdict under the Json constraint. A
-   verifier that ends without one counts as ``fail``. A ``fail`` runs the next attempt with the
+   verifier that ends without one counts as ``fail``, and so does a ``pass`` given before it made
+   any tool call (it judged work it never looked at). A ``fail`` runs the next attempt with the
    reason appended, at most ``delegation.retries`` times; then the piece fails with
    ``verification failed after N attempts``.
 4. The result is ``{summary, files_touched, checks_run, outcome}`` (``PieceResult``).
@@ -36,6 +37,7 @@ from aerix.app.ports import AgentDefinition, AgentDefinitionSource, Caller, Memb
 from aerix.domain import events as ev
 from aerix.domain.pieces import (
     IMPLEMENTER_TYPE,
+    UNINSPECTED_PASS,
     VERIFIER_TYPE,
     PieceResult,
     implementer_id,
@@ -134,7 +136,7 @@ class Piece:
                 return self._result(CANCELLED, touched, checks, "killed")
             verifier = await self._verifier(attempt, member, tools.verifier, summary, touched)
             checks = verifier.checks_run
-            if verifier.outcome == "done" and verifier.verdict == "pass":
+            if verifier.outcome == "done" and verifier.verdict == "pass" and verifier.tool_calls:
                 return self._result(summary, touched, checks, "done")
             if verifier.outcome == "killed" and self.env.cancel.is_set():
                 return self._result(CANCELLED, touched, checks, "killed")
@@ -252,8 +254,11 @@ class _Spawn:
 
 
 def _failure_reason(verifier: AgentResult) -> str:
-    """Why a verifier did not pass the work: its verdict's reason, or how it ended without one."""
+    """Why a verifier did not pass the work: its verdict's reason, a pass on nothing inspected,
+    or how it ended without a verdict."""
     if verifier.outcome == "done" and verifier.verdict == "fail":
         return verifier.final or "the verifier gave no reason"
+    if verifier.outcome == "done" and verifier.verdict == "pass":
+        return UNINSPECTED_PASS
     ended = f"{verifier.outcome}: {verifier.reason}" if verifier.reason else verifier.outcome
     return f"the verifier ended without a verdict ({ended})"
