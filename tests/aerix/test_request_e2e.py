@@ -184,6 +184,52 @@ def test_an_empty_prompt_and_a_bad_flag_are_refused(world: World, project: Path)
     assert done.returncode == EXIT_USAGE and "unrecognized arguments: --no-such-flag" in done.stderr
 
 
+DELEGATING_PROMPT = (
+    'Call the agent tool now. Your answer must be exactly: {"thought": "Delegate the fix.", "calls": '
+    '[{"tool": "agent", "input": {"brief": "In calc.py make add return a + b.", "check": '
+    '"python3 -c \\"import calc; assert calc.add(2, 3) == 5\\""}}]}'
+)
+
+
+def test_an_edit_request_on_the_embedded_model_delegates_a_piece(world: World) -> None:
+    """The real model, the real pool: the request delegates (the prompt spells out the call, a
+    135M model copies it), the piece's agents run and end with named outcomes, and each one's
+    first generation resumes from the stored shared prefix."""
+    proj = make_project(world.root / "calc", {"calc.py": "def add(a, b):\n    return a - b\n"})
+    (proj / ".aerix").mkdir()
+    (proj / ".aerix" / "settings.json").write_text(json.dumps({"delegation": {"retries": 0}}))
+    (proj / ".git" / "info" / "exclude").write_text(".aerix/\n")
+    done = aerix(world, proj, "-p", DELEGATING_PROMPT, "--max-turns", "2", "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert result["outcome"] in OUTCOMES and done.returncode == EXIT_OF[result["outcome"]], done.stderr
+    events = session_events(world, result["session_id"])
+    spawns = by_type(events, "agent.spawn")
+    pieces = [s for s in spawns if s["kind"] != "root"]
+    assert pieces and pieces[0]["agent"] == "a1.c1" and pieces[0]["kind"] == "implementer"
+    ends = {e["agent"]: e for e in by_type(events, "agent.end")}
+    assert all(ends[s["agent"]]["outcome"] in OUTCOMES for s in spawns)
+    agent_results = [
+        m for m in by_type(events, "message") if m["role"] == "tool" and m.get("tool") == "agent"
+    ]
+    assert agent_results
+    for message in agent_results:
+        body = json.loads(message["text"].split("\n", 1)[1])
+        assert (
+            set(body) == {"summary", "files_touched", "checks_run", "outcome"} and body["outcome"] in OUTCOMES
+        )
+    shared = sum(
+        s["tokens"]
+        for s in by_type(events, "segment")
+        if s["agent"] == "a1" and s["kind"] in ("system", "instructions")
+    )
+    firsts: dict[str, dict[str, Any]] = {}
+    for message in by_type(events, "message"):
+        if message["role"] == "assistant":
+            firsts.setdefault(message["agent"], message["usage"])
+    for piece in pieces:
+        assert firsts[piece["agent"]]["recomputed_from"] >= shared, piece["agent"]
+
+
 # ---- on the scripted member ----------------------------------------------------------------------
 
 WRITE_TURN = json.dumps(
