@@ -174,3 +174,22 @@ def test_front_matter_shapes() -> None:
     assert split_front_matter("no front matter") == ({}, "no front matter")
     with pytest.raises(FrontMatterError):
         split_front_matter("---\nnot a key\n---\n")
+
+
+def test_the_agent_definition_listing_fits_its_character_budget(repo: Path) -> None:
+    for name in ("alpha", "beta", "gamma"):
+        write(repo / ".aerix" / "agents" / f"{name}.md", f"---\ndescription: Does {name} work\n---\nBody.")
+    write(repo / ".aerix" / "agents" / "plain.md", "No front matter.")
+    catalog = load_agent_definitions(repo)
+    full = catalog.render_listing(100_000)
+    assert full.splitlines() == [
+        "# Agent definitions",
+        "Name one as the agent call's definition when it fits the piece:",
+        "- alpha: Does alpha work",
+        "- beta: Does beta work",
+        "- gamma: Does gamma work",
+        "- plain",
+    ]
+    short = catalog.render_listing(140)
+    assert len(short) <= 140 and short.endswith("… and 3 more") and "- alpha" in short
+    assert catalog.render_listing(10) == "" and catalog.render_listing(0) == ""

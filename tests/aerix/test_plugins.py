@@ -181,3 +181,12 @@ def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> No
         ("shared", True, "project"),
     ]
     assert init["plugins"][0]["path"] == str(config_home() / "plugins" / "review-kit")
+
+
+def test_enabled_plugins_bring_their_agent_definitions_namespaced(repo: Path) -> None:
+    project = ProjectFiles().load(repo)
+    critic = project.agents.get("reviewer:critic")
+    assert critic is not None and critic.body == "Be critical."
+    assert project.agents.names == ("reviewer:critic",)
+    write(repo / ".aerix" / "settings.json", json.dumps({"enabledPlugins": {"reviewer": False}}))
+    assert ProjectFiles().load(repo).agents.names == ()
