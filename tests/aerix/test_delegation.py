@@ -41,7 +41,8 @@ from tests.aerix.delegation_harness import (
     piece_result,
     verdict,
 )
-from tests.caldrix.pool_harness import PoolProcess
+from tests.caldrix.pool_harness import PoolProcess, start_pool
+from tests.default_model import default_model_path
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -485,3 +486,71 @@ async def test_a_long_result_is_capped_under_tool_caps_agent(world: World) -> No
     assert message.spool is not None
     whole = json.loads(Path(message.spool).read_text())
     assert whole["summary"] == summary and whole["outcome"] == "done"
+
+
+async def test_the_repo_map_is_computed_once_for_the_whole_request(world: World) -> None:
+    (world.cwd / "before.txt").write_text("here from the start\n")
+    run = await world.root(
+        [
+            turn("Map first.", ("repo_map", {})),
+            turn("Delegate.", agent_call(BRIEF, CHECK)),
+            WRITE,
+            turn("Map again.", ("repo_map", {})),
+            final("Written.", "I wrote hello.txt."),
+            CHECKED,
+            verdict("ok", True, "ok"),
+            final("Done.", "ok"),
+        ]
+    )
+    await delegate(run, world)
+    maps = [m for m in run.of(ev.Message) if m.role == "tool" and m.tool == "repo_map"]
+    assert [m.agent for m in maps] == ["a1", "a1.c2"]  # the second turn's call is c2
+    # The implementer's map is the request's, computed before it wrote hello.txt.
+    assert maps[0].text.split("\n", 1)[1] == maps[1].text.split("\n", 1)[1]
+    assert "before.txt" in maps[1].text and "hello.txt" not in maps[1].text
+
+
+async def test_a_member_that_does_not_fit_fails_the_piece_in_one_line(tmp_path: Path) -> None:
+    """A pool whose memory limit holds one member: a piece naming another model is refused by
+    the pool's fit rules (``no_fit``), and the piece fails with that one line."""
+    script = tmp_path / "script.json"
+    other_model = tmp_path / "other.gguf"
+    other_model.symlink_to(default_model_path())
+    call = agent_call(BRIEF, CHECK, member=str(other_model))
+    script.write_text(json.dumps([turn("Delegate.", call), final("It did not fit.", "no room")]))
+    process = start_pool(
+        tmp_path,
+        "--load",
+        "smollm2-135m",
+        "--engine",
+        "scripted",
+        "--script",
+        str(script),
+        "--ctx",
+        "1024",
+        "--idle-timeout",
+        "0",
+        "--context-budget",
+        "0",
+        "--memory-limit",
+        str(300 * 1024 * 1024),
+    )
+    pool = KeepingPool(process.socket_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    writer = new_writer(tmp_path, work)
+    try:
+        run = AgentRun(pool, process.socket_path, "main", 1024, writer, work)
+        await run.start(opening("Do the task.", instructions=INSTRUCTIONS))
+        result = await delegate(run, World(pool, process, tmp_path, work))
+        assert result.outcome == "done"
+        body = piece_result(results(run)[0])
+        assert body["outcome"] == "failed" and "\n" not in body["summary"]
+        assert body["summary"].startswith(f"member {other_model} could not be loaded: the model needs ")
+        assert "over the" in body["summary"] and "limit" in body["summary"]
+        assert list(spawns(run)) == ["a1"]
+        assert [m.name for m in await pool.member_list()] == ["main"]
+    finally:
+        writer.close()
+        await pool.aclose()
+        process.stop()
