@@ -48,9 +48,14 @@ class Delegation:
                 piece = Piece(env, self.definitions, members, caller, call)
                 results[index] = await piece.run()
 
-        async with anyio.create_task_group() as tasks:
-            for index, call in enumerate(calls):
-                tasks.start_soon(run, index, call, self.members, env)
+        try:
+            async with anyio.create_task_group() as tasks:
+                for index, call in enumerate(calls):
+                    tasks.start_soon(run, index, call, self.members, env)
+        except BaseExceptionGroup as group:
+            # One piece's unexpected error (the others were cancelled and ended killed) is raised
+            # as itself, so the caller's loop reports it like any error of its own.
+            raise group.exceptions[0] from group
         return results
 
 

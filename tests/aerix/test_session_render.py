@@ -1,0 +1,42 @@
+"""``aerix sessions show``'s replay, rendered into a string console and compared line by line:
+a piece's agents are indented under the call that spawned them."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+
+from rich.console import Console
+
+from aerix.adapters.session_render import render_replay
+from aerix.domain import events as ev
+
+T = datetime(2026, 3, 1, 9, 12, 40, tzinfo=UTC)
+
+
+def test_pieces_are_indented_one_step_per_level_of_delegation() -> None:
+    records: list[ev.EventBase] = [
+        ev.AgentSpawn(seq=1, time=T, agent="a1", kind="root"),
+        ev.AgentSpawn(
+            seq=2, time=T, agent="a1.c1", parent="a1", kind="implementer", member="main", brief="fix"
+        ),
+        ev.AgentSpawn(seq=3, time=T, agent="a1.c1.c2", parent="a1.c1", kind="implementer", member="main"),
+        ev.AgentEnd(seq=4, time=T, agent="a1.c1.c2", outcome="done"),
+        ev.AgentSpawn(
+            seq=5, time=T, agent="a1.c1.v1", parent="a1", kind="verifier", member="big", brief="fix"
+        ),
+        ev.AgentEnd(seq=6, time=T, agent="a1.c1.v1", outcome="done", verdict="pass"),
+        ev.AgentEnd(seq=7, time=T, agent="a1", outcome="budget", reason="the turn budget ran out (2 turns)"),
+    ]
+    out = io.StringIO()
+    render_replay(Console(file=out, width=200, color_system=None), "s1", records)
+    clock = T.astimezone().strftime("%H:%M")
+    assert [line[len(f"{1:>5} {clock} ") :] for line in out.getvalue().splitlines()[1:]] == [
+        "a1 spawned (root)",
+        "  a1.c1 spawned (implementer on main) · fix",
+        "    a1.c1.c2 spawned (implementer on main)",
+        "    a1.c1.c2 ended done",
+        "  a1.c1.v1 spawned (verifier on big)",
+        "  a1.c1.v1 ended done (verdict pass)",
+        "a1 ended budget: the turn budget ran out (2 turns)",
+    ]
