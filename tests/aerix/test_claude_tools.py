@@ -56,3 +56,24 @@ def test_a_hooks_updated_input_comes_back_in_aerix_fields() -> None:
     }
     # aerix's own field names pass through unchanged
     assert from_claude_input("read", {"path": "a", "limit": 5}) == {"path": "a", "limit": 5}
+
+
+def test_an_agent_call_in_claudes_agent_shape_and_back() -> None:
+    brief = "Fix the parser so the last line is kept.\nIt lives in parser.py."
+    claude = to_claude_input("agent", {"brief": brief, "check": "make test", "member": "big"}, None)
+    assert claude == {
+        "description": "Fix the parser so the last line is kept.",
+        "subagent_type": "general-purpose",
+        "prompt": brief,
+        "check": "make test",
+        "model": "big",
+    }
+    long = to_claude_input("agent", {"brief": "word " * 30, "check": "x", "definition": "fixer"}, None)
+    assert len(long["description"]) == 60 and long["description"].endswith("…")
+    assert long["subagent_type"] == "fixer"
+    # general-purpose is Claude Code's "no particular definition": it names none in aerix.
+    assert from_claude_input("agent", claude) == {"brief": brief, "check": "make test", "member": "big"}
+    assert from_claude_input("agent", {"prompt": "p", "subagent_type": "fixer"}) == {
+        "brief": "p",
+        "definition": "fixer",
+    }
