@@ -18,8 +18,8 @@ import anyio
 
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.loop import run_agent
-from aerix.app.hooks.fire import Hooks
 from aerix.app.delegation import delegating
+from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import (
     EventRecorder,
     MemberInfo,
