@@ -148,15 +148,20 @@ class SessionFiles:
         self, ref: SessionRef, lines: list[str], subagents: Mapping[str, list[str]] | None = None
     ) -> Path:
         _write_text(ref.transcript, "".join(f"{line}\n" for line in lines))
-        for agent, agent_lines in (subagents or {}).items():
-            ref.subagents.mkdir(parents=True, exist_ok=True)
-            _write_text(ref.subagents / f"agent-{agent}.jsonl", "".join(f"{line}\n" for line in agent_lines))
+        self.write_subagent_transcripts(ref, subagents or {})
         return ref.transcript
 
-    def append_transcript(self, ref: SessionRef, lines: list[str]) -> Path:
-        """Add lines at the end of the transcript (made when missing), synced."""
-        append_durably(ref.transcript, "".join(f"{line}\n" for line in lines).encode("utf-8"))
-        return ref.transcript
+    def write_subagent_transcripts(self, ref: SessionRef, subagents: Mapping[str, list[str]]) -> None:
+        for agent, agent_lines in subagents.items():
+            ref.subagents.mkdir(parents=True, exist_ok=True)
+            _write_text(ref.subagent_transcript(agent), "".join(f"{line}\n" for line in agent_lines))
+
+    def append_transcript(self, ref: SessionRef, lines: list[str], agent: str | None = None) -> Path:
+        """Add lines at the end of the transcript, or of ``agent``'s file (made when missing), synced."""
+        path = ref.transcript if agent is None else ref.subagent_transcript(agent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        append_durably(path, "".join(f"{line}\n" for line in lines).encode("utf-8"))
+        return path
 
     def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]:
         """The transcript's line count and last line; (0, None) when there is none."""

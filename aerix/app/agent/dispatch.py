@@ -15,7 +15,8 @@ each with its ``job`` event.
 Hooks: each call goes through ``PreToolUse`` first (a deny, or an ``ask`` nobody answered yes,
 is the result ``refused: <reason>``; an ``updatedInput`` replaces the call's input) and
 ``PostToolUse`` (``PostToolUseFailure`` for an ``error:`` result) after; a block's reason and
-any additional context reach the model with the result.
+any additional context reach the model with the result. ``agent`` calls too: each piece runs
+between its own PreToolUse and PostToolUse, inside its ``delegation.parallel`` slot.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from aerix.app.agent.live_context import LiveContext, compact
 from aerix.app.agent.loop_tools import DELEGATION_UNAVAILABLE, ContextTool, PlanState, plan_tool
 from aerix.app.agent.tool_output import ToolOutput, append_result
 from aerix.app.hooks.fire import Hooks
-from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolRunner
+from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolHooks, ToolRunner
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.claude_tools import tool_name_aliases
@@ -48,8 +49,9 @@ from aerix.domain.turns import ToolCall, Turn
 from aerix.projections.transcript import claude_tool_id
 
 _JOB_STARTED = re.compile(r"^started job (j\d+)")
-#: Runs a turn's agent calls and gives each one's result text, in call order.
-Delegate = Callable[[Sequence[ToolCall]], Awaitable[list[str]]]
+#: Runs a turn's agent calls, each inside the given tool hooks, and gives each one's result
+#: text, in call order.
+Delegate = Callable[[Sequence[ToolCall], ToolHooks], Awaitable[list[str]]]
 #: Results whose tool changed files, and the input field naming the file.
 _WRITING_TOOLS = ("write", "edit")
 _TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
@@ -109,7 +111,7 @@ class Dispatcher:
             if self.delegate is None:
                 texts = [DELEGATION_UNAVAILABLE] * len(agent_calls)
             else:
-                texts = await self.delegate(agent_calls)
+                texts = await self.delegate(agent_calls, self.with_tool_hooks)
             for call, text in zip(agent_calls, texts, strict=True):
                 results[call.id] = Result(call.id, call.tool, text)
         for call in turn.calls:

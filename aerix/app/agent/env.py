@@ -8,7 +8,8 @@ here; :func:`aerix.app.agent.loop.run_agent` does the rest and records ``agent.e
 Two ports (``aerix.app.ports.agents``) belong to agents rather than to the machine:
 ``Delegator`` runs a turn's ``agent`` calls (``aerix.app.delegation``), and ``AgentLifecycle``
 is told when agents spawn, start, verify and finish — the one place each hook of those moments
-fires from (``QuietLifecycle`` here, until hooks are built).
+fires from (``aerix.app.hooks.lifecycle.HookLifecycle`` on the request's hooks;
+``QuietLifecycle`` without any).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Literal
 import anyio
 
 from aerix.app.hooks.fire import Hooks
+from aerix.app.hooks.lifecycle import HookLifecycle
 from aerix.app.ports import (
     AgentLifecycle,
     Delegator,
@@ -46,18 +48,20 @@ AskUser = Callable[[str, Mapping[str, Any], str], Awaitable[bool]]
 
 
 class QuietLifecycle:
-    """An ``AgentLifecycle`` that does nothing: no hooks are configured (or built yet)."""
+    """An ``AgentLifecycle`` that does nothing: no hooks are configured."""
 
     async def spawned(self, spawn: ev.AgentSpawn) -> None:
         return None
 
-    async def starting(self, agent: str, agent_type: str) -> None:
+    async def starting(self, agent: str, agent_type: str) -> str | None:
         return None
 
     async def verifying(self, agent: str, brief: str, check: str, summary: str, files: Sequence[str]) -> None:
         return None
 
-    async def finishing(self, agent: str, kind: ev.AgentKind, agent_type: str | None, final: str) -> None:
+    async def finishing(
+        self, agent: str, kind: ev.AgentKind, agent_type: str | None, final: str, active: bool
+    ) -> str | None:
         return None
 
 
@@ -111,7 +115,14 @@ class AgentEnvironment:
     ask_user: AskUser | None = None
     #: Runs ``agent`` calls; None: each is refused (``error: delegation is not available …``).
     delegator: Delegator | None = None
-    lifecycle: AgentLifecycle = field(default_factory=QuietLifecycle)
+    #: Where the agent hooks fire; None: the hooks' own (``HookLifecycle`` on ``hooks``), or
+    #: nothing without hooks.
+    lifecycle: AgentLifecycle | None = None
+
+    def agent_lifecycle(self) -> AgentLifecycle:
+        if self.lifecycle is not None:
+            return self.lifecycle
+        return HookLifecycle(self.hooks) if self.hooks is not None else QuietLifecycle()
 
 
 @dataclass(frozen=True)

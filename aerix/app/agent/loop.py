@@ -17,9 +17,12 @@ Each turn:
    is asked again — at most TURN_RETRIES more times, then the agent ends ``failed``.
 5. A final ends the agent ``done`` unless background jobs are still running (their reports are
    waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
-   SubagentStop) hook blocks: its reason becomes the agent's next user message, at most
-   STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set each time after the first.
-   Otherwise the calls run (:mod:`aerix.app.agent.dispatch`) and their results are appended.
+   SubagentStop) hook blocks (``AgentLifecycle.finishing``): its reason becomes the agent's
+   next user message, at most STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set
+   each time after the first. Otherwise the calls run (:mod:`aerix.app.agent.dispatch`;
+   ``agent`` calls through the environment's ``Delegator``, with this agent as their
+   ``Caller``, each between its PreToolUse and PostToolUse hooks) and their results are
+   appended.
 
 A hook's ``continue: false`` (any event the agent fires) ends it ``killed`` with the hook's
 ``stopReason``.
@@ -42,7 +45,7 @@ from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, Outcom
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
 from aerix.app.hooks.fire import HookStopped
-from aerix.app.ports import Caller, GenerationDone, SegmentAppend
+from aerix.app.ports import Caller, GenerationDone, SegmentAppend, ToolHooks
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
@@ -154,11 +157,11 @@ class _AgentRun:
         if self._generation_scope is not None:
             self._generation_scope.cancel()
 
-    async def _delegate(self, calls: Sequence[ToolCall]) -> list[str]:
+    async def _delegate(self, calls: Sequence[ToolCall], hooks: ToolHooks) -> list[str]:
         delegator = self.env.delegator
         if delegator is None:  # not offered as the dispatcher's delegate then
             raise RuntimeError("agent calls without a delegator")
-        return await delegator.run_calls(self._caller(), calls)
+        return await delegator.run_calls(self._caller(), calls, hooks)
 
     def _caller(self) -> Caller:
         """This agent as the caller of its ``agent`` calls, with the shared prefix it holds."""
@@ -341,25 +344,18 @@ class _AgentRun:
 
     async def _stop_hook_continues(self, turn: Turn) -> bool:
         """At a final: a Stop (SubagentStop) hook that blocks (or adds context) keeps the agent
-        going, its reason the next user message, at most STOP_HOOK_CONTINUES times."""
-        hooks = self.env.hooks
-        if hooks is None:
-            return False
-        subagent = self.spec.agent_type is not None
-        event = "SubagentStop" if subagent else "Stop"
+        going, its reason the next user message, at most STOP_HOOK_CONTINUES times
+        (``AgentLifecycle.finishing``)."""
         last = turn.verdict.reason if turn.verdict is not None else turn.final
-        fields = {"stop_hook_active": self.stop_continues > 0, "last_assistant_message": last}
-        match = (self.spec.agent_type,) if subagent and self.spec.agent_type else ()
-        verdict = await hooks.fire(
-            event, fields, match=match, agent=self.agent_id, agent_type=self.spec.agent_type
+        message = await self.env.agent_lifecycle().finishing(
+            self.agent_id, self.spec.kind, self.spec.agent_type, last or "", self.stop_continues > 0
         )
-        if not verdict.blocked and not verdict.context:
+        if message is None:
             return False
         if self.stop_continues >= bounds.STOP_HOOK_CONTINUES:
             return False  # the bound: the final stands (with no turns left, the budget ends it)
         self.stop_continues += 1
-        message = "\n\n".join(part for part in (verdict.reason, verdict.context) if part)
-        await self.live.add_note(message or f"A {event} hook asks you to continue.", label=STOP_HOOK_LABEL)
+        await self.live.add_note(message, label=STOP_HOOK_LABEL)
         return True
 
     def _record_end(self, ended: _Ended) -> None:

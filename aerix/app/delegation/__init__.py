@@ -2,7 +2,8 @@
 
 ``Delegation`` is the request's :class:`aerix.app.ports.Delegator`: the agent calls of one
 turn run after the turn's other calls, concurrently, at most ``delegation.parallel`` at a time,
-and their results come back in call order. Each call is a :class:`piece.Piece`. Every agent of
+and their results come back in call order. Each call is a :class:`piece.Piece`, run between
+its PreToolUse and PostToolUse hooks (on the input they leave it) once its slot is free. Every agent of
 the request — the root and every piece's agents — shares one ``Delegation``, so a piece's
 implementer may delegate in turn until ``delegation.depth``.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import anyio
 
 from aerix.app.agent.env import AgentEnvironment
 from aerix.app.delegation.members import MemberPicker
 from aerix.app.delegation.piece import Piece
-from aerix.app.ports import AgentDefinitionSource, Caller
+from aerix.app.ports import AgentDefinitionSource, Caller, ToolHooks
 from aerix.domain.pieces import PieceResult
 from aerix.domain.turns import ToolCall
 
@@ -33,7 +35,9 @@ class Delegation:
     #: The request's environment, which every piece's agents run in (set by ``delegating``).
     env: AgentEnvironment | None = None
 
-    async def run_calls(self, caller: Caller, calls: Sequence[ToolCall]) -> list[str]:
+    async def run_calls(
+        self, caller: Caller, calls: Sequence[ToolCall], hooks: ToolHooks | None = None
+    ) -> list[str]:
         env = self.env
         if env is None:
             raise RuntimeError("Delegation.run_calls before delegating() attached it to an environment")
@@ -45,8 +49,12 @@ class Delegation:
                 if env.cancel.is_set():
                     results[index] = PieceResult("cancelled before it started", (), (), "killed").text()
                     return
-                piece = Piece(env, self.definitions, members, caller, call)
-                results[index] = await piece.run()
+
+                async def start(args: dict[str, Any]) -> str:
+                    piece = Piece(env, self.definitions, members, caller, replace(call, input=args))
+                    return await piece.run()
+
+                results[index] = await (hooks(call, start) if hooks is not None else start(dict(call.input)))
 
         try:
             async with anyio.create_task_group() as tasks:

@@ -7,6 +7,7 @@
   verifier's reason.
 - A verifier starts on the same shared prefix, then ``verifier.md`` filled with the brief, the
   check, the implementer's summary and the files it touched.
+- Either gets, last, the context a SubagentStart hook added (``# Hook context``, pinned).
 
 On another member than the caller's the prefix cannot be forked (a context lives on one member),
 so the context is created with the prefix's texts instead. Either way every opening segment is

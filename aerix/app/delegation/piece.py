@@ -16,8 +16,10 @@
    ``verification failed after N attempts``.
 4. The result is ``{summary, files_touched, checks_run, outcome}`` (``PieceResult``).
 
-Every agent's ``agent.spawn`` is recorded before its context is made, and every spawn gets its
-``agent.end`` (the loop's, or one here when the context could not be made). A cancel stops the
+Every agent's ``agent.spawn`` is recorded before its context is made (``AgentSpawn`` fires with
+it, then ``SubagentStart``, whose context is a pinned segment of the agent's opening), and every
+spawn gets its ``agent.end`` (the loop's, or one here when the context could not be made or a
+hook answered ``continue: false`` first, which then ends the caller). A cancel stops the
 piece between agents; the running agent ends ``killed`` itself.
 """
 
@@ -33,7 +35,9 @@ from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.loop import run_agent
 from aerix.app.delegation.members import MemberPicker, MemberUnavailable
 from aerix.app.delegation.openings import implementer_segments, open_context, verifier_segments
+from aerix.app.hooks.fire import HookStopped
 from aerix.app.ports import AgentDefinition, AgentDefinitionSource, Caller, MemberInfo
+from aerix.app.request.root_context import hook_context_segment
 from aerix.domain import events as ev
 from aerix.domain.pieces import (
     IMPLEMENTER_TYPE,
@@ -191,7 +195,7 @@ class Piece:
         spawn = _Spawn(
             agent_id, "verifier", VERIFIER_TYPE, attempt, tools, self.env.settings.delegation.max_turns
         )
-        await self.env.lifecycle.verifying(agent_id, self.brief, self.check, summary, files)
+        await self.env.agent_lifecycle().verifying(agent_id, self.brief, self.check, summary, files)
         return await self._run(spawn, member, own)
 
     async def _run(self, spawn: _Spawn, member: MemberInfo, own: Sequence[ContextSegment]) -> AgentResult:
@@ -213,8 +217,16 @@ class Piece:
             attempt=spawn.attempt,
             max_turns=spawn.max_turns,
         )
-        await env.lifecycle.spawned(record)
-        await env.lifecycle.starting(spawn.agent_id, spawn.agent_type)
+        lifecycle = env.agent_lifecycle()
+        try:
+            await lifecycle.spawned(record)
+            hook_context = await lifecycle.starting(spawn.agent_id, spawn.agent_type)
+        except HookStopped as stopped:
+            # continue: false before the agent ran: it ends unrun, and its caller ends killed.
+            env.events.record(ev.AgentEnd, agent=spawn.agent_id, outcome="killed", reason=stopped.reason)
+            raise
+        if hook_context:
+            own = [*own, hook_context_segment(f"{spawn.agent_id}.hook", hook_context)]
         try:
             counts = await open_context(env.pool, env.events, caller, member, spawn.agent_id, own)
         except PoolError as exc:

@@ -116,6 +116,12 @@ class Hooks:
             raise HookStopped(event, verdict.stop_reason)
         return verdict
 
+    def _subagent_path(self, agent: str, transcript: str) -> str:
+        """The subagent's own transcript, once the main one could be brought up to date."""
+        if self.transcript is None or not transcript:
+            return ""
+        return str(self.transcript.subagent_path(agent))
+
     def _transcript_path(self) -> str:
         """The transcript, brought up to date; a store that cannot be written is one note, and
         the handlers still run (with the path as it stands)."""
@@ -154,8 +160,8 @@ class Hooks:
                 agent_type=agent_type,
             )
             payload.update(fields)
-            if name == "SubagentStop":
-                payload.setdefault("agent_transcript_path", transcript)
+            if name == "SubagentStop" and subagent is not None:
+                payload.setdefault("agent_transcript_path", self._subagent_path(subagent, transcript))
             results = await self.runner.run([handlers[index] for index in indexes], payload)
             for index, result in zip(indexes, results, strict=True):
                 runs[index] = result

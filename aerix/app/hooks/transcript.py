@@ -9,8 +9,10 @@ time. The first time in a process the log is folded once: when the file on disk 
 exactly the records of the earlier events (a resumed session), only the new ones are appended;
 otherwise (no file, or one written by another version) it is written whole, once.
 
-The projection's records are taken to be append-only; a projection that later splits records
-over several files (subagents in their own) keeps this shape per file.
+The projection's records are taken to be append-only, per file: the main chain in
+``<id>.claude.jsonl`` and each subagent's in ``<id>/subagents/agent-<agent>.jsonl``, each
+followed the same way (a subagent's file is written whole at the first catch-up, since subagents
+are not resumed, and appended to after).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from aerix.app.ports import SessionRef, SessionStorage
 from aerix.domain import events as ev
-from aerix.projections.transcript import ClaudeTranscript, record_line
+from aerix.projections.transcript import ClaudeTranscript, record_line, subagent_lines
 
 
 class TranscriptFollower:
@@ -31,6 +33,7 @@ class TranscriptFollower:
         self._projection = ClaudeTranscript()
         self._pending: list[ev.EventBase] = []
         self._written: int | None = None  # records on disk; None until the first catch-up
+        self._written_subagents: dict[str, int] = {}
         self._path: Path | None = None
 
     def seen(self, record: ev.EventBase) -> None:
@@ -48,7 +51,16 @@ class TranscriptFollower:
         if fresh:
             self._path = self._storage.append_transcript(self._ref, [record_line(record) for record in fresh])
             self._written += len(fresh)
+        for agent, records in self._projection.subagents.items():
+            done = self._written_subagents.get(agent, 0)
+            if len(records) > done:
+                lines = [record_line(record) for record in records[done:]]
+                self._storage.append_transcript(self._ref, lines, agent=agent)
+                self._written_subagents[agent] = len(records)
         return self._path
+
+    def subagent_path(self, agent: str) -> Path:
+        return self._ref.subagent_transcript(agent)
 
     def _catch_up(self) -> Path:
         self._projection.feed(self._storage.read(self._ref))
@@ -59,4 +71,7 @@ class TranscriptFollower:
         else:
             self._path = self._storage.write_transcript(self._ref, lines)
         self._written = len(lines)
+        subagents = subagent_lines(self._projection)
+        self._storage.write_subagent_transcripts(self._ref, subagents)
+        self._written_subagents = {agent: len(agent_lines) for agent, agent_lines in subagents.items()}
         return self._path

@@ -4,7 +4,7 @@ Adapters implement the Protocols; ``aerix.wiring`` hands the real ones to the us
 may use small in-memory versions for pure logic, and the real adapters where a test claims to
 test them. Nothing from a third-party library appears in a port's signature.
 
-    agents    Caller, Delegator, AgentLifecycle (what the loop hands delegation; where agent hooks
+    agents    Caller, Delegator, ToolHooks, AgentLifecycle (what the loop hands delegation; where agent hooks
               fire)
     pool      PoolPort, PoolStarter, OpenedPool, and the pool's figures (MemberInfo, ContextCounts,
               GenerationDone …)
@@ -18,7 +18,7 @@ test them. Nothing from a third-party library appears in a port's signature.
     request   RequestObserver, RequestResult, RequestUsage
 """
 
-from aerix.app.ports.agents import AgentLifecycle, Caller, Delegator
+from aerix.app.ports.agents import AgentLifecycle, Caller, Delegator, ToolHooks
 from aerix.app.ports.diffs import DiffSource
 from aerix.app.ports.hooks import HookRunner, HookRunnerFactory, TranscriptSync
 from aerix.app.ports.pool import (
@@ -115,6 +115,7 @@ __all__ = [
     "SkillSource",
     "SpoolWriter",
     "TokenLogprob",
+    "ToolHooks",
     "ToolRunner",
     "ToolRunnerFactory",
     "TranscriptSync",

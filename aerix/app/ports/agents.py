@@ -3,9 +3,9 @@ lifecycle an agent run reports to (where the agent hooks fire from)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment
@@ -25,28 +25,47 @@ class Caller:
     prefix: tuple[ContextSegment, ...]
 
 
+#: Runs one call between its PreToolUse and PostToolUse hooks: given the call and what runs it
+#: (on the input the hooks leave it), the result text (``Dispatcher.with_tool_hooks``).
+ToolHooks = Callable[[ToolCall, Callable[[dict[str, Any]], Awaitable[str]]], Awaitable[str]]
+
+
 class Delegator(Protocol):
     """Runs the ``agent`` calls of one turn (``aerix.app.delegation.Delegation``)."""
 
-    async def run_calls(self, caller: Caller, calls: Sequence[ToolCall]) -> list[str]:
-        """Each call's result text, in call order."""
+    async def run_calls(
+        self, caller: Caller, calls: Sequence[ToolCall], hooks: ToolHooks | None = None
+    ) -> list[str]:
+        """Each call's result text, in call order; each piece runs inside ``hooks`` (its
+        PreToolUse and PostToolUse) when given."""
         ...
 
 
 class AgentLifecycle(Protocol):
-    """Told of the moments hooks fire at (spec, "Delegation" and "The turn"): ``spawned`` with
-    every ``agent.spawn`` (``AgentSpawn``), ``starting`` before each implementer and verifier
-    runs (``SubagentStart``, with the agent type: the definition's name, ``implementer`` or
-    ``verifier``), ``verifying`` with each verifier (``Verify``), and ``finishing`` at every
-    agent's final (``Stop`` for the root, ``SubagentStop`` for the others). The hooks work
-    implements it; ``aerix.app.agent.env.QuietLifecycle`` does nothing."""
+    """Told of the moments hooks fire at (spec, "Delegation" and "The turn"); the hooks work
+    implements it (``aerix.app.hooks.lifecycle.HookLifecycle``), and
+    ``aerix.app.agent.env.QuietLifecycle`` does nothing. Each may raise ``HookStopped`` (a
+    ``continue: false``), which ends the agent that fired the event: the caller, for the
+    moments before a subagent runs.
+
+    - ``spawned`` with every ``agent.spawn`` (``AgentSpawn``, subagents only).
+    - ``starting`` before each implementer and verifier runs (``SubagentStart``, with the
+      agent type: the definition's name, ``implementer`` or ``verifier``); returns the context
+      the hooks add to the subagent's opening segments, or None.
+    - ``verifying`` with each verifier (``Verify``).
+    - ``finishing`` at every agent's final (``Stop`` for the root, ``SubagentStop`` for the
+      others; ``active`` is ``stop_hook_active``); returns the message that continues the
+      agent (a block's reason, the hooks' context), or None to let the final stand.
+    """
 
     async def spawned(self, spawn: ev.AgentSpawn) -> None: ...
 
-    async def starting(self, agent: str, agent_type: str) -> None: ...
+    async def starting(self, agent: str, agent_type: str) -> str | None: ...
 
     async def verifying(
         self, agent: str, brief: str, check: str, summary: str, files: Sequence[str]
     ) -> None: ...
 
-    async def finishing(self, agent: str, kind: ev.AgentKind, agent_type: str | None, final: str) -> None: ...
+    async def finishing(
+        self, agent: str, kind: ev.AgentKind, agent_type: str | None, final: str, active: bool
+    ) -> str | None: ...

@@ -28,6 +28,10 @@ class HookRunnerFactory(Protocol):
 
 
 class TranscriptSync(Protocol):
-    """Brings the Claude Code transcript up to the log."""
+    """Brings the Claude Code transcript (and its subagents' files) up to the log."""
 
     def bring_up_to_date(self) -> Path: ...
+
+    def subagent_path(self, agent: str) -> Path:
+        """Where ``agent``'s own transcript is (``<session>/subagents/agent-<id>.jsonl``)."""
+        ...

@@ -45,6 +45,10 @@ class SessionRef:
         ``<session>/subagents/``)."""
         return self.folder / self.id / "subagents"
 
+    def subagent_transcript(self, agent: str) -> Path:
+        """``agent``'s own transcript file under :attr:`subagents`."""
+        return self.subagents / f"agent-{agent}.jsonl"
+
 
 class EventRecorder(Protocol):
     """Appends events to the session log (``aerix.app.sessions.writer.SessionWriter`` is one):
@@ -85,7 +89,14 @@ class SessionStorage(Protocol):
         """The main chain in ``<id>.claude.jsonl``, each subagent's lines in its own file."""
         ...
 
-    def append_transcript(self, ref: SessionRef, lines: list[str]) -> Path: ...
+    def write_subagent_transcripts(self, ref: SessionRef, subagents: Mapping[str, list[str]]) -> None:
+        """Each subagent's lines in its own file, written whole."""
+        ...
+
+    def append_transcript(self, ref: SessionRef, lines: list[str], agent: str | None = None) -> Path:
+        """Lines added at the end of the transcript, or of ``agent``'s own file."""
+        ...
+
     def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]: ...
     def remove(self, ref: SessionRef) -> list[Path]: ...
     def acquire(self, ref: SessionRef) -> int: ...

@@ -95,7 +95,7 @@ async def run_root(run: RootRun) -> RootEnded:
             depth=0,
             max_turns=max_turns,
         )
-        await env.lifecycle.spawned(spawn)
+        await env.agent_lifecycle().spawned(spawn)
         spec = AgentSpec(
             agent_id=ROOT_AGENT,
             member=run.member.name,

@@ -83,14 +83,17 @@ def shared_prefix(system: str, instructions: str) -> list[ContextSegment]:
     return segments
 
 
+def hook_context_segment(segment_id: str, context: str) -> ContextSegment:
+    """A hook's context (SessionStart's for the root, SubagentStart's for a subagent), pinned."""
+    text = f"# Hook context\n{context}"
+    return ContextSegment(segment_id, "user", SegmentKind.HOOK, text, True, "hook")
+
+
 def request_segments(request: int, prompt: str, hook_context: str | None = None) -> list[ContextSegment]:
     """What each request adds to the root: its hook context (pinned) and its prompt."""
     segments = []
     if hook_context:
-        text = f"# Hook context\n{hook_context}"
-        segments.append(
-            ContextSegment(f"{ROOT_AGENT}.hook{request}", "user", SegmentKind.HOOK, text, True, "hook")
-        )
+        segments.append(hook_context_segment(f"{ROOT_AGENT}.hook{request}", hook_context))
     label = f"prompt {request}"
     segments.append(
         ContextSegment(f"{ROOT_AGENT}.p{request}", "user", SegmentKind.PROMPT, prompt, False, label)
