@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from caldrix import __version__
 from caldrix.engines.base import ServingFlags
 from caldrix.errors import BadRequest, CaldrixError
+from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 
 #: The pool exits after this many seconds with no connection open (0 = never).
@@ -147,9 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="MODEL",
-        help="load this model as a member before binding (repeatable; the first is 'main')",
+        help=f"load this model as a member before binding (repeatable; the first is '{MAIN_MEMBER}')",
     )
-    pool.add_argument("--decision", metavar="MODEL", help="load this model as the 'decision' member")
+    pool.add_argument(
+        "--decision", metavar="MODEL", help=f"load this model as the '{DECISION_MEMBER}' member"
+    )
     pool.add_argument(
         "--frames", choices=["cbor", "json"], default="cbor", help="frame payload encoding (default cbor)"
     )

@@ -41,11 +41,6 @@ logger = logging.getLogger("caldrix.pool")
 T = TypeVar("T")
 MemberState = Literal["loading", "ready", "failed"]
 
-#: The member the first ``--load`` becomes, which runs every agent.
-MAIN_MEMBER = "main"
-#: The member ``--decision`` becomes, which routes requests.
-DECISION_MEMBER = "decision"
-
 
 @dataclass(eq=False)
 class _Job(Generic[T]):

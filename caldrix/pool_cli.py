@@ -18,9 +18,10 @@ import anyio
 from caldrix.engines.base import ServingFlags
 from caldrix.errors import BadRequest
 from caldrix.log import setup_pool_logging
-from caldrix.members import DECISION_MEMBER, MAIN_MEMBER, MemoryPlan
+from caldrix.members import MemoryPlan
 from caldrix.pool import MAX_CONNECTIONS
 from caldrix.protocol.client import CONTROL_TIMEOUT_SECS, connect
+from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 from caldrix.server import PoolServer, PoolSettings
 

@@ -44,11 +44,14 @@ from caldrix.protocol.framing import (
     encode_frame,
 )
 from caldrix.protocol.messages import DoneFrame, ProgressFrame, TokenFrame
+from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 
 __all__ = [
     "CONTROL_TIMEOUT_SECS",
+    "DECISION_MEMBER",
     "GENERATION_FRAME_TIMEOUT_SECS",
+    "MAIN_MEMBER",
     "MAX_FRAME_BYTES",
     "MEMBER_LOAD_TIMEOUT_SECS",
     "NEED_MORE",
