@@ -152,7 +152,7 @@ def prompt_tokens(generations: list[dict[str, Any]]) -> tuple[list[list[int]], l
     for one whose output was appended, its prompt's segments followed by that output as the
     next recorded context holds it: the rows its decode computed."""
     from caldrix.engines.llamacpp import open_llamacpp
-    from caldrix.templates import render_context
+    from caldrix.generation.templates import render_context
 
     engine = open_llamacpp(default_model_path(), ServingFlags(ctx=WINDOW, threads=1))
     try:

@@ -2,7 +2,7 @@
 
 Prints three ratios (higher is better for caldrix):
 
-(a) decode tokens/s through :func:`caldrix.decoding.run_generation` / a plain llama-cpp-python
+(a) decode tokens/s through :func:`caldrix.generation.decoding.run_generation` / a plain llama-cpp-python
     greedy loop (``eval`` + argmax over ``get_logits_ith``), same model, same tokens;
 (b) a constrained turn (a JSON schema shaped like the spec's turn object) / the same number of
     tokens generated unconstrained, both through caldrix (forced tokens make (b) go above 1);
@@ -31,12 +31,12 @@ from typing import Any
 import anyio
 import numpy as np
 
-from caldrix.decoding import run_generation
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp  # also turns AMX repacking off
-from caldrix.models import resolve_model
+from caldrix.generation.decoding import run_generation
+from caldrix.generation.templates import render_context
+from caldrix.models.references import resolve_model
 from caldrix.sinks import DiscardingSink
-from caldrix.templates import render_context
 
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
 TURN_SYSTEM = (
@@ -223,7 +223,7 @@ def bench_pool(
         env = dict(os.environ, XDG_RUNTIME_DIR=tmp, XDG_STATE_HOME=tmp, XDG_DATA_HOME=tmp, XDG_CACHE_HOME=tmp)
         socket = Path(tmp) / "pool.sock"
         command = [
-            *[sys.executable, "-m", "caldrix.cli", "pool", "--socket", str(socket), "--load", str(model)],
+            *[sys.executable, "-m", "caldrix", "pool", "--socket", str(socket), "--load", str(model)],
             *[
                 "--threads",
                 str(args.threads),

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
-from caldrix.models import resolve_model
-from caldrix.prefix_store import PrefixStore
-from caldrix.templates import render_context
+from caldrix.generation.templates import render_context
+from caldrix.models.references import resolve_model
+from caldrix.store.prefix_store import PrefixStore
 
 PREFIX_TOKENS = 2000
 FIRST_TOKEN = GenerationParams(max_new_tokens=1)

@@ -2,6 +2,6 @@
 
 import sys
 
-from caldrix.cli import main
+from caldrix.cli.main import main
 
 sys.exit(main())

@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 
 from caldrix.errors import BadRequest, ContextNotFound, ContextOverflow, DuplicateSegment, SegmentNotFound
+from caldrix.generation.templates import RenderedContext
 from caldrix.protocol.messages import AppendEdit, Edit, RemoveEdit, ReplaceEdit, Segment
-from caldrix.templates import RenderedContext
 
 #: Renders segments on a member: ``render(member_name, segments)``.
 Renderer = Callable[[str, Sequence[Segment]], Awaitable[RenderedContext]]

@@ -4,7 +4,7 @@ A member owns one engine, and every call into that engine (opening it, generatin
 runs on the member's own thread, one at a time in the order submitted: the single-stream loop
 (``--max-batch 1``). The event loop only waits for results. Several members may be resident
 when their footprints, plus one context budget each, fit the memory limit
-(:func:`caldrix.fit.check_fit`); a member whose footprint is unknown only ever loads alone.
+(:func:`caldrix.models.fit.check_fit`); a member whose footprint is unknown only ever loads alone.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from caldrix.engines.base import (
     StreamingModel,
 )
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound
-from caldrix.prefix_store import PrefixStore, default_context_budget
+from caldrix.store.prefix_store import PrefixStore, default_context_budget
 
 logger = logging.getLogger("caldrix.pool")
 
@@ -192,7 +192,7 @@ class Member:
         """Queue one generation on this member's thread and wait for its result. The result's
         ``queue_ms`` is the time it waited behind others. A remote member is sent the prompt
         (``prompt_text`` is its rendered text) and keeps no rows here."""
-        from caldrix.decoding import GenerationCancelled
+        from caldrix.generation.decoding import GenerationCancelled
 
         engine = self.ready_engine()
         watched = _UnloadWatch(sink, self)
@@ -263,7 +263,7 @@ class MemoryPlan:
 
     @classmethod
     def from_flags(cls, memory_limit: int | None, context_budget: int | None) -> MemoryPlan:
-        from caldrix.fit import default_memory_limit
+        from caldrix.models.fit import default_memory_limit
 
         limit = memory_limit if memory_limit is not None else default_memory_limit()
         budget = context_budget if context_budget is not None else default_context_budget(limit)
@@ -332,8 +332,8 @@ class Members:
         return member
 
     async def _open(self, member: Member) -> None:
-        from caldrix.fit import check_fit, estimate_footprint, window_for
-        from caldrix.models import resolve_model
+        from caldrix.models.fit import check_fit, estimate_footprint, window_for
+        from caldrix.models.references import resolve_model
 
         if member.remote:
             await self._open_remote(member)

@@ -22,6 +22,7 @@ from caldrix import __version__
 from caldrix.contexts import ContextStore
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.errors import BadRequest, DuplicateSegment
+from caldrix.generation.templates import RenderedContext, render_context
 from caldrix.members import CancellableSink, Members, MemoryPlan
 from caldrix.protocol.messages import (
     ContextCreate,
@@ -39,7 +40,6 @@ from caldrix.protocol.messages import (
     Segment,
     bad_request_from,
 )
-from caldrix.templates import RenderedContext, render_context
 
 logger = logging.getLogger("caldrix.pool")
 

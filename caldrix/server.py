@@ -69,7 +69,7 @@ class PoolSettings:
 def fetch_reference(reference: str) -> Path:
     """The reference's local file, downloaded into the cache first (with a progress bar when
     stderr is a terminal) if it is not there yet."""
-    from caldrix.models import local_file, parse_reference
+    from caldrix.models.references import local_file, parse_reference
 
     return local_file(parse_reference(reference), progress=True)
 

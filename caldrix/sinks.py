@@ -1,4 +1,4 @@
-"""Two plain generation sinks, for code that calls :func:`caldrix.decoding.run_generation`
+"""Two plain generation sinks, for code that calls :func:`caldrix.generation.decoding.run_generation`
 directly (benchmarks, tests, a program embedding caldrix) rather than through the pool."""
 
 from __future__ import annotations

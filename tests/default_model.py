@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from caldrix.models import resolve_model
+from caldrix.models.references import resolve_model
 
 DEFAULT_MODEL_NAME = "smollm2-135m"
 

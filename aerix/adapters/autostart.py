@@ -108,7 +108,7 @@ def _caldrix_executable(configured: str) -> list[str]:
         if beside.exists():
             return [str(beside)]
         found = shutil.which("caldrix")
-        return [found] if found else [sys.executable, "-m", "caldrix.cli"]
+        return [found] if found else [sys.executable, "-m", "caldrix"]
     return parts
 
 

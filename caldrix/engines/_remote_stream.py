@@ -47,7 +47,7 @@ class RemoteGeneration:
         self.server_prompt_tokens: int | None = None
 
     def run(self, body: dict[str, Any]) -> GenerationResult:
-        from caldrix.decoding import GenerationCancelled
+        from caldrix.generation.decoding import GenerationCancelled
 
         url = self._model.reference.url
         started = time.perf_counter()

@@ -2,7 +2,7 @@
 
 An engine owns one loaded model and the KV rows of a single sequence (``--max-batch 1``).
 It offers primitives only — tokenize, evaluate rows, read logits, truncate, snapshot —
-and the shared code in :mod:`caldrix.decoding` runs the generation loop over them, so
+and the shared code in :mod:`caldrix.generation.decoding` runs the generation loop over them, so
 constraints, sampling, stop strings, logprobs and progress behave the same on every engine.
 
 Threading: every method except :meth:`Engine.tokenize` and the read-only properties runs on
@@ -126,7 +126,7 @@ class ServedModel(Protocol):
         """Token ids of ``text``, no BOS added. Thread-safe. With ``special`` (the default) the
         text of a special token such as ``<|im_end|>`` becomes that token; with
         ``special=False`` it is plain text like any other, which is how segment text is
-        tokenized (:mod:`caldrix._segment_tokens`)."""
+        tokenized (:mod:`caldrix.generation._segment_tokens`)."""
         ...
 
     def close(self) -> None: ...
@@ -225,7 +225,7 @@ class GenerationResult:
 
 class ResumePolicy(Protocol):
     """Decides where a generation's prefill starts. The default resumes from the live rows;
-    the prefix store (:mod:`caldrix.prefix_store`) also restores stored snapshots."""
+    the prefix store (:mod:`caldrix.store.prefix_store`) also restores stored snapshots."""
 
     def prepare(self, engine: Engine, prompt_tokens: Sequence[int]) -> int:
         """Leave ``engine.live_tokens == prompt_tokens[:k]`` with ``k < len(prompt_tokens)``
@@ -252,7 +252,7 @@ class StreamingModel(ServedModel, Protocol):
         prompt_text: str | None = None,
     ) -> GenerationResult:
         """Generate after ``prompt_tokens`` (rendered as ``prompt_text``), streaming text to
-        ``sink``; raises :class:`caldrix.decoding.GenerationCancelled` when the sink cancels."""
+        ``sink``; raises :class:`caldrix.generation.decoding.GenerationCancelled` when the sink cancels."""
         ...
 
     def describe(self) -> dict[str, object]:

@@ -41,7 +41,7 @@ from caldrix.engines.base import (
     ServingFlags,
 )
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
-from caldrix.templates import template_source_for
+from caldrix.generation.templates import template_source_for
 
 if TYPE_CHECKING:
     import numpy.typing as npt

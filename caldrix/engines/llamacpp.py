@@ -1,7 +1,7 @@
 """The GGUF engine: one llama.cpp model and the KV rows of sequence 0, over llama-cpp-python.
 
 Only primitives live here (tokenize, evaluate, logits, truncate, snapshots); the generation
-loop itself is :func:`caldrix.decoding.run_generation`, shared with every engine.
+loop itself is :func:`caldrix.generation.decoding.run_generation`, shared with every engine.
 
 Two things about llama.cpp shape this module:
 
@@ -33,7 +33,7 @@ from caldrix.engines.base import (
     ServingFlags,
 )
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
-from caldrix.templates import template_source_for
+from caldrix.generation.templates import template_source_for
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -320,7 +320,7 @@ def _window(props: dict[str, Any], flag: int | None) -> int:
 
 
 def _template(props: dict[str, Any], flag: str | None) -> ChatTemplateSource:
-    from caldrix.templates import template_source_for
+    from caldrix.generation.templates import template_source_for
 
     served = props.get("chat_template")
     if not flag and isinstance(served, str) and served:

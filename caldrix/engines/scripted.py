@@ -2,7 +2,7 @@
 
 It loads only the vocabulary of a real GGUF file (llama.cpp's ``vocab_only``: no weights, no
 KV), so tokenizing, the chat template, llguidance's constraint masks, the daemon, the protocol
-and the decoding loop (:func:`caldrix.decoding.run_generation`) are all the real ones. Only
+and the decoding loop (:func:`caldrix.generation.decoding.run_generation`) are all the real ones. Only
 :meth:`ScriptedEngine.logits` is made up: it steers each generation toward the next completion
 of the script.
 
@@ -56,7 +56,7 @@ from caldrix.engines.base import (
 )
 from caldrix.engines.llamacpp import _LoadLog
 from caldrix.errors import BadRequest, ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
-from caldrix.templates import render_context, template_source_for
+from caldrix.generation.templates import render_context, template_source_for
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -147,8 +147,8 @@ def open_scripted(path: Path, flags: ServingFlags) -> ScriptedEngine:
 
         rows = open_llamacpp(path, flags)
         return ScriptedEngine(vocabulary, script, rows.n_ctx, rows)
-    from caldrix.fit import window_for
-    from caldrix.gguf import precheck
+    from caldrix.models.fit import window_for
+    from caldrix.models.gguf import precheck
 
     n_ctx = window_for(precheck(path), flags.ctx)
     return ScriptedEngine(vocabulary, script, n_ctx)

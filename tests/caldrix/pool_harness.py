@@ -1,6 +1,6 @@
 """Start the real pool daemon as a subprocess, and speak raw frames to it.
 
-The pool runs as ``python -m caldrix.cli pool …`` on a socket in a test's temporary folder, with
+The pool runs as ``python -m caldrix pool …`` on a socket in a test's temporary folder, with
 its log (stderr) in a file beside it, so tests can read what it said.
 """
 
@@ -55,7 +55,7 @@ class PoolProcess:
 
 
 def pool_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "caldrix.cli", "pool", *args]
+    return [sys.executable, "-m", "caldrix", "pool", *args]
 
 
 def launch_pool(

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 import jsonschema
 import pytest
 
-from caldrix.constraints import compile_constraint
-from caldrix.decoding import run_generation
 from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import ConstraintInvalid
+from caldrix.generation.constraints import compile_constraint
+from caldrix.generation.decoding import run_generation
+from caldrix.generation.templates import render_context
 from caldrix.sinks import CollectingSink
-from caldrix.templates import render_context
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model

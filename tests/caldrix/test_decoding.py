@@ -9,8 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from caldrix._text_stream import TextStream
-from caldrix.decoding import (
+from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
+from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
+from caldrix.errors import BadRequest, ContextOverflow
+from caldrix.generation._text_stream import TextStream
+from caldrix.generation.decoding import (
     FIRST_PREFILL_BATCH,
     MIN_PREFILL_BATCH,
     PREFILL_BATCH_TARGET_S,
@@ -20,10 +23,7 @@ from caldrix.decoding import (
     next_prefill_batch,
     run_generation,
 )
-from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
-from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
-from caldrix.errors import BadRequest, ContextOverflow
-from caldrix.templates import render_context
+from caldrix.generation.templates import render_context
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model

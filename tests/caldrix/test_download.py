@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from caldrix.download import download, part_path, read_checksum
 from caldrix.errors import DownloadFailed
-from caldrix.models import list_cached, resolve_model
+from caldrix.models.download import download, part_path, read_checksum
+from caldrix.models.references import list_cached, resolve_model
 from tests.caldrix.gguf_writer import gguf_bytes, tiny_llama_metadata
 
 #: Three and a half chunks of the downloader, so a body spans several reads.

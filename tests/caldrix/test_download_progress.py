@@ -46,7 +46,7 @@ def model_url(tmp_path: Path) -> Iterator[str]:
 
 
 def _caldrix(*args: str) -> list[str]:
-    return [sys.executable, "-m", "caldrix.cli", *args]
+    return [sys.executable, "-m", "caldrix", *args]
 
 
 class TerminalRun:

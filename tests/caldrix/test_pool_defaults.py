@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from caldrix.cli import DEFAULT_IDLE_TIMEOUT_SECS, build_parser, serving_flags_from
-from caldrix.pool_cli import pool_settings
+from caldrix.cli.main import DEFAULT_IDLE_TIMEOUT_SECS, build_parser, serving_flags_from
+from caldrix.cli.pool import pool_settings
 from caldrix.protocol.transport import default_socket_path
 from tests.caldrix.pool_harness import DEFAULT_MODEL, EXIT_TIMEOUT_SECS, START_TIMEOUT_SECS, pool_command
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pytest
 
 from caldrix.engines.base import DEFAULT_BATCH, MIN_FILL_ROWS, EngineCapabilities
-from caldrix.prefix_store import (
+from caldrix.store.prefix_store import (
     CONTEXT_BUDGET_MAX,
     GIB,
     PrefixStore,
@@ -22,8 +22,7 @@ from caldrix.prefix_store import (
     default_context_budget,
     evaluate_in_batches,
 )
-from caldrix.prefix_trie import TokenTrie
-from caldrix.resume_cost import (
+from caldrix.store.resume_cost import (
     ASSUMED_FILL_SLOWDOWN,
     Candidate,
     MeasuredRate,
@@ -31,6 +30,7 @@ from caldrix.resume_cost import (
     RatesUsed,
     decide,
 )
+from caldrix.store.trie import TokenTrie
 
 ROW_BYTES = 100
 

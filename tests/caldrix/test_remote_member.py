@@ -144,7 +144,7 @@ def test_the_member_object_names_the_server_and_counts_nothing_locally(
 
 def test_pool_status_shows_the_remote_member(pool: PoolProcess, server: OpenAIServer) -> None:
     shown = subprocess.run(
-        [sys.executable, "-m", "caldrix.cli", "pool", "status", "--socket", str(pool.socket_path)],
+        [sys.executable, "-m", "caldrix", "pool", "status", "--socket", str(pool.socket_path)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -303,7 +303,7 @@ def test_a_server_that_is_not_there_is_one_line(pool: PoolProcess, folder: Path)
     assert "gone" not in names
     # The same at the command line: one line, status 1, no traceback.
     started = subprocess.run(
-        [sys.executable, "-m", "caldrix.cli", "pool", "--socket", str(folder / "x.sock"), "--load", gone],
+        [sys.executable, "-m", "caldrix", "pool", "--socket", str(folder / "x.sock"), "--load", gone],
         capture_output=True,
         text=True,
         timeout=120,
@@ -345,7 +345,7 @@ def test_caldrix_run_answers_on_a_remote_model(server: OpenAIServer) -> None:
     command = [
         sys.executable,
         "-m",
-        "caldrix.cli",
+        "caldrix",
         "run",
         server.reference,
         "--ctx",

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from caldrix.cli.run import Chat, TerminalSink
 from caldrix.engines.base import Engine, GenerationParams, ServingFlags
 from caldrix.engines.loader import open_engine
-from caldrix.models import resolve_model
-from caldrix.run_cli import Chat, TerminalSink
+from caldrix.models.references import resolve_model
 
 CALDRIX = str(Path(sys.executable).with_name("caldrix"))
 MODEL = "smollm2-135m"

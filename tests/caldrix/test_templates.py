@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from caldrix.decoding import run_generation
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest
+from caldrix.generation.decoding import run_generation
+from caldrix.generation.templates import CHATML_TEMPLATE, SegmentRenderer, render_context, template_source_for
 from caldrix.protocol import connect
 from caldrix.sinks import DiscardingSink
-from caldrix.templates import CHATML_TEMPLATE, SegmentRenderer, render_context, template_source_for
 from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
 from tests.default_model import default_model_path
 

@@ -4,10 +4,10 @@ Every context on a member renders to a prompt that mostly starts like the others
 system and instruction segments), so the store keeps snapshots of computed rows and lets a
 generation start from the longest prefix already computed:
 
-- **Lookup** walks a radix tree over token ids (:mod:`caldrix.prefix_trie`). A snapshot of n
+- **Lookup** walks a radix tree over token ids (:mod:`caldrix.store.trie`). A snapshot of n
   rows serves every shorter prefix of itself: restore it, then drop the rows past the match.
 - **No copy** when the engine's live rows already hold the prefix: truncating them is free.
-- **The cost model** (:mod:`caldrix.resume_cost`) resumes only when restoring and filling the
+- **The cost model** (:mod:`caldrix.store.resume_cost`) resumes only when restoring and filling the
   rest is expected to cost less than prefilling the whole prompt, with rates measured here.
 - **Storing** happens after every generation: an appended turn keeps its prompt and output
   rows (the output recomputed as one batch first where the engine needs it, see
@@ -29,10 +29,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from caldrix.decoding import common_prefix_length
 from caldrix.engines.base import Engine, GenerationParams, GenerationResult, GenerationSink
-from caldrix.prefix_trie import TokenTrie
-from caldrix.resume_cost import Candidate, MemberRates, ResumeDecision, decide
+from caldrix.generation.decoding import common_prefix_length
+from caldrix.store.resume_cost import Candidate, MemberRates, ResumeDecision, decide
+from caldrix.store.trie import TokenTrie
 
 logger = logging.getLogger("caldrix.prefix_store")
 
@@ -161,7 +161,7 @@ class PrefixStore:
         every ``generate`` request (and the benchmarks and tests, driving an engine directly).
         With ``defer`` (the member thread's), keeping the rows waits until the caller has its
         result, so the ``done`` frame is not held back by the store's work."""
-        from caldrix.decoding import run_generation
+        from caldrix.generation.decoding import run_generation
 
         policy = GenerationResume(self, appended=appended, defer=defer)
         return run_generation(engine, prompt_tokens, params, sink, policy)

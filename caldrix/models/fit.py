@@ -14,7 +14,7 @@ from pathlib import Path
 
 from caldrix.engines.base import DEFAULT_BATCH, DEFAULT_CTX
 from caldrix.errors import NoFit
-from caldrix.gguf import ModelInfo
+from caldrix.models.gguf import ModelInfo
 
 #: The share of the machine's available memory the loaded models may use by default.
 DEFAULT_MEMORY_SHARE = 0.75

@@ -22,7 +22,6 @@ from typing import TextIO, cast
 
 from rich.console import Console
 
-from caldrix.decoding import GenerationCancelled, run_generation
 from caldrix.engines.base import (
     Engine,
     GenerationParams,
@@ -34,9 +33,10 @@ from caldrix.engines.base import (
 from caldrix.engines.loader import open_engine
 from caldrix.engines.openai_remote import is_remote_reference, open_remote
 from caldrix.errors import ContextOverflow
-from caldrix.fit import check_fit, default_memory_limit, estimate_footprint, window_for
-from caldrix.models import ResolvedModel, resolve_model
-from caldrix.templates import render_context
+from caldrix.generation.decoding import GenerationCancelled, run_generation
+from caldrix.generation.templates import render_context
+from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
+from caldrix.models.references import ResolvedModel, resolve_model
 
 #: Typed at the chat prompt to leave (Ctrl-D does the same).
 EXIT_COMMANDS: tuple[str, ...] = ("/exit", "/quit")

@@ -203,14 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         if args.command == "run":
-            from caldrix.run_cli import run_command
+            from caldrix.cli.run import run_command
 
             return run_command(args, serving_flags_from(args))
         if args.command == "pool":
-            from caldrix.pool_cli import pool_command
+            from caldrix.cli.pool import pool_command
 
             return pool_command(args, serving_flags_from(args))
-        from caldrix.models_cli import models_command
+        from caldrix.cli.models import models_command
 
         return models_command(args)
     except CaldrixError as exc:

@@ -1,6 +1,6 @@
 """``caldrix pool``, ``caldrix pool stop`` and ``caldrix pool status``.
 
-Argument parsing lives in :mod:`caldrix.cli`; these functions check the values, run one thing
+Argument parsing lives in :mod:`caldrix.cli.main`; these functions check the values, run one thing
 and print its outcome. Refusals are :class:`~caldrix.errors.CaldrixError`\\ s, which the CLI
 prints as one line with exit status 1.
 """

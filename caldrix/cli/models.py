@@ -1,8 +1,8 @@
 """``caldrix models list|pull|check``: the model cache from the terminal.
 
-Each action calls one function in :mod:`caldrix.models` (or the precheck and the fit) and
+Each action calls one function in :mod:`caldrix.models.references` (or the precheck and the fit) and
 prints its result; errors travel up as :class:`~caldrix.errors.CaldrixError` and
-:func:`caldrix.cli.main` prints their one line.
+:func:`caldrix.cli.main.main` prints their one line.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from caldrix.embedded import DEFAULT_MODEL_NAME
 from caldrix.errors import NoFit
-from caldrix.fit import MIB, check_fit, default_memory_limit, estimate_footprint, kv_bytes, window_for
-from caldrix.gguf import ModelInfo, precheck
-from caldrix.models import list_cached, parse_reference, pull_reference, resolve_model
-from caldrix.paths import model_cache_dir
+from caldrix.models.embedded import DEFAULT_MODEL_NAME
+from caldrix.models.fit import MIB, check_fit, default_memory_limit, estimate_footprint, kv_bytes, window_for
+from caldrix.models.gguf import ModelInfo, precheck
+from caldrix.models.paths import model_cache_dir
+from caldrix.models.references import list_cached, parse_reference, pull_reference, resolve_model
 
 #: Leading hex digits of a sha256 shown in the listing.
 SHA_SHOWN = 12

@@ -12,7 +12,7 @@ message is not a system one (SmolLM2's does) adds it in the first render, so it 
 the first segment.
 
 Only the template's own markup may produce special tokens: a segment's text is tokenized as
-plain text, whatever it spells (see :mod:`caldrix._segment_tokens`).
+plain text, whatever it spells (see :mod:`caldrix.generation._segment_tokens`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import jinja2
 
-from caldrix._segment_tokens import SegmentTokenizer
 from caldrix.errors import BadRequest
+from caldrix.generation._segment_tokens import SegmentTokenizer
 
 if TYPE_CHECKING:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter

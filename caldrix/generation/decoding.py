@@ -19,9 +19,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from caldrix._sampling import Sampler, TokenMask, apply_mask, log_softmax, top_logprobs
-from caldrix._text_stream import TextStream
-from caldrix.constraints import compile_constraint
 from caldrix.engines.base import (
     Engine,
     Finish,
@@ -31,6 +28,9 @@ from caldrix.engines.base import (
     ResumePolicy,
 )
 from caldrix.errors import BadRequest, ContextOverflow
+from caldrix.generation._sampling import Sampler, TokenMask, apply_mask, log_softmax, top_logprobs
+from caldrix.generation._text_stream import TextStream
+from caldrix.generation.constraints import compile_constraint
 
 if TYPE_CHECKING:
     from llguidance import LLMatcher, LLTokenizer

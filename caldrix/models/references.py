@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from caldrix.download import CHECKSUM_SUFFIX, LOCK_SUFFIX, PART_SUFFIX, download, read_checksum
-from caldrix.embedded import EMBEDDED_MODELS, EmbeddedModel, fetch_embedded, installed_embedded_file
 from caldrix.engines.openai_remote import REMOTE_PREFIXES
 from caldrix.errors import ModelNotFound
-from caldrix.gguf import ModelInfo, precheck
-from caldrix.paths import model_cache_dir
+from caldrix.models.download import CHECKSUM_SUFFIX, LOCK_SUFFIX, PART_SUFFIX, download, read_checksum
+from caldrix.models.embedded import EMBEDDED_MODELS, EmbeddedModel, fetch_embedded, installed_embedded_file
+from caldrix.models.gguf import ModelInfo, precheck
+from caldrix.models.paths import model_cache_dir
 
 #: Environment variables that point ``hf:`` references at another hub (a mirror, or a test
 #: server); the first one set wins.
