@@ -30,9 +30,10 @@ from typing import Any
 
 import anyio
 import numpy as np
+from llama_cpp import Llama
 
 from caldrix.engines.base import GenerationParams, ServingFlags
-from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp  # also turns AMX repacking off
+from caldrix.engines.llamacpp import LlamaCppEngine, disable_extra_buffer_types, open_llamacpp
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
@@ -274,8 +275,7 @@ def main() -> None:
     args = parser.parse_args()
     model = args.model or embedded_model()
     engine = open_llamacpp(model, ServingFlags(threads=args.threads, ctx=2048))
-    from llama_cpp import Llama
-
+    disable_extra_buffer_types()  # the plain baseline needs caldrix's AMX guard too
     llm = Llama(
         model_path=str(model),
         n_ctx=2048,

@@ -6,26 +6,29 @@ loop itself is :func:`caldrix.generation.decoding.run_generation`, shared with e
 Two things about llama.cpp shape this module:
 
 - Its AMX matmul path (an "extra buffer type") crashes on some Xeon CPUs at the first
-  evaluation. Every model this process loads is therefore loaded with extra buffer types off,
-  the same as llama.cpp's ``--no-repack``; see :func:`_disable_extra_buffer_types`.
+  evaluation. Every model is therefore loaded with extra buffer types off, the same as
+  llama.cpp's ``--no-repack``: :func:`disable_extra_buffer_types` is called before each load
+  (importing this module changes nothing).
 - ``Llama.save_state()`` copies the whole logits buffer and ``Llama.detokenize`` drops tokens
   longer than 32 bytes, so snapshots use the per-sequence state API and text is decoded with
-  the llguidance tokenizer built from the model's own vocabulary.
+  the llguidance tokenizer built from the model's own vocabulary
+  (:class:`caldrix.engines._llama.LlamaVocabulary`).
 """
 
 from __future__ import annotations
 
 import ctypes
-import re
-import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import llama_cpp.llama_cpp as _llama_c
 import numpy as np
+import numpy.typing as npt
+from llama_cpp import Llama
+from llguidance import LLTokenizer
 
+from caldrix.engines._llama import LlamaVocabulary, LoadLog
 from caldrix.engines.base import (
     DEFAULT_CTX,
     ChatTemplateSource,
@@ -33,23 +36,17 @@ from caldrix.engines.base import (
     ServingFlags,
 )
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
-from caldrix.generation.templates import template_source_for
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
-    from llama_cpp import Llama
-    from llguidance import LLTokenizer
 
 #: The one sequence a member serves (``--max-batch 1``).
 SEQ_ID = 0
 #: Bytes per KV element: llama.cpp keeps K and V in f16 unless told otherwise.
 KV_ELEMENT_BYTES = 2
-#: ggml's level for errors in its log callback.
-GGML_LOG_LEVEL_ERROR = 3
 
 
-def _disable_extra_buffer_types() -> None:
-    """Make every ``Llama`` built in this process load with ``use_extra_bufts = False``.
+def disable_extra_buffer_types() -> None:
+    """Make every ``Llama`` built in this process from now on load with ``use_extra_bufts =
+    False``. Called before each load here; code that builds a plain ``Llama`` itself (the
+    benchmark's baseline) calls it too.
 
     ``Llama.__init__`` takes its model parameters from ``llama_model_default_params()`` and
     offers no keyword for this field, so the default itself is wrapped (once)."""
@@ -64,9 +61,6 @@ def _disable_extra_buffer_types() -> None:
 
     params_without_extra_bufts._caldrix_no_extra_bufts = True  # type: ignore[attr-defined]
     _llama_c.llama_model_default_params = params_without_extra_bufts
-
-
-_disable_extra_buffer_types()
 
 
 def open_llamacpp(path: Path, flags: ServingFlags) -> LlamaCppEngine:
@@ -87,9 +81,8 @@ def open_llamacpp(path: Path, flags: ServingFlags) -> LlamaCppEngine:
 
 def _load_llama(path: Path, n_ctx: int, flags: ServingFlags) -> tuple[Llama, int | None]:
     """The loaded model and the compute + output buffer bytes llama.cpp reported, if any."""
-    from llama_cpp import Llama
-
-    with _LoadLog() as log:
+    disable_extra_buffer_types()
+    with LoadLog() as log:
         try:
             llm = Llama(
                 model_path=str(path),
@@ -109,43 +102,6 @@ def _load_llama(path: Path, n_ctx: int, flags: ServingFlags) -> tuple[Llama, int
     return llm, log.buffer_bytes()
 
 
-class _LoadLog:
-    """Takes llama.cpp's log while a model loads: nothing reaches stderr, and the compute and
-    output buffer sizes (which the C API does not expose) are read from it for the footprint.
-
-    llama.cpp has one process-wide log callback, so loads are serialised while it is swapped."""
-
-    _lock = threading.Lock()
-    _BUFFER_LINE = re.compile(r"(?:compute|output) buffer size\s*=\s*([0-9.]+) MiB")
-
-    def __init__(self) -> None:
-        self._lines: list[tuple[int, str]] = []
-        self._callback = _llama_c.llama_log_callback(self._on_log)
-
-    def _on_log(self, level: int, text: bytes | None, _user_data: Any) -> None:
-        if text:
-            self._lines.append((level, text.decode("utf-8", "replace")))
-
-    def __enter__(self) -> _LoadLog:
-        self._lock.acquire()
-        _llama_c.llama_log_set(self._callback, ctypes.c_void_p(0))
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        from llama_cpp import _logger
-
-        _llama_c.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
-        self._lock.release()
-
-    def buffer_bytes(self) -> int | None:
-        sizes = [float(m.group(1)) for _, line in self._lines if (m := self._BUFFER_LINE.search(line))]
-        return int(sum(sizes) * 1024 * 1024) if sizes else None
-
-    def last_error(self) -> str | None:
-        errors = [line.strip() for level, line in self._lines if level == GGML_LOG_LEVEL_ERROR]
-        return errors[-1] if errors else None
-
-
 class LlamaCppEngine:
     """A loaded GGUF model serving one sequence; see :class:`caldrix.engines.base.Engine`."""
 
@@ -155,13 +111,12 @@ class LlamaCppEngine:
         self._llm = llm
         self._compute_bytes = compute_bytes
         self._flags = flags
-        self._vocab = llm._model.vocab
+        self._vocabulary = LlamaVocabulary(llm._model.vocab)
         self._live: list[int] = []
-        self._lltokenizer: LLTokenizer | None = None
-        self._lltokenizer_lock = threading.Lock()
         self._closed = False
-        self._template = self._resolve_template()
-        self._eos = self._end_of_generation_tokens()
+        self._template = self._vocabulary.chat_template(
+            flags.chat_template, llm.metadata.get("tokenizer.chat_template")
+        )
 
     # -- properties -------------------------------------------------------------------
 
@@ -171,7 +126,7 @@ class LlamaCppEngine:
 
     @property
     def n_vocab(self) -> int:
-        return int(self._llm.n_vocab())
+        return self._vocabulary.n_vocab
 
     @property
     def threads(self) -> int | None:
@@ -188,7 +143,7 @@ class LlamaCppEngine:
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:
-        return self._eos
+        return self._vocabulary.eos
 
     @property
     def live_tokens(self) -> Sequence[int]:
@@ -206,32 +161,10 @@ class LlamaCppEngine:
     # -- tokens -------------------------------------------------------------------------
 
     def tokenize(self, text: str, *, special: bool = True) -> list[int]:
-        """Token ids of ``text``, special tokens parsed unless ``special`` is False, no BOS.
-        Thread-safe: llama.cpp's tokenizer only reads the vocabulary, and each call has its
-        own buffer."""
-        data = text.encode("utf-8")
-        capacity = len(data) + 8
-        buffer = (_llama_c.llama_token * capacity)()
-        n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, special)
-        if n < 0:  # never expected (a token holds at least one byte), but the API allows it
-            capacity = -n
-            buffer = (_llama_c.llama_token * capacity)()
-            n = _llama_c.llama_tokenize(self._vocab, data, len(data), buffer, capacity, False, special)
-        if n < 0:
-            raise InternalError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
-        return list(buffer[:n])
+        return self._vocabulary.tokenize(text, special=special)
 
     def lltokenizer(self) -> LLTokenizer:
-        with self._lltokenizer_lock:
-            if self._lltokenizer is None:
-                from llguidance.llamacpp import lltokenizer_from_vocab
-
-                # llguidance reads token attributes through a function llama-cpp-python marks
-                # deprecated, which would warn once per token (49,152 times for SmolLM2).
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    self._lltokenizer = lltokenizer_from_vocab(self._vocab, eos_token=list(self._eos))
-            return self._lltokenizer
+        return self._vocabulary.lltokenizer()
 
     # -- rows ---------------------------------------------------------------------------
 
@@ -291,23 +224,6 @@ class LlamaCppEngine:
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _resolve_template(self) -> ChatTemplateSource:
-        model = self._llm._model
-        bos = _token_text(model, _llama_c.llama_vocab_bos(self._vocab))
-        eos = _token_text(model, _llama_c.llama_vocab_eos(self._vocab))
-        embedded = self._llm.metadata.get("tokenizer.chat_template")
-        source = template_source_for(self._flags.chat_template, embedded)
-        add_bos = bool(_llama_c.llama_vocab_get_add_bos(self._vocab))
-        if add_bos and bos and "bos_token" not in source:
-            # The model expects BOS first but its template never writes it: add it here, so
-            # the rendered text (tokenized with special tokens parsed) starts with it.
-            source = "{{ bos_token }}" + source
-        return ChatTemplateSource(source=source, bos_token=bos, eos_token=eos)
-
-    def _end_of_generation_tokens(self) -> tuple[int, ...]:
-        found = [t for t in range(self.n_vocab) if _llama_c.llama_vocab_is_eog(self._vocab, t)]
-        return tuple(found)
-
     def _kv_bytes_for_window(self) -> int:
         model = self._llm._model.model
         n_layer = int(_llama_c.llama_model_n_layer(model))
@@ -326,9 +242,3 @@ class LlamaCppEngine:
         logits = self.n_vocab * 4 * batch
         attention_scores = batch * self.n_ctx * 4 * max(1, int(_llama_c.llama_model_n_head(model)))
         return max(logits, attention_scores) + logits // 2
-
-
-def _token_text(model: Any, token: int) -> str:
-    if token < 0:
-        return ""
-    return str(model.token_get_text(token))

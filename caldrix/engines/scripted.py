@@ -36,16 +36,17 @@ from __future__ import annotations
 
 import ctypes
 import json
-import threading
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import llama_cpp.llama_cpp as _llama_c
 import numpy as np
+import numpy.typing as npt
+from llguidance import LLTokenizer
 
+from caldrix.engines._llama import LlamaVocabulary, LoadLog
 from caldrix.engines.base import (
     ALL_CONSTRAINTS,
     DEFAULT_BATCH,
@@ -54,15 +55,11 @@ from caldrix.engines.base import (
     EngineCapabilities,
     ServingFlags,
 )
-from caldrix.engines.llamacpp import _LoadLog
+from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest, ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
-from caldrix.generation.templates import render_context, template_source_for
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
-    from llguidance import LLTokenizer
-
-    from caldrix.engines.llamacpp import LlamaCppEngine
+from caldrix.generation.templates import render_context
+from caldrix.models.fit import window_for
+from caldrix.models.gguf import precheck
 
 #: The logit of the token that continues the completion best is this plus its length in bytes.
 STEER_LOGIT = 1000.0
@@ -141,71 +138,35 @@ def open_scripted(path: Path, flags: ServingFlags) -> ScriptedEngine:
     script = Script.load(Path(flags.script))
     if not path.is_file():
         raise ModelNotFound(f"no model file at {path}")
-    vocabulary = _Vocabulary.load(path, flags.chat_template)
+    vocabulary = _VocabularyFile.load(path, flags.chat_template)
     if flags.script_prefill:
-        from caldrix.engines.llamacpp import open_llamacpp
-
         rows = open_llamacpp(path, flags)
         return ScriptedEngine(vocabulary, script, rows.n_ctx, rows)
-    from caldrix.models.fit import window_for
-    from caldrix.models.gguf import precheck
-
     n_ctx = window_for(precheck(path), flags.ctx)
     return ScriptedEngine(vocabulary, script, n_ctx)
 
 
-class _Vocabulary:
-    """A GGUF file's tokenizer and chat template, loaded without its weights."""
+class _VocabularyFile:
+    """A GGUF file's vocabulary and chat template, loaded without its weights."""
 
-    def __init__(self, model: Any, template: ChatTemplateSource) -> None:
+    def __init__(self, model: Any, vocabulary: LlamaVocabulary, template: ChatTemplateSource) -> None:
         self._model = model
-        self.vocab = _llama_c.llama_model_get_vocab(model)
+        self.vocabulary = vocabulary
         self.template = template
-        self.n_vocab = int(_llama_c.llama_vocab_n_tokens(self.vocab))
-        self.eos = tuple(t for t in range(self.n_vocab) if _llama_c.llama_vocab_is_eog(self.vocab, t))
-        self._lltokenizer: LLTokenizer | None = None
-        self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, path: Path, chat_template: str | None) -> _Vocabulary:
+    def load(cls, path: Path, chat_template: str | None) -> _VocabularyFile:
         params = _llama_c.llama_model_default_params()
         params.vocab_only = True
         params.use_extra_bufts = False
-        with _LoadLog() as log:
+        with LoadLog() as log:
             model = _llama_c.llama_model_load_from_file(str(path).encode(), params)
             if not model:
                 reason = log.last_error() or "unknown error"
                 raise PrecheckFailed(f"llama.cpp could not read the vocabulary of {path.name}: {reason}")
-        vocab = _llama_c.llama_model_get_vocab(model)
-        embedded = _meta_text(model, "tokenizer.chat_template")
-        source = template_source_for(chat_template, embedded)
-        bos = _token_text(vocab, _llama_c.llama_vocab_bos(vocab))
-        if _llama_c.llama_vocab_get_add_bos(vocab) and bos and "bos_token" not in source:
-            source = "{{ bos_token }}" + source  # as the llamacpp engine does
-        eos = _token_text(vocab, _llama_c.llama_vocab_eos(vocab))
-        return cls(model, ChatTemplateSource(source=source, bos_token=bos, eos_token=eos))
-
-    def tokenize(self, text: str, *, special: bool = True) -> list[int]:
-        data = text.encode("utf-8")
-        capacity = len(data) + 8
-        buffer = (_llama_c.llama_token * capacity)()
-        n = _llama_c.llama_tokenize(self.vocab, data, len(data), buffer, capacity, False, special)
-        if n < 0:
-            raise InternalError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
-        return list(buffer[:n])
-
-    def lltokenizer(self) -> LLTokenizer:
-        with self._lock:
-            if self._lltokenizer is None:
-                from llguidance.llamacpp import lltokenizer_from_vocab
-
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    self._lltokenizer = lltokenizer_from_vocab(self.vocab, eos_token=list(self.eos))
-            return self._lltokenizer
-
-    def is_control(self, token: int) -> bool:
-        return bool(_llama_c.llama_vocab_get_attr(self.vocab, token) & _llama_c.LLAMA_TOKEN_ATTR_CONTROL)
+        vocabulary = LlamaVocabulary(_llama_c.llama_model_get_vocab(model))
+        template = vocabulary.chat_template(chat_template, _meta_text(model, "tokenizer.chat_template"))
+        return cls(model, vocabulary, template)
 
     def close(self) -> None:
         if self._model:
@@ -225,25 +186,19 @@ def _meta_text(model: Any, key: str) -> str | None:
     return buffer.value.decode("utf-8", "replace")
 
 
-def _token_text(vocab: Any, token: int) -> str:
-    if token < 0:
-        return ""
-    text = _llama_c.llama_vocab_get_text(vocab, token)
-    return text.decode("utf-8", "replace") if text else ""
-
-
 class ScriptedEngine:
     """See the module docstring; an :class:`caldrix.engines.base.Engine`. ``rows``: the real
     engine that computes the rows (``script_prefill``); None keeps token ids only."""
 
     def __init__(
-        self, vocabulary: _Vocabulary, script: Script, n_ctx: int, rows: LlamaCppEngine | None = None
+        self, file: _VocabularyFile, script: Script, n_ctx: int, rows: LlamaCppEngine | None = None
     ) -> None:
         constraints = script.constraints
         own = EngineCapabilities(constraints=constraints, snapshots=False, lane="cpu")
         self.capabilities = own if rows is None else replace(rows.capabilities, constraints=constraints)
         self._rows = rows
-        self._vocabulary = vocabulary
+        self._file = file
+        self._vocabulary = file.vocabulary
         self._script = script
         self._n_ctx = n_ctx
         self._live: list[int] = []
@@ -274,7 +229,7 @@ class ScriptedEngine:
 
     @property
     def chat_template(self) -> ChatTemplateSource:
-        return self._vocabulary.template
+        return self._file.template
 
     @property
     def eos_token_ids(self) -> tuple[int, ...]:
@@ -336,7 +291,7 @@ class ScriptedEngine:
     def close(self) -> None:
         if self._rows is not None:
             self._rows.close()
-        self._vocabulary.close()
+        self._file.close()
 
     # -- steering -------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import llama_cpp.llama_cpp as llama_c
 import numpy as np
 import pytest
 
@@ -59,10 +60,21 @@ def test_ctx_flag_sets_the_window() -> None:
         small.close()
 
 
-def test_extra_buffer_types_stay_off_for_every_load() -> None:
-    import llama_cpp.llama_cpp as llama_c
-
+def test_extra_buffer_types_stay_off_for_every_load(engine: LlamaCppEngine) -> None:
     assert llama_c.llama_model_default_params().use_extra_bufts is False
+
+
+def test_importing_the_engine_leaves_llama_cpp_as_it_was() -> None:
+    """The guard is applied when a model is opened, not as a side effect of an import."""
+    script = textwrap.dedent(
+        """
+        import llama_cpp.llama_cpp as llama_c
+        before = llama_c.llama_model_default_params
+        import caldrix.engines.llamacpp
+        assert llama_c.llama_model_default_params is before
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
 
 
 def test_tokenize_parses_special_tokens_adds_no_bos_and_is_thread_safe(engine: LlamaCppEngine) -> None:
