@@ -33,7 +33,11 @@ from caldrix.engines.base import (
     ServingFlags,
     StreamingModel,
 )
+from caldrix.engines.loader import open_engine
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound
+from caldrix.generation.decoding import GenerationCancelled
+from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
+from caldrix.models.references import resolve_model
 from caldrix.store.prefix_store import PrefixStore, default_context_budget
 
 logger = logging.getLogger("caldrix.pool")
@@ -192,8 +196,6 @@ class Member:
         """Queue one generation on this member's thread and wait for its result. The result's
         ``queue_ms`` is the time it waited behind others. A remote member is sent the prompt
         (``prompt_text`` is its rendered text) and keeps no rows here."""
-        from caldrix.generation.decoding import GenerationCancelled
-
         engine = self.ready_engine()
         watched = _UnloadWatch(sink, self)
         submitted = time.perf_counter()
@@ -263,8 +265,6 @@ class MemoryPlan:
 
     @classmethod
     def from_flags(cls, memory_limit: int | None, context_budget: int | None) -> MemoryPlan:
-        from caldrix.models.fit import default_memory_limit
-
         limit = memory_limit if memory_limit is not None else default_memory_limit()
         budget = context_budget if context_budget is not None else default_context_budget(limit)
         return cls(limit=limit, context_budget=budget)
@@ -332,9 +332,6 @@ class Members:
         return member
 
     async def _open(self, member: Member) -> None:
-        from caldrix.models.fit import check_fit, estimate_footprint, window_for
-        from caldrix.models.references import resolve_model
-
         if member.remote:
             await self._open_remote(member)
             return
@@ -413,8 +410,6 @@ class Members:
 
 
 def _open_engine(path: Path, flags: ServingFlags) -> Engine:
-    from caldrix.engines.loader import open_engine
-
     try:
         return open_engine(path, flags)
     except CaldrixError:

@@ -32,6 +32,7 @@ from caldrix.engines.base import ServingFlags
 from caldrix.engines.openai_remote import is_remote_reference
 from caldrix.errors import CaldrixError
 from caldrix.members import MemoryPlan
+from caldrix.models.references import local_file, parse_reference
 from caldrix.pool import MAX_CONNECTIONS, Pool
 from caldrix.protocol.framing import FrameMode
 
@@ -69,8 +70,6 @@ class PoolSettings:
 def fetch_reference(reference: str) -> Path:
     """The reference's local file, downloaded into the cache first (with a progress bar when
     stderr is a terminal) if it is not there yet."""
-    from caldrix.models.references import local_file, parse_reference
-
     return local_file(parse_reference(reference), progress=True)
 
 

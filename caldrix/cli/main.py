@@ -202,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        # Each command imports what it needs only when chosen: `caldrix pool stop` loads no engine.
         if args.command == "run":
             from caldrix.cli.run import run_command
 

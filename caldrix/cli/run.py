@@ -229,5 +229,5 @@ def _chat_turn(chat: Chat, text: str, console: Console) -> None:
 
 def _enable_line_editing() -> None:
     """Arrow keys and history at the prompt, where the platform has readline."""
-    with suppress(ImportError):
+    with suppress(ImportError):  # importing readline is what turns it on; not every Python has it
         import readline  # noqa: F401

@@ -20,9 +20,12 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+from ctransformers.llm import ConfigStruct, load_library
+from llguidance import LLTokenizer, TokenizerWrapper
 
 from caldrix.engines._ggml_header import (
     GGUF_MAGIC,
@@ -42,10 +45,6 @@ from caldrix.engines.base import (
 )
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
 from caldrix.generation.templates import template_source_for
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
-    from llguidance import LLTokenizer
 
 #: The architectures ctransformers can open from a legacy GGML file (``--model-type``).
 MODEL_TYPES = ("gpt2", "gptj", "gpt_neox", "dollyv2", "mpt", "replit", "starcoder", "falcon", "llama")
@@ -140,8 +139,6 @@ def _canonical_model_type(name: str) -> str | None:
 def _load_library() -> Any:
     """ctransformers' prebuilt library for this CPU, with its C signatures declared. Loaded
     once: choosing the build probes the CPU through py-cpuinfo, which takes about a second."""
-    from ctransformers.llm import load_library
-
     try:
         return load_library(None, gpu=False)
     except OSError as exc:
@@ -149,8 +146,6 @@ def _load_library() -> Any:
 
 
 def _create(lib: Any, path: Path, model_type: str, context_length: int) -> int:
-    from ctransformers.llm import ConfigStruct
-
     config = ConfigStruct(context_length=context_length, gpu_layers=0, mmap=True, mlock=False)
     handle = lib.ctransformers_llm_create(str(path).encode(), model_type.encode(), config)
     if not handle:
@@ -360,8 +355,6 @@ class CtransformersEngine:
         return list(output[:n])
 
     def _build_lltokenizer(self) -> LLTokenizer:
-        from llguidance import LLTokenizer, TokenizerWrapper
-
         engine = self
 
         class _Vocabulary:

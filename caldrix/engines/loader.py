@@ -45,6 +45,7 @@ def engine_for_file(path: Path) -> EngineName:
 def open_engine(path: Path, flags: ServingFlags) -> Engine:
     """Load ``path`` with the engine ``flags.engine`` names, or the one its magic calls for."""
     name: EngineName = engine_for_file(path) if flags.engine == "auto" else flags.engine
+    # Imported when chosen: llama.cpp takes half a second to load, and a pool needs only its own.
     if name == "llamacpp":
         from caldrix.engines.llamacpp import open_llamacpp
 

@@ -3,13 +3,10 @@ and the top-k log-probabilities the protocol reports."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import llguidance.numpy as llnp
 import numpy as np
 import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from llguidance import LLMatcher
+from llguidance import LLMatcher
 
 Logits = npt.NDArray[np.float32]
 
@@ -18,16 +15,12 @@ class TokenMask:
     """One reusable bitmask buffer for a matcher's allowed-token sets."""
 
     def __init__(self, tokenizer_vocab: int, n_vocab: int) -> None:
-        import llguidance.numpy as llnp
-
         self._bitmask = llnp.allocate_token_bitmask(1, tokenizer_vocab)
         self._tokenizer_vocab = tokenizer_vocab
         self._n_vocab = n_vocab
 
     def allowed(self, matcher: LLMatcher) -> npt.NDArray[np.bool_]:
         """Which of the model's ``n_vocab`` tokens the matcher allows next."""
-        import llguidance.numpy as llnp
-
         llnp.fill_next_token_bitmask(matcher, self._bitmask)
         bits = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
         allowed = bits[: self._tokenizer_vocab].astype(bool)

@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
+
+import llguidance
+from llguidance import LLMatcher, LLTokenizer
 
 from caldrix.engines.base import ALL_CONSTRAINTS, ConstraintKind
 from caldrix.errors import ConstraintInvalid
-
-if TYPE_CHECKING:
-    from llguidance import LLMatcher, LLTokenizer
 
 #: JSON compile options applied before the schema's own ``x-guidance`` (which may override).
 #: llguidance keeps ``oneOf`` only when it can prove the branches disjoint (a ``const``
@@ -57,8 +57,6 @@ class CompiledConstraint:
     tokenizer: LLTokenizer
 
     def matcher(self) -> LLMatcher:
-        from llguidance import LLMatcher
-
         matcher = LLMatcher(self.tokenizer, self.grammar, log_level=0)
         if matcher.is_error():
             raise ConstraintInvalid(f"the {self.kind} constraint does not compile: {matcher.get_error()}")
@@ -77,8 +75,6 @@ def constraint_kind(constraint: Mapping[str, object]) -> ConstraintKind:
 
 def compile_constraint(constraint: Mapping[str, object], tokenizer: LLTokenizer) -> CompiledConstraint:
     """Compile and validate ``constraint`` for ``tokenizer``."""
-    from llguidance import LLMatcher
-
     kind = constraint_kind(constraint)
     grammar = _grammar(kind, constraint[kind])
     problem = LLMatcher.validate_grammar(grammar, tokenizer)
@@ -88,9 +84,6 @@ def compile_constraint(constraint: Mapping[str, object], tokenizer: LLTokenizer)
 
 
 def _grammar(kind: ConstraintKind, value: object) -> str:
-    import llguidance
-    from llguidance import LLMatcher
-
     if kind == "json":
         if not isinstance(value, dict | bool):
             raise ConstraintInvalid("a json constraint must be a JSON schema (an object)")

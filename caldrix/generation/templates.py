@@ -220,6 +220,7 @@ def _renderer_for(engine: ServedModel) -> SegmentRenderer:
 
 
 def _formatter(template: ChatTemplateSource, *, add_generation_prompt: bool) -> Jinja2ChatFormatter:
+    # Imported here: llama_cpp takes half a second to load, and only a render needs it.
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     try:

@@ -30,6 +30,16 @@ from email.message import Message
 from pathlib import Path
 from typing import IO, Any
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
 from caldrix import __version__
 from caldrix.errors import DownloadFailed
 
@@ -263,16 +273,6 @@ def _progress_bar(enabled: bool, url: str, total: int | None, start: int) -> Ite
     if not (enabled and sys.stderr.isatty()):
         yield lambda _n: None
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
     name = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1] or url
     columns = (
         TextColumn("{task.description}"),

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from caldrix.engines.base import Engine, GenerationParams, GenerationResult, GenerationSink
-from caldrix.generation.decoding import common_prefix_length
+from caldrix.generation.decoding import common_prefix_length, run_generation
 from caldrix.store.resume_cost import Candidate, MemberRates, ResumeDecision, decide
 from caldrix.store.trie import TokenTrie
 
@@ -161,8 +161,6 @@ class PrefixStore:
         every ``generate`` request (and the benchmarks and tests, driving an engine directly).
         With ``defer`` (the member thread's), keeping the rows waits until the caller has its
         result, so the ``done`` frame is not held back by the store's work."""
-        from caldrix.generation.decoding import run_generation
-
         policy = GenerationResume(self, appended=appended, defer=defer)
         return run_generation(engine, prompt_tokens, params, sink, policy)
 
