@@ -1,14 +1,41 @@
 """Every error caldrix reports, each with the protocol code it travels under.
 
-The tree is shallow: :class:`CaldrixError` is the root; each subclass names one protocol error
-code (``code``) and carries the one line a person reads (``str(exc)``). Extra fields that the
-protocol sends beside ``code`` and ``message`` (for example ``supported`` or the figures of a
-``no_fit``) live in ``details``.
+The tree is shallow. :class:`CaldrixError` is the root; each subclass carries the one line a
+person reads (``str(exc)``) and names the protocol error code it is sent as (``code``). Extra
+fields that the protocol sends beside ``code`` and ``message`` (for example ``supported`` or the
+figures of a ``no_fit``) live in ``details``::
+
+    CaldrixError                  (code)
+    ├── InternalError             internal
+    ├── BadRequest                bad_request
+    │   └── ScriptError           bad_request   the scripted engine's --script file
+    ├── UnknownOp                 unknown_op
+    ├── BadFrame                  bad_frame
+    ├── ProtocolMismatch          protocol_mismatch
+    ├── HandshakeRequired         handshake_required
+    ├── MemberNotFound            member_not_found
+    ├── MemberExists              member_exists
+    ├── ModelNotFound             model_not_found
+    ├── PrecheckFailed            precheck_failed
+    ├── NoFit                     no_fit
+    ├── ContextNotFound           context_not_found
+    ├── SegmentNotFound           segment_not_found
+    ├── DuplicateSegment          duplicate_segment
+    ├── ContextOverflow           context_overflow
+    ├── ConstraintInvalid         constraint_invalid
+    ├── DownloadFailed            model_not_found   (on the wire; a client reads ModelNotFound)
+    ├── SocketRefused             internal          the pool will not use its socket path
+    └── PoolUnavailable           internal          a client cannot reach or keep the pool
+
+A client turns an ``error`` frame back into its class with :data:`ERRORS_BY_CODE`; a code it
+does not know becomes :class:`InternalError` with that code. Exceptions that never reach a
+person (a generation cancelled because its client left, the private signals inside one
+module) live beside the code that raises and catches them.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 
 class CaldrixError(Exception):
@@ -124,7 +151,41 @@ class DownloadFailed(CaldrixError):
     code = "model_not_found"
 
 
-class PoolUnavailable(CaldrixError):
-    """No pool answers on the socket, or the socket cannot be used."""
+class ScriptError(BadRequest):
+    """The scripted engine's script file is missing or is not a list of completions."""
+
+
+class SocketRefused(CaldrixError):
+    """The socket path cannot be used: its folder is unsafe, or another pool answers on it."""
 
     code = "internal"
+
+
+class PoolUnavailable(CaldrixError):
+    """No pool answers on the socket, or the connection to it broke or went silent."""
+
+    code = "internal"
+
+
+#: The class each protocol error code stands for, as a client raises it.
+ERRORS_BY_CODE: Final[dict[str, type[CaldrixError]]] = {
+    cls.code: cls
+    for cls in (
+        InternalError,
+        BadRequest,
+        UnknownOp,
+        BadFrame,
+        ProtocolMismatch,
+        HandshakeRequired,
+        MemberNotFound,
+        MemberExists,
+        ModelNotFound,
+        PrecheckFailed,
+        NoFit,
+        ContextNotFound,
+        SegmentNotFound,
+        DuplicateSegment,
+        ContextOverflow,
+        ConstraintInvalid,
+    )
+}

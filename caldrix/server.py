@@ -30,7 +30,7 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup
 from caldrix.connection import Connection
 from caldrix.engines.base import ServingFlags
 from caldrix.engines.openai_remote import is_remote_reference
-from caldrix.errors import CaldrixError
+from caldrix.errors import CaldrixError, SocketRefused
 from caldrix.members import MemoryPlan
 from caldrix.models.references import local_file, parse_reference
 from caldrix.pool import MAX_CONNECTIONS, Pool
@@ -46,12 +46,6 @@ FOLDER_MODE: Final = 0o700
 SOCKET_MODE: Final = 0o600
 
 StopReason = Literal["stop", "signal", "idle"]
-
-
-class SocketRefused(CaldrixError):
-    """The socket path cannot be used: its folder is unsafe, or another pool answers on it."""
-
-    code = "internal"
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,14 @@ from caldrix.engines.base import (
     ServingFlags,
 )
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
-from caldrix.errors import BadRequest, ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
+from caldrix.errors import (
+    BadRequest,
+    ContextOverflow,
+    InternalError,
+    ModelNotFound,
+    PrecheckFailed,
+    ScriptError,
+)
 from caldrix.generation.templates import render_context
 from caldrix.models.fit import window_for
 from caldrix.models.gguf import precheck
@@ -73,10 +80,6 @@ FALLBACK_EOS_LOGIT = 50.0
 MIN_RESYNC_BYTES = 2
 #: Longest token text looked up when steering (SmolLM2's longest token is 162 bytes).
 MAX_TOKEN_BYTES = 256
-
-
-class ScriptError(BadRequest):
-    """The script file is missing or is not a list of completions."""
 
 
 @dataclass(frozen=True)

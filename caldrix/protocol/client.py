@@ -26,8 +26,8 @@ import anyio
 from anyio.abc import SocketStream
 from pydantic import ValidationError
 
-from caldrix import __version__, errors
-from caldrix.errors import CaldrixError, InternalError, PoolUnavailable
+from caldrix import __version__
+from caldrix.errors import ERRORS_BY_CODE, CaldrixError, InternalError, PoolUnavailable
 from caldrix.protocol.framing import (
     PROTOCOL_VERSION,
     FrameDecoder,
@@ -49,12 +49,6 @@ GENERATION_FRAME_TIMEOUT_SECS: Final = 600.0
 MEMBER_LOAD_TIMEOUT_SECS: Final = 900.0
 
 _RECEIVE_BYTES: Final = 65536
-_CODE_CLASSES: Final[dict[str, type[CaldrixError]]] = {
-    cls.code: cls
-    for cls in vars(errors).values()
-    if isinstance(cls, type) and issubclass(cls, CaldrixError) and cls not in (errors.DownloadFailed,)
-}
-_CODE_CLASSES["internal"] = InternalError
 
 FramesOption = FrameMode | Literal["auto"]
 
@@ -65,7 +59,7 @@ def error_from_reply(frame: Message) -> CaldrixError:
     code = str(frame.get("code", "internal"))
     message = str(frame.get("message", "the pool reported an error"))
     details = {key: value for key, value in frame.items() if key not in ("op", "rid", "code", "message")}
-    cls = _CODE_CLASSES.get(code)
+    cls = ERRORS_BY_CODE.get(code)
     if cls is None:
         return InternalError(message, code=code, **details)
     return cls(message, **details)
