@@ -15,7 +15,7 @@ import logging
 import math
 import os
 import threading
-from typing import Any, Final
+from typing import Final
 
 import anyio
 from anyio.abc import SocketStream
@@ -38,7 +38,14 @@ from caldrix.protocol.framing import (
     NeedMore,
     encode_frame,
 )
-from caldrix.protocol.messages import Generate, parse_request, request_rid, validate_hello
+from caldrix.protocol.messages import (
+    DoneFrame,
+    Generate,
+    HelloReply,
+    ProgressFrame,
+    TokenFrame,
+)
+from caldrix.protocol.parsing import parse_request, request_rid, validate_hello
 
 logger = logging.getLogger("caldrix.pool")
 
@@ -124,15 +131,14 @@ class Connection:
             await self._send_error(exc, None)
             return False
         logger.info("%s: hello from %s", self.name, hello.client or "an unnamed client")
-        await self._send(
-            {
-                "op": "hello",
-                "protocol": PROTOCOL_VERSION,
-                "server": f"caldrix {__version__}",
-                "pid": _pid(),
-                "frames": self._mode,
-            }
+        reply = HelloReply(
+            op="hello",
+            protocol=PROTOCOL_VERSION,
+            server=f"caldrix {__version__}",
+            pid=_pid(),
+            frames=self._mode,
         )
+        await self._send(reply.model_dump())
         return True
 
     async def _serve_requests(self) -> None:
@@ -181,7 +187,8 @@ class Connection:
             # or an edit half applied would be worse than a reply nobody reads.
             with anyio.CancelScope(shield=True):
                 result = await self._pool.handle(request)
-                await self._send({"op": "ok", "rid": request.rid, **result})
+                fields = result.model_dump() if result is not None else {}
+                await self._send({"op": "ok", "rid": request.rid, **fields})
             if request.op == "pool.stop":
                 logger.info("%s asked the pool to stop", self.name)
                 self._pool.request_stop()
@@ -194,7 +201,7 @@ class Connection:
     async def _generate(self, request: Generate) -> None:
         sender, receiver = anyio.create_memory_object_stream[Message](math.inf)
         sink = FrameSink(request.rid, sender)
-        outcome: dict[str, Any] | CaldrixError
+        outcome: DoneFrame | CaldrixError
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._forward, receiver, sink)
             try:
@@ -207,13 +214,11 @@ class Connection:
         if isinstance(outcome, CaldrixError):
             await self._send_error(outcome, request.rid)
         else:
-            await self._send({"op": "done", "rid": request.rid, **outcome})
+            await self._send(outcome.model_dump())
 
-    async def _run_while_kept_alive(
-        self, request: Generate, sink: FrameSink
-    ) -> dict[str, Any] | CaldrixError:
-        """The generation's ``done`` fields or its error, with queued keep-alives sent meanwhile."""
-        outcome: dict[str, Any] | CaldrixError
+    async def _run_while_kept_alive(self, request: Generate, sink: FrameSink) -> DoneFrame | CaldrixError:
+        """The generation's ``done`` frame or its error, with queued keep-alives sent meanwhile."""
+        outcome: DoneFrame | CaldrixError
         async with anyio.create_task_group() as keep_alive:
             keep_alive.start_soon(self._keep_alive_while_queued, sink, request.context)
             try:
@@ -288,16 +293,18 @@ class FrameSink:
 
     def progress(self, done: int, total: int) -> None:
         self.started = True
-        self._push({"op": "progress", "rid": self._rid, "done": done, "total": total})
+        self._push(ProgressFrame(op="progress", rid=self._rid, done=done, total=total).model_dump())
 
     def waiting(self, total: int) -> None:
         """From the event loop: the generation is still queued."""
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._sender.send_nowait({"op": "progress", "rid": self._rid, "done": 0, "total": total})
+            self._sender.send_nowait(
+                ProgressFrame(op="progress", rid=self._rid, done=0, total=total).model_dump()
+            )
 
     def token(self, text: str) -> None:
         self.started = True
-        self._push({"op": "token", "rid": self._rid, "text": text})
+        self._push(TokenFrame(op="token", rid=self._rid, text=text).model_dump())
 
     def cancelled(self) -> bool:
         return self._stop.is_set()

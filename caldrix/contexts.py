@@ -13,13 +13,21 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 
 from caldrix.errors import BadRequest, ContextNotFound, ContextOverflow, DuplicateSegment, SegmentNotFound
 from caldrix.generation.templates import RenderedContext
-from caldrix.protocol.messages import AppendEdit, Edit, RemoveEdit, ReplaceEdit, Segment
+from caldrix.protocol.messages import (
+    AppendEdit,
+    ContextGetResult,
+    Edit,
+    RemoveEdit,
+    ReplaceEdit,
+    Segment,
+    SegmentCount,
+    SegmentWithCount,
+)
 
 #: Renders segments on a member: ``render(member_name, segments)``.
 Renderer = Callable[[str, Sequence[Segment]], Awaitable[RenderedContext]]
@@ -38,19 +46,19 @@ class Context:
         """The rendered length: every segment plus the generation prompt."""
         return self.rendered.tokens
 
-    def counts(self) -> list[dict[str, Any]]:
+    def counts(self) -> list[SegmentCount]:
         return [
-            {"id": s.id, "tokens": len(t)}
+            SegmentCount(id=s.id, tokens=len(t))
             for s, t in zip(self.segments, self.rendered.segment_tokens, strict=True)
         ]
 
-    def described(self) -> dict[str, Any]:
+    def described(self) -> ContextGetResult:
         """``context.get``'s reply: the member, each segment with its count, the total."""
         segments = [
-            {"id": s.id, "role": s.role, "text": s.text, "pinned": s.pinned, "tokens": len(tokens)}
+            SegmentWithCount(id=s.id, role=s.role, text=s.text, pinned=s.pinned, tokens=len(tokens))
             for s, tokens in zip(self.segments, self.rendered.segment_tokens, strict=True)
         ]
-        return {"member": self.member, "segments": segments, "tokens": self.tokens}
+        return ContextGetResult(member=self.member, segments=segments, tokens=self.tokens)
 
     def index_of(self, segment_id: str) -> int | None:
         return next((i for i, s in enumerate(self.segments) if s.id == segment_id), None)

@@ -38,12 +38,12 @@ from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotF
 from caldrix.generation.decoding import GenerationCancelled
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
 from caldrix.models.references import resolve_model
+from caldrix.protocol.messages import MemberInfo, MemberState, MemoryFigures, RemoteInfo
 from caldrix.store.prefix_store import PrefixStore, default_context_budget
 
 logger = logging.getLogger("caldrix.pool")
 
 T = TypeVar("T")
-MemberState = Literal["loading", "ready", "failed"]
 
 
 @dataclass(eq=False)
@@ -156,23 +156,23 @@ class Member:
     opening: bool = False
     """Set once the engine is being opened: a failure from then on leaves a ``failed`` member."""
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> MemberInfo:
         """The protocol's member object."""
         engine = self.engine
-        return {
-            "name": self.name,
-            "model": self.reference,
-            "path": str(self.path) if self.path is not None else "",
-            "state": self.state,
-            "footprint_bytes": self.footprint_bytes,
-            "n_ctx": engine.n_ctx if engine is not None else self.n_ctx,
-            "lane": engine.capabilities.lane if engine is not None else "cpu",
-            "threads": engine.threads if engine is not None else self.flags.threads,
-            "constraints": list(engine.capabilities.constraints) if engine is not None else [],
-            "queue": self.thread.pending,
-            **({"error": self.error} if self.error else {}),
-            **({"remote": engine.describe()} if isinstance(engine, StreamingModel) else {}),
-        }
+        return MemberInfo(
+            name=self.name,
+            model=self.reference,
+            path=str(self.path) if self.path is not None else "",
+            state=self.state,
+            footprint_bytes=self.footprint_bytes,
+            n_ctx=engine.n_ctx if engine is not None else self.n_ctx,
+            lane=engine.capabilities.lane if engine is not None else "cpu",
+            threads=engine.threads if engine is not None else self.flags.threads,
+            constraints=list(engine.capabilities.constraints) if engine is not None else [],
+            queue=self.thread.pending,
+            error=self.error or None,
+            remote=RemoteInfo(**engine.describe()) if isinstance(engine, StreamingModel) else None,
+        )
 
     @property
     def remote(self) -> bool:
@@ -292,11 +292,11 @@ class Members:
     def all(self) -> list[Member]:
         return list(self._members.values())
 
-    def memory(self) -> dict[str, int]:
+    def memory(self) -> MemoryFigures:
         """``member.list``'s memory figures: the limit, and what the members and their
         prefix stores use."""
         used = sum((m.footprint_bytes or 0) + m.prefix_store.stats()["bytes"] for m in self._members.values())
-        return {"limit": self.plan.limit, "used": used}
+        return MemoryFigures(limit=self.plan.limit, used=used)
 
     async def load(self, name: str, reference: str, flags: ServingFlags) -> Member:
         """Resolve, fit-check and open ``reference`` as member ``name``; loads run one at a time."""

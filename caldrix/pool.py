@@ -1,7 +1,8 @@
 """The pool's shared state and its operations, one method per protocol op.
 
 Connections parse frames and stream replies; everything they ask for happens here, on the
-members and contexts every connection shares. Engine work goes to the member's thread
+members and contexts every connection shares. Every reply is one of the result models of
+:mod:`caldrix.protocol.messages`, the ones the client reads. Engine work goes to the member's thread
 (generations, loads) or to worker threads (rendering a context, which only tokenizes), never
 onto the event loop.
 """
@@ -28,18 +29,30 @@ from caldrix.protocol.messages import (
     ContextCreate,
     ContextDrop,
     ContextEdit,
+    ContextEditResult,
     ContextFork,
     ContextGet,
+    ContextResult,
+    ControlResult,
+    DoneFrame,
     Generate,
+    GenerationCounts,
     MemberList,
+    MemberListResult,
     MemberLoad,
+    MemberLoadResult,
     MemberUnload,
     PoolStatus,
+    PoolStatusResult,
     PoolStop,
+    PrefixStoreStats,
     Request,
     Segment,
-    bad_request_from,
+    SegmentCount,
+    Timings,
+    TokenLogprob,
 )
+from caldrix.protocol.parsing import bad_request_from
 
 logger = logging.getLogger("caldrix.pool")
 
@@ -74,63 +87,66 @@ class Pool:
     def request_stop(self) -> None:
         self.stop_requested.set()
 
-    async def handle(self, request: Request) -> dict[str, Any]:
-        """Run one control request (anything but ``generate``); returns its ok fields."""
+    async def handle(self, request: Request) -> ControlResult:
+        """Run one control request (anything but ``generate``); returns its ok reply's fields,
+        None for an op whose reply has none."""
         match request:
             case MemberList():
-                return {"members": [m.info() for m in self.members.all()], "memory": self.members.memory()}
+                members = [m.info() for m in self.members.all()]
+                return MemberListResult(members=members, memory=self.members.memory())
             case MemberLoad():
                 member = await self.members.load(request.name, request.model, _serving_flags(request.flags))
-                return {"member": member.info()}
+                return MemberLoadResult(member=member.info())
             case MemberUnload():
                 await self.members.unload(request.name)
-                return {}
+                return None
             case ContextCreate():
                 self.members.get(request.member).ready_engine()
                 context = await self.contexts.create(request.member, request.segments)
-                return {"context": context.id, "segments": context.counts(), "tokens": context.tokens}
+                return ContextResult(context=context.id, segments=context.counts(), tokens=context.tokens)
             case ContextEdit():
                 context = await self.contexts.edit(request.context, request.edits)
-                return {"segments": context.counts(), "tokens": context.tokens}
+                return ContextEditResult(segments=context.counts(), tokens=context.tokens)
             case ContextFork():
                 context = await self.contexts.fork(request.context, request.keep)
-                return {"context": context.id, "segments": context.counts(), "tokens": context.tokens}
+                return ContextResult(context=context.id, segments=context.counts(), tokens=context.tokens)
             case ContextGet():
                 return self.contexts.get(request.context).described()
             case ContextDrop():
                 self.contexts.drop(request.context)
-                return {}
+                return None
             case PoolStatus():
                 return self.status()
             case PoolStop():
-                return {}  # the connection asks for the stop once this reply is sent
+                return None  # the connection asks for the stop once this reply is sent
         raise BadRequest(f"'{request.op}' is not a control op")
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "version": __version__,
-            "pid": os.getpid(),
-            "uptime_s": round(time.monotonic() - self.started, 3),
-            "members": [m.info() for m in self.members.all()],
-            "connections": self.connections,
-            "contexts": len(self.contexts),
-            "prefix_store": {m.name: m.prefix_store.stats() for m in self.members.all()},
-            "generations": self.generation_counts(),
-        }
+    def status(self) -> PoolStatusResult:
+        members = self.members.all()
+        return PoolStatusResult(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_s=round(time.monotonic() - self.started, 3),
+            members=[m.info() for m in members],
+            connections=self.connections,
+            contexts=len(self.contexts),
+            prefix_store={m.name: PrefixStoreStats.model_validate(m.prefix_store.stats()) for m in members},
+            generations=self.generation_counts(),
+        )
 
-    def generation_counts(self) -> dict[str, int]:
+    def generation_counts(self) -> GenerationCounts:
         """Generations admitted (queued on a member or running) and waiting for admission
         under ``pool.max_connections``: an extra ``pool.status`` field."""
         slots = self.generation_slots
-        return {
-            "limit": int(slots.total_tokens),
-            "admitted": int(slots.borrowed_tokens),
-            "waiting": slots.statistics().tasks_waiting,
-        }
+        return GenerationCounts(
+            limit=int(slots.total_tokens),
+            admitted=int(slots.borrowed_tokens),
+            waiting=slots.statistics().tasks_waiting,
+        )
 
-    async def generate(self, request: Generate, sink: CancellableSink) -> dict[str, Any]:
-        """Run one generation to its end; returns the ``done`` frame's fields. Waits for one
-        of the pool's generation slots, then in its member's queue."""
+    async def generate(self, request: Generate, sink: CancellableSink) -> DoneFrame:
+        """Run one generation to its end; returns its ``done`` frame. Waits for one of the
+        pool's generation slots, then in its member's queue."""
         context = self.contexts.get(request.context)
         member = self.members.get(context.member)
         engine = member.ready_engine()
@@ -158,7 +174,7 @@ class Pool:
                 appended=request.append is not None,
                 prompt_text=context.rendered.prompt_text,
             )
-        segment = None
+        segment: SegmentCount | None = None
         if request.append is not None:
             output = Segment(
                 id=request.append.id, role="assistant", text=result.text, pinned=request.append.pinned
@@ -166,21 +182,26 @@ class Pool:
             context = await self.contexts.append(context.id, output)
             index = context.index_of(output.id)
             tokens = len(context.rendered.segment_tokens[index]) if index is not None else 0
-            segment = {"id": output.id, "tokens": tokens}
-        return {
-            "text": result.text,
-            "finish": result.finish,
-            "prompt_tokens": result.prompt_tokens,
-            "completion_tokens": result.completion_tokens,
-            "recomputed_from": result.recomputed_from,
-            "timings": {
-                "queue_ms": round(result.queue_ms + waited_ms, 3),
-                "prefill_ms": round(result.prefill_ms, 3),
-                "decode_ms": round(result.decode_ms, 3),
-            },
-            "logprobs": result.logprobs,
-            "segment": segment,
-        }
+            segment = SegmentCount(id=output.id, tokens=tokens)
+        logprobs = None
+        if result.logprobs is not None:
+            logprobs = [TokenLogprob.model_validate(entry) for entry in result.logprobs]
+        return DoneFrame(
+            op="done",
+            rid=request.rid,
+            text=result.text,
+            finish=result.finish,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            recomputed_from=result.recomputed_from,
+            timings=Timings(
+                queue_ms=round(result.queue_ms + waited_ms, 3),
+                prefill_ms=round(result.prefill_ms, 3),
+                decode_ms=round(result.decode_ms, 3),
+            ),
+            logprobs=logprobs,
+            segment=segment,
+        )
 
     async def _render(self, member_name: str, segments: Sequence[Segment]) -> RenderedContext:
         # Rendering only tokenizes, which engines allow from any thread, so a context change

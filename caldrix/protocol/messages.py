@@ -1,19 +1,30 @@
 """Typed models of every caldrix-protocol 2 message.
 
-Requests are validated strictly (an integer is an integer, text is text, never bytes) and name
-the offending field when they fail: :func:`parse_request` raises :class:`UnknownOp` for an op
-it does not know and :class:`BadRequest` with the dotted field path for anything missing or
-ill-typed. Unknown extra fields are ignored, so a newer client stays compatible. Replies are
-read with ``extra="allow"`` for the same reason in the other direction.
+Both sides use them: the pool parses requests into the request models and builds every reply
+from the reply models; the client (:mod:`caldrix.protocol.client`) builds requests from the
+request models and reads replies into the reply models, so a field renamed on one side fails the
+type check on the other.
+
+Requests are validated strictly (an integer is an integer, text is text, never bytes); how a
+failure becomes a one-line refusal naming its field is :mod:`caldrix.protocol.parsing`.
+Unknown extra fields are ignored, so a newer client stays compatible. Replies are
+read with ``extra="allow"`` for the same reason in the other direction. A reply is written with
+``model_dump()``: fields in the order declared here, which is the order protocol.md lists them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal, cast
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-from caldrix.errors import BadRequest, UnknownOp
 from caldrix.protocol.framing import PROTOCOL_VERSION, FrameMode
 
 Role = Literal["system", "user", "assistant"]
@@ -59,6 +70,15 @@ class SegmentWithCount(_Reply):
     tokens: int
 
 
+class RemoteInfo(_Reply):
+    """Where a remote member's model runs (the member object's added ``remote`` field)."""
+
+    url: str
+    server: str
+    model: str
+    reports_cached: bool
+
+
 class MemberInfo(_Reply):
     name: str
     model: str
@@ -70,6 +90,18 @@ class MemberInfo(_Reply):
     threads: int | None
     constraints: list[str]
     queue: int
+    error: str | None = None
+    """Why a ``failed`` member failed; sent only then (an extra field of this pool)."""
+    remote: RemoteInfo | None = None
+    """Where the model runs, sent only for a remote member (an added field)."""
+
+    @model_serializer(mode="wrap")
+    def _optional_fields_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields: dict[str, Any] = handler(self)
+        for name in ("error", "remote"):
+            if fields.get(name) is None:
+                fields.pop(name, None)
+        return fields
 
 
 class MemoryFigures(_Reply):
@@ -231,69 +263,6 @@ Request = (
     | PoolStatus
     | PoolStop
 )
-_REQUEST_MODELS: Final[dict[str, type[_Request]]] = {
-    "member.list": MemberList, "member.load": MemberLoad, "member.unload": MemberUnload,
-    "context.create": ContextCreate, "context.edit": ContextEdit, "context.fork": ContextFork,
-    "context.get": ContextGet, "context.drop": ContextDrop, "generate": Generate,
-    "pool.status": PoolStatus, "pool.stop": PoolStop,
-}  # fmt: skip
-#: Every op a client may send after the handshake.
-REQUEST_OPS: Final = tuple(_REQUEST_MODELS)
-
-_EDIT_TAGS: Final = ("append", "replace", "remove")
-
-
-def request_rid(frame: dict[str, Any]) -> int | None:
-    """The frame's ``rid`` when it is an integer, for error replies to bad requests."""
-    rid = frame.get("rid")
-    return rid if isinstance(rid, int) and not isinstance(rid, bool) else None
-
-
-def parse_request(frame: dict[str, Any]) -> Request:
-    """Validate one request frame, or raise :class:`UnknownOp` / :class:`BadRequest`."""
-    op = frame.get("op")
-    if not isinstance(op, str):
-        raise BadRequest("the request's 'op' field is missing or not text", field="op")
-    model = _REQUEST_MODELS.get(op)
-    if model is None:
-        raise UnknownOp(f"unknown op '{op[:80]}'; known ops: {', '.join(REQUEST_OPS)}", op=op[:80])
-    try:
-        return cast(Request, model.model_validate(frame))
-    except ValidationError as exc:
-        raise bad_request_from(exc) from exc
-
-
-def bad_request_from(exc: ValidationError) -> BadRequest:
-    """The first validation error as one line naming its field (``segments.0.role``)."""
-    first = exc.errors()[0]
-    path = _field_path(first["loc"])
-    if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
-        path.append("op")
-    field = ".".join(path) or "request"
-    message = first["msg"].removeprefix("Value error, ") or "invalid"
-    reason = message[0].lower() + message[1:]
-    if first["type"] == "missing":
-        return BadRequest(f"field '{field}' is missing", field=field)
-    return BadRequest(f"field '{field}': {reason}", field=field)
-
-
-def _field_path(loc: tuple[int | str, ...]) -> list[str]:
-    # A discriminated edit adds its tag to the path ('edits', 0, 'append', 'segment'); drop it.
-    path: list[str] = []
-    for index, part in enumerate(loc):
-        follows_edit_index = index >= 2 and loc[index - 2] == "edits" and isinstance(loc[index - 1], int)
-        if follows_edit_index and part in _EDIT_TAGS:
-            continue
-        path.append(str(part))
-    return path
-
-
-def validate_hello(frame: dict[str, Any]) -> Hello:
-    """The first frame of a connection; the caller checks ``op`` and ``protocol`` first."""
-    try:
-        return Hello.model_validate(frame)
-    except ValidationError as exc:
-        raise bad_request_from(exc) from exc
 
 
 # --- replies -------------------------------------------------------------------------------
@@ -391,6 +360,15 @@ class ContextGetResult(_Reply):
     tokens: int
 
 
+class GenerationCounts(_Reply):
+    """Generations admitted (queued on a member or running) and waiting for admission under
+    ``--max-connections``: an extra field of this pool's ``pool.status``."""
+
+    limit: int
+    admitted: int
+    waiting: int
+
+
 class PoolStatusResult(_Reply):
     version: str
     pid: int
@@ -399,3 +377,17 @@ class PoolStatusResult(_Reply):
     connections: int
     contexts: int
     prefix_store: dict[str, PrefixStoreStats]
+    generations: GenerationCounts | None = None
+
+
+#: The ``ok`` reply of a control op (every op but ``generate``); None for the ops whose reply
+#: carries no fields (``member.unload``, ``context.drop``, ``pool.stop``).
+ControlResult = (
+    MemberListResult
+    | MemberLoadResult
+    | ContextResult
+    | ContextEditResult
+    | ContextGetResult
+    | PoolStatusResult
+    | None
+)

@@ -11,18 +11,17 @@ import pytest
 from caldrix.errors import BadRequest, UnknownOp
 from caldrix.protocol.client import error_from_reply
 from caldrix.protocol.messages import (
-    REQUEST_OPS,
     AppendEdit,
     ContextEdit,
     DoneFrame,
     Generate,
+    MemberInfo,
+    MemberListResult,
     MemberLoad,
     RemoveEdit,
     ReplaceEdit,
-    parse_request,
-    request_rid,
-    validate_hello,
 )
+from caldrix.protocol.parsing import REQUEST_OPS, parse_request, request_rid, validate_hello
 
 SEGMENT = {"id": "s1", "role": "system", "text": "You are terse.", "pinned": True}
 
@@ -185,3 +184,23 @@ def test_the_protocol_package_loads_no_engine() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_member_object_carries_its_error_only_when_it_failed() -> None:
+    fields: dict[str, Any] = {
+        "name": "main",
+        "model": "m.gguf",
+        "path": "/m.gguf",
+        "state": "ready",
+        "footprint_bytes": None,
+        "n_ctx": 512,
+        "lane": "cpu",
+        "threads": None,
+        "constraints": ["json"],
+        "queue": 0,
+    }
+    assert MemberInfo.model_validate(fields).model_dump() == fields
+    failed = {**fields, "state": "failed", "error": "out of memory"}
+    assert MemberInfo.model_validate(failed).model_dump() == failed
+    listed = MemberListResult.model_validate({"members": [fields, failed], "memory": {"limit": 1, "used": 0}})
+    assert [list(member) for member in listed.model_dump()["members"]] == [list(fields), list(failed)]
