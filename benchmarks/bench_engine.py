@@ -32,11 +32,15 @@ import anyio
 import numpy as np
 from llama_cpp import Llama
 
+from aerix.adapters.pool import client_bounds
+from aerix.domain.settings import PoolSettings
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, disable_extra_buffer_types, open_llamacpp
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
+from caldrix.protocol.client import connect
+from caldrix.protocol.messages import TokenFrame
 from caldrix.sinks import DiscardingSink
 
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
@@ -193,23 +197,19 @@ def bench_constrained(engine: LlamaCppEngine, rounds: int, tokens: int) -> None:
 
 
 async def _pool_generation(socket: Path, tokens: int) -> tuple[int, float]:
-    from caldrix.protocol.client import connect
-    from caldrix.protocol.messages import TokenFrame
-
-    async with await connect(socket) as client:
-        created = await client.request(
-            "context.create",
-            member="main",
-            segments=[{"id": "u", "role": "user", "text": STORY, "pinned": False}],
+    async with await connect(socket, bounds=client_bounds(PoolSettings())) as client:
+        created = await client.context_create(
+            "main",
+            [{"id": "u", "role": "user", "text": STORY, "pinned": False}],
         )
         first: float | None = None
-        generation = client.generate(created["context"], tokens)
+        generation = client.generate(created.context, tokens)
         async for frame in generation:
             if isinstance(frame, TokenFrame) and first is None:
                 first = time.perf_counter()
         done = generation.done
         ended = time.perf_counter()
-        await client.request("context.drop", context=created["context"])
+        await client.context_drop(created.context)
     assert done is not None and first is not None
     # Token frames carry text pieces, not tokens: use the done frame's count, and time the
     # client's view from the first piece to the done frame.

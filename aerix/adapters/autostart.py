@@ -28,12 +28,12 @@ from pathlib import Path
 import anyio
 
 from aerix.adapters.paths import state_home
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool import CaldrixPool, client_bounds
 from aerix.app.ports import OpenedPool
-from aerix.domain.bounds import AUTOSTART_POLL_SECS, POOL_CONTROL_TIMEOUT_SECS
+from aerix.domain.bounds import AUTOSTART_POLL_SECS
 from aerix.domain.settings import PoolSettings
 from aerix.errors import PoolStartFailed
-from caldrix.protocol import CaldrixError, connect, default_socket_path
+from caldrix.protocol import CaldrixError, ClientBounds, connect, default_socket_path
 
 POOL_START_LOG = "pool-start.log"
 
@@ -67,7 +67,8 @@ def start_command(settings: PoolSettings, socket: Path) -> list[str]:
 async def find_or_start_pool(settings: PoolSettings) -> PoolFound:
     """The pool answering on the configured socket, starting one first if none does."""
     socket = socket_path(settings)
-    pid = await answering_pid(socket)
+    bounds = client_bounds(settings)
+    pid = await answering_pid(socket, bounds)
     if pid is not None:
         return PoolFound(socket, pid, started=False)
     socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -75,23 +76,25 @@ async def find_or_start_pool(settings: PoolSettings) -> PoolFound:
     with lock_path.open("a+") as lock:
         await _acquire(lock.fileno(), settings.start_timeout_secs, lock_path)
         try:
-            pid = await answering_pid(socket)  # someone else may have started it while we waited
+            pid = await answering_pid(socket, bounds)  # someone else may have started it while we waited
             if pid is not None:
                 return PoolFound(socket, pid, started=False)
             command = start_command(settings, socket)
             process, log_start = _spawn(command)
-            pid = await _wait_for_socket(socket, process, settings.start_timeout_secs, command, log_start)
+            pid = await _wait_for_socket(
+                socket, bounds, process, settings.start_timeout_secs, command, log_start
+            )
             return PoolFound(socket, pid, started=True, command=tuple(command))
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
-async def answering_pid(socket: Path) -> int | None:
+async def answering_pid(socket: Path, bounds: ClientBounds) -> int | None:
     """The pid of the pool answering on ``socket``, or None when nothing answers."""
     if not socket.exists():
         return None
     try:
-        client = await connect(socket, client_name="aerix autostart", timeout=POOL_CONTROL_TIMEOUT_SECS)
+        client = await connect(socket, bounds=bounds, client_name="aerix autostart")
     except CaldrixError:
         return None
     pid = client.hello.pid
@@ -143,11 +146,16 @@ def _spawn(command: list[str]) -> tuple[subprocess.Popen[bytes], int]:
 
 
 async def _wait_for_socket(
-    socket: Path, process: subprocess.Popen[bytes], timeout: float, command: list[str], log_start: int
+    socket: Path,
+    bounds: ClientBounds,
+    process: subprocess.Popen[bytes],
+    timeout: float,
+    command: list[str],
+    log_start: int,
 ) -> int:
     deadline = anyio.current_time() + timeout
     while True:
-        pid = await answering_pid(socket)
+        pid = await answering_pid(socket, bounds)
         if pid is not None:
             return pid
         status = process.poll()
@@ -205,7 +213,5 @@ class AutostartPool:
 
     async def open(self, settings: PoolSettings) -> OpenedPool:
         found = await find_or_start_pool(settings)
-        pool = CaldrixPool(
-            found.socket, settings.max_connections, member_load_timeout=settings.start_timeout_secs
-        )
+        pool = CaldrixPool(found.socket, settings)
         return OpenedPool(pool, found.socket, found.pid, found.started)

@@ -9,10 +9,10 @@ an :class:`aerix.errors.PoolError` and re-raised ``from`` the original.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -30,11 +30,27 @@ from aerix.app.ports import (
     SegmentSpec,
     TokenLogprob,
 )
+from aerix.domain.bounds import FRAME_GAP_SECS, POOL_CONTROL_TIMEOUT_SECS
+from aerix.domain.settings import PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolUnavailable
 from caldrix import protocol
-from caldrix.protocol import CaldrixError, DoneFrame, PoolClient, ProgressFrame, TokenFrame
+from caldrix.protocol import CaldrixError, ClientBounds, DoneFrame, PoolClient, ProgressFrame, TokenFrame
+from caldrix.protocol import messages as wire
 
 CLIENT_NAME = f"aerix {__version__}"
+_DEFAULT_SETTINGS = PoolSettings()
+
+T = TypeVar("T")
+
+
+def client_bounds(settings: PoolSettings) -> ClientBounds:
+    """How long aerix waits on the pool (the spec's bounds): each control request, the gap
+    between two frames of a generation, and a member load (``pool.start_timeout_secs``)."""
+    return ClientBounds(
+        control_secs=POOL_CONTROL_TIMEOUT_SECS,
+        frame_gap_secs=FRAME_GAP_SECS,
+        member_load_secs=settings.start_timeout_secs,
+    )
 
 
 def translate(exc: CaldrixError) -> PoolError:
@@ -58,16 +74,14 @@ async def _translated() -> AsyncIterator[None]:
 class CaldrixPool:
     """:class:`aerix.app.ports.PoolPort` on a caldrix pool's socket."""
 
-    def __init__(
-        self, socket_path: Path, max_connections: int = 4, member_load_timeout: float | None = None
-    ) -> None:
-        """``member_load_timeout``: how long a ``member.load`` may take (the spec bounds it by
-        ``pool.start_timeout_secs``); None leaves the protocol client's default."""
+    def __init__(self, socket_path: Path, settings: PoolSettings = _DEFAULT_SETTINGS) -> None:
+        """``settings`` bound the pool's use: at most ``pool.max_connections`` generations at
+        once, a member load waits ``pool.start_timeout_secs``, the rest the spec's bounds."""
         self.socket_path = socket_path
-        self.member_load_timeout = member_load_timeout
+        self.bounds = client_bounds(settings)
         self._control: PoolClient | None = None
         self._control_lock = anyio.Lock()
-        self._generations = anyio.CapacityLimiter(max_connections)
+        self._generations = anyio.CapacityLimiter(settings.max_connections)
 
     async def aclose(self) -> None:
         if self._control is not None:
@@ -88,36 +102,35 @@ class CaldrixPool:
     # ---- members ----------------------------------------------------------------------------
 
     async def member_list(self) -> list[MemberInfo]:
-        reply = await self._request("member.list")
-        return [_member(item) for item in reply["members"]]
+        reply = await self._on_control(lambda client: client.member_list())
+        return [_member(member) for member in reply.members]
 
     async def member_load(self, name: str, model: str, flags: Mapping[str, Any] | None = None) -> MemberInfo:
-        fields: dict[str, Any] = {"name": name, "model": model}
-        if flags:
-            fields["flags"] = dict(flags)
-        reply = await self._request("member.load", timeout=self.member_load_timeout, **fields)
-        return _member(reply["member"])
+        reply = await self._on_control(lambda client: client.member_load(name, model, flags))
+        return _member(reply.member)
 
     # ---- contexts ---------------------------------------------------------------------------
 
     async def create_context(self, member: str, segments: Sequence[SegmentSpec]) -> ContextCounts:
-        reply = await self._request("context.create", member=member, segments=[dict(s) for s in segments])
-        return _counts(reply["context"], reply, member)
+        plain = [dict(segment) for segment in segments]
+        reply = await self._on_control(lambda client: client.context_create(member, plain))
+        return _counts(reply.context, reply.segments, reply.tokens, member)
 
     async def edit_context(self, context: str, edits: Sequence[ContextEditOp]) -> ContextCounts:
-        reply = await self._request("context.edit", context=context, edits=[_plain(e) for e in edits])
-        return _counts(context, reply)
+        plain = [_plain(edit) for edit in edits]
+        reply = await self._on_control(lambda client: client.context_edit(context, plain))
+        return _counts(context, reply.segments, reply.tokens)
 
     async def fork_context(self, context: str, keep: int) -> ContextCounts:
-        reply = await self._request("context.fork", context=context, keep=keep)
-        return _counts(reply["context"], reply)
+        reply = await self._on_control(lambda client: client.context_fork(context, keep))
+        return _counts(reply.context, reply.segments, reply.tokens)
 
     async def get_context(self, context: str) -> ContextCounts:
-        reply = await self._request("context.get", context=context)
-        return _counts(context, reply, reply.get("member"))
+        reply = await self._on_control(lambda client: client.context_get(context))
+        return _counts(context, reply.segments, reply.tokens, reply.member)
 
     async def drop_context(self, context: str) -> None:
-        await self._request("context.drop", context=context)
+        await self._on_control(lambda client: client.context_drop(context))
 
     # ---- generation -------------------------------------------------------------------------
 
@@ -131,15 +144,18 @@ class CaldrixPool:
         on_token: OnToken | None = None,
         on_progress: OnProgress | None = None,
     ) -> GenerationDone:
-        fields: dict[str, Any] = {"constraint": dict(constraint) if constraint is not None else None}
-        if logprobs:
-            fields["logprobs"] = logprobs
-        if append is not None:
-            fields["append"] = {"id": append.id, "pinned": append.pinned}
+        output = wire.AppendOutput(id=append.id, pinned=append.pinned) if append is not None else None
         async with self._generations, _translated():
-            client = await protocol.connect(self.socket_path, client_name=CLIENT_NAME)
+            client = await protocol.connect(self.socket_path, bounds=self.bounds, client_name=CLIENT_NAME)
             try:
-                async with client.generate(context, max_new_tokens, **fields) as frames:
+                generation = client.generate(
+                    context,
+                    max_new_tokens,
+                    constraint=dict(constraint) if constraint is not None else None,
+                    logprobs=logprobs,
+                    append=output,
+                )
+                async with generation as frames:
                     async for frame in frames:
                         if isinstance(frame, TokenFrame) and on_token is not None:
                             on_token(frame.text)
@@ -156,35 +172,43 @@ class CaldrixPool:
     async def _client(self) -> PoolClient:
         async with self._control_lock, _translated():
             if self._control is None or self._control.closed:
-                self._control = await protocol.connect(self.socket_path, client_name=CLIENT_NAME)
+                self._control = await protocol.connect(
+                    self.socket_path, bounds=self.bounds, client_name=CLIENT_NAME
+                )
             return self._control
 
-    async def _request(self, op: str, **fields: Any) -> dict[str, Any]:
+    async def _on_control(self, call: Callable[[PoolClient], Awaitable[T]]) -> T:
+        """``call`` on the control connection, with caldrix's errors translated."""
         client = await self._client()
         async with _translated():
-            return await client.request(op, **fields)
+            return await call(client)
 
 
 def _plain(edit: ContextEditOp) -> dict[str, Any]:
     return {key: dict(value) if isinstance(value, Mapping) else value for key, value in edit.items()}
 
 
-def _counts(context: str, reply: Mapping[str, Any], member: str | None = None) -> ContextCounts:
-    segments = tuple(SegmentCount(str(s["id"]), int(s["tokens"])) for s in reply["segments"])
-    return ContextCounts(context=context, segments=segments, tokens=int(reply["tokens"]), member=member)
+def _counts(
+    context: str,
+    segments: Sequence[wire.SegmentCount | wire.SegmentWithCount],
+    tokens: int,
+    member: str | None = None,
+) -> ContextCounts:
+    counts = tuple(SegmentCount(segment.id, segment.tokens) for segment in segments)
+    return ContextCounts(context=context, segments=counts, tokens=tokens, member=member)
 
 
-def _member(info: Mapping[str, Any]) -> MemberInfo:
+def _member(info: wire.MemberInfo) -> MemberInfo:
     return MemberInfo(
-        name=info["name"],
-        model=info["model"],
-        state=info["state"],
-        n_ctx=int(info["n_ctx"]),
-        lane=info["lane"],
-        constraints=tuple(info.get("constraints", ())),
-        threads=info.get("threads"),
-        footprint_bytes=info.get("footprint_bytes"),
-        queue=int(info.get("queue", 0)),
+        name=info.name,
+        model=info.model,
+        state=info.state,
+        n_ctx=info.n_ctx,
+        lane=info.lane,
+        constraints=tuple(info.constraints),
+        threads=info.threads,
+        footprint_bytes=info.footprint_bytes,
+        queue=info.queue,
     )
 
 

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Final, TextIO
 
 import anyio
 
@@ -20,12 +20,18 @@ from caldrix.errors import BadRequest
 from caldrix.log import setup_pool_logging
 from caldrix.members import MemoryPlan
 from caldrix.pool import MAX_CONNECTIONS
-from caldrix.protocol.client import CONTROL_TIMEOUT_SECS, connect
+from caldrix.protocol.client import ClientBounds, connect
+from caldrix.protocol.messages import PoolStatusResult
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 from caldrix.server import PoolServer, PoolSettings
 
 MIB = 1024 * 1024
+#: How long ``caldrix pool stop`` and ``caldrix pool status`` wait for the pool: to connect, for
+#: each reply, and for the pool to close the connection after ``pool.stop``. They send nothing
+#: but control requests, so every bound is this one.
+COMMAND_WAIT_SECS: Final = 30.0
+COMMAND_BOUNDS: Final = ClientBounds(COMMAND_WAIT_SECS, COMMAND_WAIT_SECS, COMMAND_WAIT_SECS)
 
 
 def pool_command(args: argparse.Namespace, flags: ServingFlags) -> int:
@@ -75,55 +81,53 @@ def _require(condition: bool, message: str) -> None:
 
 async def stop_pool(socket_path: Path) -> int:
     """Ask the pool to stop and wait until it has closed the connection."""
-    client = await connect(socket_path)
+    client = await connect(socket_path, bounds=COMMAND_BOUNDS)
     pid = client.hello.pid
-    await client.request("pool.stop")
-    await client.wait_closed(CONTROL_TIMEOUT_SECS)
+    await client.pool_stop()
+    await client.wait_closed()
     print(f"caldrix: stopped the pool on {socket_path} (pid {pid})")
     return 0
 
 
 async def show_status(socket_path: Path, as_json: bool, out: TextIO | None = None) -> int:
-    client = await connect(socket_path)
+    client = await connect(socket_path, bounds=COMMAND_BOUNDS)
     try:
-        status = await client.request("pool.status")
+        status = await client.pool_status()
     finally:
         await client.aclose()
     stream = out or sys.stdout
     if as_json:
-        print(json.dumps(status, indent=2), file=stream)
+        print(json.dumps(status.model_dump(), indent=2), file=stream)
     else:
         print("\n".join(status_lines(status, socket_path)), file=stream)
     return 0
 
 
-def status_lines(status: dict[str, Any], socket_path: Path) -> list[str]:
+def status_lines(status: PoolStatusResult, socket_path: Path) -> list[str]:
     """``pool.status`` for a person."""
     lines = [
-        f"caldrix {status['version']} pool, pid {status['pid']}, up {_duration(status['uptime_s'])}, "
-        f"on {socket_path}",
-        f"connections {status['connections']}, contexts {status['contexts']}",
+        f"caldrix {status.version} pool, pid {status.pid}, up {_duration(status.uptime_s)}, on {socket_path}",
+        f"connections {status.connections}, contexts {status.contexts}",
     ]
-    generations = status.get("generations")
+    generations = status.generations
     if generations:
         lines.append(
-            f"generations: {generations['admitted']} admitted, {generations['waiting']} waiting "
-            f"(at most {generations['limit']} at once)"
+            f"generations: {generations.admitted} admitted, {generations.waiting} waiting "
+            f"(at most {generations.limit} at once)"
         )
-    members = status["members"]
-    lines.append("members:" if members else "members: none")
-    for member in members:
-        footprint = member["footprint_bytes"]
-        size = f"{-(-footprint // MIB)} MiB" if isinstance(footprint, int) else "footprint unknown"
+    lines.append("members:" if status.members else "members: none")
+    for member in status.members:
+        footprint = member.footprint_bytes
+        size = f"{-(-footprint // MIB)} MiB" if footprint is not None else "footprint unknown"
         lines.append(
-            f"  {member['name']}: {member['state']}, {member['model']}, n_ctx {member['n_ctx']}, {size}, "
-            f"{member['lane']}, queue {member['queue']}"
+            f"  {member.name}: {member.state}, {member.model}, n_ctx {member.n_ctx}, {size}, "
+            f"{member.lane}, queue {member.queue}"
         )
-        store = status["prefix_store"].get(member["name"])
+        store = status.prefix_store.get(member.name)
         if store:
             lines.append(
-                f"    prefix store: {store['entries']} entries, {store['bytes'] / MIB:.1f} of "
-                f"{store['budget'] / MIB:.0f} MiB, {store['hits']} hits, {store['misses']} misses"
+                f"    prefix store: {store.entries} entries, {store.bytes / MIB:.1f} of "
+                f"{store.budget / MIB:.0f} MiB, {store.hits} hits, {store.misses} misses"
             )
     return lines
 

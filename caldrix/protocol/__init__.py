@@ -1,4 +1,4 @@
-"""caldrix-protocol 2: the frame codec, the message models and an anyio client.
+"""caldrix-protocol 2: the frame codec, the message models, the role names and an anyio client.
 
 This is the one caldrix package a client (aerix) imports. It loads no engine: importing it
 never imports llama_cpp. The errors a client catches come from :mod:`caldrix.errors` and are
@@ -26,9 +26,7 @@ from caldrix.errors import (
     UnknownOp,
 )
 from caldrix.protocol.client import (
-    CONTROL_TIMEOUT_SECS,
-    GENERATION_FRAME_TIMEOUT_SECS,
-    MEMBER_LOAD_TIMEOUT_SECS,
+    ClientBounds,
     Generation,
     PoolClient,
     connect,
@@ -48,17 +46,15 @@ from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 
 __all__ = [
-    "CONTROL_TIMEOUT_SECS",
     "DECISION_MEMBER",
-    "GENERATION_FRAME_TIMEOUT_SECS",
     "MAIN_MEMBER",
     "MAX_FRAME_BYTES",
-    "MEMBER_LOAD_TIMEOUT_SECS",
     "NEED_MORE",
     "PROTOCOL_VERSION",
     "BadFrame",
     "BadRequest",
     "CaldrixError",
+    "ClientBounds",
     "ConstraintInvalid",
     "ContextNotFound",
     "ContextOverflow",

@@ -1,87 +1,77 @@
-"""An anyio client for caldrix-protocol 2.
+"""An anyio client for caldrix-protocol 2, with one typed method per op.
 
-    client = await connect(socket_path)            # the hello handshake
-    reply = await client.request("context.create", member="main", segments=[...])
-    async with client.generate(context=reply["context"], max_new_tokens=64) as frames:
+    client = await connect(socket_path, bounds=ClientBounds(30.0, 600.0, 900.0))   # hello
+    created = await client.context_create("main", [Segment(id="u", role="user", text="Hi")])
+    async with client.generate(created.context, max_new_tokens=64) as frames:
         async for frame in frames:                 # ProgressFrame / TokenFrame, then DoneFrame
             ...
     await client.aclose()
 
-An ``error`` reply becomes the matching :class:`~caldrix.errors.CaldrixError` subclass (its
-extra fields in ``details``); a pool that cannot be reached, goes silent past a bound, or hangs
-up becomes :class:`~caldrix.errors.PoolUnavailable`. Requests on one connection run one at a
-time. Leaving a generation before its ``done`` closes the connection, which cancels it.
+Requests are built from the request models of :mod:`caldrix.protocol.messages` and checked
+before they are sent: a value the pool would refuse raises the same :class:`BadRequest`, naming
+the same field, without a round trip. Replies are read into the reply models (``member_list()``
+returns a :class:`MemberListResult` …), so a field renamed in the models fails the type check
+of every caller. A segment, an edit, a constraint or an ``append`` may be given as its model or
+as the mapping protocol.md spells.
+
+How long the client waits is the caller's to say (:class:`ClientBounds`): the client holds no
+bound of its own. An ``error`` reply becomes the matching
+:class:`~caldrix.errors.CaldrixError` subclass (its extra fields in ``details``); a pool that
+cannot be reached, goes silent past a bound, or hangs up becomes
+:class:`~caldrix.errors.PoolUnavailable`. Requests on one connection run one at a time. Leaving
+a generation before its ``done`` closes the connection, which cancels it.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
 
-import anyio
-from anyio.abc import SocketStream
-from pydantic import ValidationError
-
 from caldrix import __version__
-from caldrix.errors import ERRORS_BY_CODE, CaldrixError, InternalError, PoolUnavailable
-from caldrix.protocol.framing import (
-    PROTOCOL_VERSION,
-    FrameDecoder,
-    FrameMode,
-    Message,
-    NeedMore,
-    decode_payload,
-    encode_frame,
-    sniff_mode,
+from caldrix.errors import InternalError, PoolUnavailable
+from caldrix.protocol._connection import ClientBounds, Connection, ModeMismatch, open_stream
+from caldrix.protocol._exchange import checked, edit_op, error_from_reply, part, result_of, wire
+from caldrix.protocol.framing import FrameMode
+from caldrix.protocol.messages import (
+    AppendOutput,
+    Constraint,
+    ContextCreate,
+    ContextDrop,
+    ContextEdit,
+    ContextEditResult,
+    ContextFork,
+    ContextGet,
+    ContextGetResult,
+    ContextResult,
+    DoneFrame,
+    Edit,
+    Generate,
+    GenerationFrame,
+    MemberList,
+    MemberListResult,
+    MemberLoad,
+    MemberLoadResult,
+    MemberUnload,
+    PoolStatus,
+    PoolStatusResult,
+    PoolStop,
+    Request,
+    Segment,
 )
-from caldrix.protocol.messages import DoneFrame, GenerationFrame, HelloReply, ProgressFrame, TokenFrame
 from caldrix.protocol.transport import default_socket_path
 
-#: Pool handshake and control requests (the spec's bound).
-CONTROL_TIMEOUT_SECS: Final = 30.0
-#: The longest wait between two frames of a generation; progress frames count as activity.
-GENERATION_FRAME_TIMEOUT_SECS: Final = 600.0
-#: A ``member.load`` may download and load a model: ``pool.start_timeout_secs``' default.
-MEMBER_LOAD_TIMEOUT_SECS: Final = 900.0
+__all__ = ["ClientBounds", "Generation", "PoolClient", "connect", "error_from_reply"]
 
-_RECEIVE_BYTES: Final = 65536
+#: The rid a request is built and checked with; the real one is drawn when it is sent.
+UNSENT: Final = 0
 
 FramesOption = FrameMode | Literal["auto"]
 
 
-def error_from_reply(frame: Message) -> CaldrixError:
-    """The exception an ``error`` frame stands for; fields beyond code and message go to
-    ``details`` (``supported``, the figures of a ``no_fit`` …)."""
-    code = str(frame.get("code", "internal"))
-    message = str(frame.get("message", "the pool reported an error"))
-    details = {key: value for key, value in frame.items() if key not in ("op", "rid", "code", "message")}
-    cls = ERRORS_BY_CODE.get(code)
-    if cls is None:
-        return InternalError(message, code=code, **details)
-    return cls(message, **details)
-
-
-class PoolClient:
-    """One connection to a pool, after its handshake."""
-
-    def __init__(self, stream: SocketStream, mode: FrameMode, hello: HelloReply, socket_path: Path) -> None:
-        self._stream = stream
-        self.mode: FrameMode = mode
-        self.hello = hello
-        self.socket_path = socket_path
-        self._decoder = FrameDecoder(mode)
-        self._rids = itertools.count(1)
-        self._lock = anyio.Lock()
-        self._state: Literal["open", "busy", "closed"] = "open"
-        self._last_mode: FrameMode = mode
-
-    @property
-    def closed(self) -> bool:
-        return self._state == "closed"
+class PoolClient(Connection):
+    """One connection to a pool, after its handshake, with a method per op."""
 
     async def __aenter__(self) -> PoolClient:
         return self
@@ -89,92 +79,118 @@ class PoolClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def aclose(self) -> None:
-        if self._state != "closed":
-            self._state = "closed"
-            with anyio.CancelScope(shield=True):
-                await self._stream.aclose()
+    # ---- members ----------------------------------------------------------------------------
 
-    async def wait_closed(self, timeout: float = CONTROL_TIMEOUT_SECS) -> bool:
-        """Wait until the pool closes this connection (as it does after ``pool.stop``);
-        returns whether it did within ``timeout``. The connection is closed either way."""
-        closed = False
-        with anyio.move_on_after(timeout):
-            try:
-                while await self._stream.receive(_RECEIVE_BYTES):
-                    pass
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                closed = True
-        await self.aclose()
-        return closed
+    async def member_list(self) -> MemberListResult:
+        reply = await self._call(lambda: MemberList(op="member.list", rid=UNSENT))
+        return result_of(MemberListResult, reply, "member.list")
 
-    async def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
-        """Send one request and return its ``ok`` reply's fields (without ``op`` and ``rid``);
-        an ``error`` reply raises. ``timeout`` defaults to the control bound (member loads: the
-        load bound)."""
-        if timeout is None:
-            timeout = MEMBER_LOAD_TIMEOUT_SECS if op == "member.load" else CONTROL_TIMEOUT_SECS
-        self._check_open()
-        async with self._lock:
-            self._check_open()
-            rid = next(self._rids)
-            try:
-                await self._send({"op": op, "rid": rid, **fields})
-                reply = await self._receive(timeout, waiting_for=f"the reply to {op}")
-            except BaseException:
-                await self.aclose()
-                raise
-            return _result_of(reply, rid)
-
-    def generate(self, context: str, max_new_tokens: int, **fields: Any) -> Generation:
-        """A generation on ``context``: iterate it for progress and token frames and the final
-        :class:`DoneFrame`. Other fields (``constraint``, ``logprobs``, ``temperature``,
-        ``seed``, ``stop``, ``append``) are passed as the protocol names them."""
-        return Generation(self, {"context": context, "max_new_tokens": max_new_tokens, **fields})
-
-    async def _send(self, message: Message) -> None:
-        try:
-            await self._stream.send(encode_frame(message, self.mode))
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            raise PoolUnavailable(f"the pool at {self.socket_path} hung up: {exc}") from exc
-
-    async def _receive(self, timeout: float, *, waiting_for: str) -> Message:
-        with anyio.move_on_after(timeout) as scope:
-            return await self._receive_frame()
-        assert scope.cancelled_caught
-        raise PoolUnavailable(
-            f"the pool at {self.socket_path} sent nothing for {timeout:g} s while "
-            f"waiting for {waiting_for}; it may be overloaded or stuck"
+    async def member_load(
+        self, name: str, model: str, flags: Mapping[str, Any] | None = None
+    ) -> MemberLoadResult:
+        """Load ``model`` (a model reference) as member ``name``; waits up to the load bound."""
+        reply = await self._call(
+            lambda: MemberLoad(op="member.load", rid=UNSENT, name=name, model=model, flags=dict(flags or {})),
+            timeout=self.bounds.member_load_secs,
         )
+        return result_of(MemberLoadResult, reply, "member.load")
 
-    async def _receive_frame(self) -> Message:
-        while True:
-            payload = self._decoder.next_payload()
-            if not isinstance(payload, NeedMore):
-                # Read in whichever mode the pool used, so a mode mismatch shows as its error.
-                self._last_mode = sniff_mode(payload)
-                return decode_payload(payload, self._last_mode)
-            try:
-                data = await self._stream.receive(_RECEIVE_BYTES)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
-                raise PoolUnavailable(f"the pool at {self.socket_path} closed the connection") from exc
-            self._decoder.feed(data)
+    async def member_unload(self, name: str) -> None:
+        await self._call(lambda: MemberUnload(op="member.unload", rid=UNSENT, name=name))
 
-    def _check_open(self) -> None:
-        if self._state == "closed":
-            raise PoolUnavailable("this pool connection is closed; connect again")
-        if self._state == "busy":
-            raise PoolUnavailable(
-                "this pool connection has an unfinished generation; finish or close it first"
+    # ---- contexts ---------------------------------------------------------------------------
+
+    async def context_create(
+        self, member: str, segments: Sequence[Segment | Mapping[str, Any]]
+    ) -> ContextResult:
+        parts = [part(Segment, segment, ("segments", i)) for i, segment in enumerate(segments)]
+        reply = await self._call(
+            lambda: ContextCreate(op="context.create", rid=UNSENT, member=member, segments=parts)
+        )
+        return result_of(ContextResult, reply, "context.create")
+
+    async def context_edit(
+        self, context: str, edits: Sequence[Edit | Mapping[str, Any]]
+    ) -> ContextEditResult:
+        """Apply ``edits`` (append, replace, remove) in order, all or nothing."""
+        parts = [edit_op(edit, i) for i, edit in enumerate(edits)]
+        reply = await self._call(
+            lambda: ContextEdit(op="context.edit", rid=UNSENT, context=context, edits=parts)
+        )
+        return result_of(ContextEditResult, reply, "context.edit")
+
+    async def context_fork(self, context: str, keep: int) -> ContextResult:
+        """A new context holding the first ``keep`` segments of ``context``."""
+        reply = await self._call(
+            lambda: ContextFork(op="context.fork", rid=UNSENT, context=context, keep=keep)
+        )
+        return result_of(ContextResult, reply, "context.fork")
+
+    async def context_get(self, context: str) -> ContextGetResult:
+        reply = await self._call(lambda: ContextGet(op="context.get", rid=UNSENT, context=context))
+        return result_of(ContextGetResult, reply, "context.get")
+
+    async def context_drop(self, context: str) -> None:
+        await self._call(lambda: ContextDrop(op="context.drop", rid=UNSENT, context=context))
+
+    # ---- generation and the pool ------------------------------------------------------------
+
+    def generate(
+        self,
+        context: str,
+        max_new_tokens: int,
+        *,
+        constraint: Constraint | Mapping[str, Any] | None = None,
+        logprobs: int = 0,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        stop: Sequence[str] = (),
+        append: AppendOutput | Mapping[str, Any] | None = None,
+    ) -> Generation:
+        """A generation on ``context``: iterate it for progress and token frames and the final
+        :class:`DoneFrame`, or await its :meth:`Generation.result`. ``append`` stores the output
+        as an assistant segment of the context; without it the generation is a probe."""
+        request = checked(
+            lambda: Generate(
+                op="generate",
+                rid=UNSENT,
+                context=context,
+                max_new_tokens=max_new_tokens,
+                constraint=part(Constraint, constraint, ("constraint",)) if constraint is not None else None,
+                logprobs=logprobs,
+                temperature=temperature,
+                seed=seed,
+                stop=list(stop),
+                append=part(AppendOutput, append, ("append",)) if append is not None else None,
             )
+        )
+        return Generation(self, request)
 
+    async def pool_status(self) -> PoolStatusResult:
+        reply = await self._call(lambda: PoolStatus(op="pool.status", rid=UNSENT))
+        return result_of(PoolStatusResult, reply, "pool.status")
 
-def _result_of(reply: Message, rid: int) -> dict[str, Any]:
-    if reply.get("op") == "error":
-        raise error_from_reply(reply)
-    if reply.get("op") != "ok" or reply.get("rid") != rid:
-        raise InternalError(f"the pool answered rid {rid} with an unexpected frame: {str(reply)[:200]}")
-    return {key: value for key, value in reply.items() if key not in ("op", "rid")}
+    async def pool_stop(self) -> None:
+        """Ask the pool to stop; it then closes every connection (see :meth:`wait_closed`)."""
+        await self._call(lambda: PoolStop(op="pool.stop", rid=UNSENT))
+
+    async def raw_request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """Send a control request exactly as given, unchecked, and return its ``ok`` reply's
+        fields: for an op this client has no method for (a newer pool's), and for testing
+        what a pool itself refuses. An ``error`` reply raises as every request's does."""
+        return await self.exchange(lambda rid: {"op": op, "rid": rid, **fields}, op, self.bounds.control_secs)
+
+    # ---- the exchange -----------------------------------------------------------------------
+
+    async def _call(self, build: Callable[[], Request], *, timeout: float | None = None) -> dict[str, Any]:
+        """Check the request ``build`` makes (a refusal raises before anything is sent), send
+        it with the next rid and return its ``ok`` reply's fields."""
+        request = checked(build)
+        return await self.exchange(
+            lambda rid: wire(request.model_copy(update={"rid": rid})),
+            request.op,
+            self.bounds.control_secs if timeout is None else timeout,
+        )
 
 
 class Generation:
@@ -185,15 +201,15 @@ class Generation:
     connection, which is how the protocol cancels a generation.
     """
 
-    def __init__(self, client: PoolClient, fields: dict[str, Any]) -> None:
+    def __init__(self, client: PoolClient, request: Generate) -> None:
         self._client = client
-        self._fields = fields
+        self._request = request
         self._iterator: AsyncIterator[GenerationFrame] | None = None
         self.done: DoneFrame | None = None
 
     def __aiter__(self) -> AsyncIterator[GenerationFrame]:
         if self._iterator is None:
-            self._iterator = self._frames()
+            self._iterator = self._client.generation_frames(self._request, self._finished)
         return self._iterator
 
     async def __aenter__(self) -> Generation:
@@ -219,110 +235,33 @@ class Generation:
             raise InternalError("the generation ended without a done frame")
         return self.done
 
-    async def _frames(self) -> AsyncIterator[GenerationFrame]:
-        client = self._client
-        client._check_open()
-        async with client._lock:
-            client._check_open()
-            client._state = "busy"
-            rid = next(client._rids)
-            try:
-                await client._send({"op": "generate", "rid": rid, **self._fields})
-                while self.done is None:
-                    frame = await client._receive(
-                        GENERATION_FRAME_TIMEOUT_SECS, waiting_for="the next generation frame"
-                    )
-                    parsed = _generation_frame(frame, rid)
-                    if isinstance(parsed, DoneFrame):
-                        self.done = parsed
-                        client._state = "open"
-                    yield parsed
-            except CaldrixError as exc:
-                # An error reply ends the request and leaves the connection usable; a broken
-                # or silent connection does not.
-                if client._state == "busy" and exc.code not in ("bad_frame", "internal"):
-                    client._state = "open"
-                raise
-            finally:
-                if client._state == "busy":
-                    await client.aclose()
-
-
-_GENERATION_FRAMES: Final[dict[Any, type[GenerationFrame]]] = {
-    "progress": ProgressFrame,
-    "token": TokenFrame,
-    "done": DoneFrame,
-}
-
-
-def _generation_frame(frame: Message, rid: int) -> GenerationFrame:
-    op = frame.get("op")
-    if op == "error":
-        raise error_from_reply(frame)
-    if frame.get("rid") != rid:
-        raise InternalError(f"the pool sent a frame for rid {frame.get('rid')} during generation {rid}")
-    model = _GENERATION_FRAMES.get(op)
-    if model is None:
-        raise InternalError(f"the pool sent an unexpected '{op}' frame during a generation")
-    try:
-        return model.model_validate(frame)
-    except ValidationError as exc:
-        raise InternalError(f"the pool sent a malformed '{op}' frame: {exc.errors()[0]['msg']}") from exc
+    def _finished(self, done: DoneFrame) -> None:
+        self.done = done
 
 
 async def connect(
     socket_path: Path | str | None = None,
     *,
+    bounds: ClientBounds,
     frames: FramesOption = "auto",
     client_name: str = f"caldrix-client {__version__}",
-    timeout: float = CONTROL_TIMEOUT_SECS,
 ) -> PoolClient:
-    """Connect to the pool on ``socket_path`` (default: the default socket) and shake hands.
+    """Connect to the pool on ``socket_path`` (default: the default socket) and shake hands,
+    waiting at most ``bounds.control_secs`` for each.
 
     ``frames="auto"`` speaks CBOR first and, when the pool answers in JSON (its ``--frames
     json`` mode), reconnects in JSON."""
     path = Path(socket_path) if socket_path is not None else default_socket_path()
     mode: FrameMode = "cbor" if frames == "auto" else frames
+    client = PoolClient(await open_stream(path, bounds), mode, path, bounds)
     try:
-        return await _handshake(path, mode, client_name, timeout)
-    except _ModeMismatch as mismatch:
+        await client.shake_hands(client_name)
+    except ModeMismatch as mismatch:
         if frames != "auto":
             raise PoolUnavailable(
                 f"the pool at {path} speaks {mismatch.pool_mode} frames, not {mode}; "
                 f"connect with frames='{mismatch.pool_mode}'"
             ) from None
-        return await _handshake(path, mismatch.pool_mode, client_name, timeout)
-
-
-class _ModeMismatch(Exception):
-    def __init__(self, pool_mode: FrameMode) -> None:
-        self.pool_mode: FrameMode = pool_mode
-
-
-async def _handshake(path: Path, mode: FrameMode, client_name: str, timeout: float) -> PoolClient:
-    try:
-        with anyio.fail_after(timeout):
-            stream = await anyio.connect_unix(os.fspath(path))
-    except (OSError, TimeoutError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise PoolUnavailable(
-            f"no pool answers on {path} ({reason}); start one with 'caldrix pool --load MODEL'"
-        ) from exc
-    client = PoolClient(stream, mode, HelloReply(op="hello", server="", pid=0, frames=mode), path)
-    try:
-        await client._send({"op": "hello", "protocol": PROTOCOL_VERSION, "client": client_name})
-        reply = await client._receive(timeout, waiting_for="the pool's hello")
-        if reply.get("op") == "error":
-            if reply.get("code") == "bad_frame" and client._last_mode != mode:
-                raise _ModeMismatch(client._last_mode)
-            raise error_from_reply(reply)
-        client.hello = HelloReply.model_validate(reply)
-    except ValidationError as exc:
-        await client.aclose()
-        raise PoolUnavailable(
-            f"what answers on {path} is not a caldrix pool speaking protocol {PROTOCOL_VERSION}"
-        ) from exc
-    except BaseException:
-        await client.aclose()
-        raise
+        client = PoolClient(await open_stream(path, bounds), mismatch.pool_mode, path, bounds)
+        await client.shake_hands(client_name)
     return client

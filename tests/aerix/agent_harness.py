@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aerix.adapters.clock import utc_now
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.skills import SkillCatalog
@@ -32,7 +32,7 @@ from aerix.app.request.root_context import record_segments
 from aerix.app.sessions.writer import SessionWriter, start_session
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind
-from aerix.domain.settings import ContextSettings, Settings, ToolCaps
+from aerix.domain.settings import ContextSettings, PoolSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOLS, ToolSpec
 from aerix.projections.contexts import contexts_at
 from caldrix.protocol import connect
@@ -155,13 +155,12 @@ class AgentRun:
 
     async def pool_segments(self) -> list[dict[str, Any]]:
         """The context as the pool holds it (ids, roles, texts, pinned flags, counts)."""
-        client = await connect(self.socket)
+        client = await connect(self.socket, bounds=client_bounds(PoolSettings()))
         try:
-            reply = await client.request("context.get", context=self.context)
+            reply = await client.context_get(self.context)
         finally:
             await client.aclose()
-        segments: list[dict[str, Any]] = reply["segments"]
-        return segments
+        return [segment.model_dump() for segment in reply.segments]
 
     async def assert_log_rebuilds_the_context(self) -> None:
         """The context projection over the log holds exactly the pool's segments."""
@@ -194,9 +193,9 @@ async def load_member(
 
 
 async def unload_member(socket: Path, name: str) -> None:
-    client = await connect(socket)
+    client = await connect(socket, bounds=client_bounds(PoolSettings()))
     try:
-        await client.request("member.unload", name=name)
+        await client.member_unload(name)
     finally:
         await client.aclose()
 

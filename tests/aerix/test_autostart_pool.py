@@ -18,13 +18,14 @@ import anyio
 import pytest
 
 from aerix.adapters.autostart import AutostartPool, find_or_start_pool, pool_start_log
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.ports import SegmentAppend
 from aerix.app.request.routing import ROUTES, route_request
 from aerix.app.request.startup import BoundMembers, bind_members
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable
+from caldrix.protocol.messages import PoolStatusResult
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
 
@@ -126,7 +127,7 @@ def test_routing_records_a_route_event_with_scores(world: dict[str, Any]) -> Non
         async with CaldrixPool(world["socket"]) as pool:
             choice = await route_request(pool, "main", "What does 2 + 2 make?", EmbeddedPrompts(), Recorder())
             assert choice.choice in ROUTES
-            contexts = (await pool_status(world["socket"]))["contexts"]
+            contexts = (await pool_status(world["socket"])).contexts
             assert contexts == 0  # the throwaway context was dropped
 
     anyio.run(main)
@@ -144,12 +145,12 @@ def test_no_pool_on_the_socket_is_one_clear_error(tmp_path: Path) -> None:
         anyio.run(main)
 
 
-async def pool_status(socket: Path) -> dict[str, Any]:
+async def pool_status(socket: Path) -> PoolStatusResult:
     from caldrix.protocol import connect
 
-    client = await connect(socket)
+    client = await connect(socket, bounds=client_bounds(PoolSettings()))
     try:
-        return await client.request("pool.status")
+        return await client.pool_status()
     finally:
         await client.aclose()
 

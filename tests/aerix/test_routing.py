@@ -10,22 +10,24 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.ports import GenerationDone, GenerationTimings
 from aerix.app.request.routing import FALLBACK_ROUTE, choice_of, route_request
 from aerix.domain import events as ev
+from aerix.domain.settings import PoolSettings
 from caldrix.protocol import connect
+from caldrix.protocol.messages import PoolStatusResult
 from tests.aerix.agent_harness import load_member, new_writer, unload_member
 from tests.caldrix.pool_harness import PoolProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
-async def pool_status(socket: Path) -> dict[str, Any]:
-    client = await connect(socket)
+async def pool_status(socket: Path) -> PoolStatusResult:
+    client = await connect(socket, bounds=client_bounds(PoolSettings()))
     try:
-        return await client.request("pool.status")
+        return await client.pool_status()
     finally:
         await client.aclose()
 
@@ -61,7 +63,7 @@ async def test_an_answer_matching_no_shape_routes_edit(
     choice, [route] = await _route(pool, pool_process.socket_path, tmp_path, "banana", ["json", "regex"])
     assert (choice.choice, choice.raw) == (FALLBACK_ROUTE, "banana") == ("edit", "banana")
     assert (route.choice, route.raw, route.member) == ("edit", "banana", choice.member)
-    assert (await pool_status(pool_process.socket_path))["contexts"] == 0
+    assert (await pool_status(pool_process.socket_path)).contexts == 0
 
 
 async def test_a_router_with_one_of_is_constrained_and_scored(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from caldrix.protocol.client import ClientBounds
 from caldrix.protocol.framing import FrameMode, decode_payload, encode_frame
 
 #: The embedded default model, as a user names it.
@@ -28,6 +29,9 @@ START_TIMEOUT_SECS = 180.0
 EXIT_TIMEOUT_SECS = 60.0
 #: How long a raw socket waits for a reply.
 RAW_TIMEOUT_SECS = 60.0
+#: How long the tests' protocol clients wait: the spec's bounds (control requests, the gap
+#: between two frames, a member load), which aerix passes too.
+CLIENT_BOUNDS = ClientBounds(control_secs=30.0, frame_gap_secs=600.0, member_load_secs=900.0)
 
 
 @dataclass

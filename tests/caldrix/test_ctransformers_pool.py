@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from caldrix.errors import PoolUnavailable
 from caldrix.protocol.client import PoolClient, connect
 from caldrix.protocol.messages import DoneFrame, TokenFrame
 from tests.caldrix.ggml_writer import write_tiny_gpt2
+from tests.caldrix.pool_harness import CLIENT_BOUNDS
 from tests.caldrix.test_engine_ctransformers import CONSTRAINT_CASES, MAX_NEW_TOKENS
 
 pytestmark = pytest.mark.e2e
@@ -75,7 +77,7 @@ async def wait_until_serving(process: subprocess.Popen[bytes], socket: Path) -> 
             pytest.fail(f"the pool exited with {process.returncode} before serving")
         if socket.exists():
             try:
-                client = await connect(socket, timeout=5)
+                client = await connect(socket, bounds=replace(CLIENT_BOUNDS, control_secs=5))
             except PoolUnavailable:
                 pass
             else:
@@ -87,8 +89,8 @@ async def wait_until_serving(process: subprocess.Popen[bytes], socket: Path) -> 
 
 async def stop_pool(socket: Path) -> None:
     try:
-        client = await connect(socket, timeout=5)
-        await client.request("pool.stop")
+        client = await connect(socket, bounds=replace(CLIENT_BOUNDS, control_secs=5))
+        await client.pool_stop()
         await client.aclose()
     except PoolUnavailable:
         pass
@@ -108,14 +110,14 @@ async def generate(client: PoolClient, context: str, **fields: Any) -> tuple[Don
 
 def test_the_member_is_served_by_the_legacy_engine(pool_socket: Path) -> None:
     async def check() -> None:
-        async with await connect(pool_socket) as client:
-            reply = await client.request("member.list")
-        (member,) = reply["members"]
-        assert member["name"] == "main"
-        assert member["state"] == "ready"
-        assert sorted(member["constraints"]) == sorted(["json", "one_of", "regex", "lark"])
-        assert member["n_ctx"] == 512
-        assert isinstance(member["footprint_bytes"], int)
+        async with await connect(pool_socket, bounds=CLIENT_BOUNDS) as client:
+            reply = await client.member_list()
+        (member,) = reply.members
+        assert member.name == "main"
+        assert member.state == "ready"
+        assert sorted(member.constraints) == sorted(["json", "one_of", "regex", "lark"])
+        assert member.n_ctx == 512
+        assert isinstance(member.footprint_bytes, int)
 
     anyio.run(check)
 
@@ -127,8 +129,8 @@ def test_every_constraint_kind_over_the_socket(
     pool_socket: Path, constraint: dict[str, object], check: Callable[[str], object]
 ) -> None:
     async def run() -> None:
-        async with await connect(pool_socket) as client:
-            context = (await client.request("context.create", member="main", segments=SEGMENTS))["context"]
+        async with await connect(pool_socket, bounds=CLIENT_BOUNDS) as client:
+            context = (await client.context_create("main", SEGMENTS)).context
             for seed, temperature in [(None, 0.0), (3, 1.2)]:
                 done, streamed = await generate(
                     client, context, constraint=constraint, temperature=temperature, seed=seed
@@ -136,15 +138,15 @@ def test_every_constraint_kind_over_the_socket(
                 assert done.finish == "stop", done
                 assert streamed == done.text
                 check(done.text)
-            await client.request("context.drop", context=context)
+            await client.context_drop(context)
 
     anyio.run(run)
 
 
 def test_a_repeated_generation_resumes_from_the_live_rows(pool_socket: Path) -> None:
     async def run() -> None:
-        async with await connect(pool_socket) as client:
-            context = (await client.request("context.create", member="main", segments=SEGMENTS))["context"]
+        async with await connect(pool_socket, bounds=CLIENT_BOUNDS) as client:
+            context = (await client.context_create("main", SEGMENTS)).context
             first, _ = await generate(client, context, constraint={"regex": "[a-z]{3,8}"})
             again, _ = await generate(client, context, constraint={"regex": "[a-z]{3,8}"})
             assert again.text == first.text  # greedy on the same prompt
@@ -162,14 +164,14 @@ FRAME_ORDER_GENERATIONS = 40
 
 def test_every_token_frame_arrives_before_done(pool_socket: Path) -> None:
     async def run() -> None:
-        async with await connect(pool_socket) as client:
-            context = (await client.request("context.create", member="main", segments=SEGMENTS))["context"]
+        async with await connect(pool_socket, bounds=CLIENT_BOUNDS) as client:
+            context = (await client.context_create("main", SEGMENTS)).context
             constraint = {"one_of": ["investigate", "answer"]}
             for seed in range(FRAME_ORDER_GENERATIONS):
                 done, streamed = await generate(
                     client, context, constraint=constraint, temperature=1.0, seed=seed
                 )
                 assert streamed == done.text, f"generation {seed}: the token frames spelled {streamed!r}"
-            await client.request("context.drop", context=context)
+            await client.context_drop(context)
 
     anyio.run(run)

@@ -17,7 +17,7 @@ import pytest
 from caldrix.errors import NoFit
 from caldrix.protocol import PoolClient, connect
 from tests.caldrix.ggml_writer import write_tiny_gpt2
-from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
+from tests.caldrix.pool_harness import CLIENT_BOUNDS, DEFAULT_MODEL, PoolProcess, start_pool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -38,16 +38,16 @@ def test_an_unknown_footprint_loads_only_alone_both_ways(pool: PoolProcess, tmp_
     legacy = str(write_tiny_gpt2(tmp_path / "tiny-gpt2.bin"))
 
     async def scenario() -> tuple[str, str, list[str]]:
-        async with await connect(pool.socket_path) as client:
+        async with await connect(pool.socket_path, bounds=CLIENT_BOUNDS) as client:
             with pytest.raises(NoFit) as beside_main:
-                await client.request("member.load", name="legacy", model=legacy, flags=LEGACY_FLAGS)
-            await client.request("member.unload", name="main")
-            alone = await client.request("member.load", name="legacy", model=legacy, flags=LEGACY_FLAGS)
-            assert alone["member"]["state"] == "ready"
+                await client.member_load("legacy", legacy, LEGACY_FLAGS)
+            await client.member_unload("main")
+            alone = await client.member_load("legacy", legacy, LEGACY_FLAGS)
+            assert alone.member.state == "ready"
             with pytest.raises(NoFit) as beside_legacy:
-                await client.request("member.load", name="second", model=DEFAULT_MODEL, flags={"ctx": 512})
-            members = (await client.request("member.list"))["members"]
-            return str(beside_main.value), str(beside_legacy.value), [m["name"] for m in members]
+                await client.member_load("second", DEFAULT_MODEL, {"ctx": 512})
+            members = (await client.member_list()).members
+            return str(beside_main.value), str(beside_legacy.value), [m.name for m in members]
 
     refused_legacy, refused_second, names = anyio.run(scenario)
     assert "footprint is unknown, so it loads only alone" in refused_legacy
@@ -62,15 +62,15 @@ def test_a_legacy_members_chat_template_is_chosen_by_flag(pool: PoolProcess, tmp
     request = {"id": "u", "role": "user", "text": "Reply.", "pinned": False}
 
     async def tokens_with(client: PoolClient, flags: dict[str, object]) -> tuple[int, str]:
-        for member in (await client.request("member.list"))["members"]:
-            await client.request("member.unload", name=member["name"])  # a legacy member loads alone
-        await client.request("member.load", name="legacy", model=legacy, flags=flags)
-        context = await client.request("context.create", member="legacy", segments=[request])
-        done = await client.generate(context["context"], 4, constraint={"one_of": ["ok"]}).result()
-        return int(context["tokens"]), done.text
+        for member in (await client.member_list()).members:
+            await client.member_unload(member.name)  # a legacy member loads alone
+        await client.member_load("legacy", legacy, flags)
+        context = await client.context_create("legacy", [request])
+        done = await client.generate(context.context, 4, constraint={"one_of": ["ok"]}).result()
+        return int(context.tokens), done.text
 
     async def scenario() -> tuple[tuple[int, str], tuple[int, str]]:
-        async with await connect(pool.socket_path) as client:
+        async with await connect(pool.socket_path, bounds=CLIENT_BOUNDS) as client:
             chatml = await tokens_with(client, LEGACY_FLAGS)
             custom = await tokens_with(client, {**LEGACY_FLAGS, "chat_template": plain})
             return chatml, custom

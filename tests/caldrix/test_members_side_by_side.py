@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from caldrix.protocol import PoolClient, TokenFrame, connect
-from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
+from tests.caldrix.pool_harness import CLIENT_BOUNDS, DEFAULT_MODEL, PoolProcess, start_pool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -47,35 +47,35 @@ def two_loads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]
 
 
 async def _queue_of(observer: PoolClient, name: str) -> int:
-    members = (await observer.request("member.list"))["members"]
-    return int(next(m["queue"] for m in members if m["name"] == name))
+    members = (await observer.member_list()).members
+    return int(next(m.queue for m in members if m.name == name))
 
 
 def test_several_loads_at_start_are_members(two_loads: PoolProcess) -> None:
     async def listed() -> list[tuple[Any, Any]]:
-        async with await connect(two_loads.socket_path) as client:
-            members = (await client.request("member.list"))["members"]
-            return [(m["name"], m["state"]) for m in members]
+        async with await connect(two_loads.socket_path, bounds=CLIENT_BOUNDS) as client:
+            members = (await client.member_list()).members
+            return [(m.name, m.state) for m in members]
 
     assert anyio.run(listed) == [("main", "ready"), ("member2", "ready")]
 
 
 def test_a_generation_on_one_member_does_not_wait_for_another(two_loads: PoolProcess) -> None:
     async def scenario() -> tuple[int, bool, str, int]:
-        on_a, on_b, observer = [await connect(two_loads.socket_path) for _ in range(3)]
+        on_a, on_b, observer = [await connect(two_loads.socket_path, bounds=CLIENT_BOUNDS) for _ in range(3)]
         async with on_a, on_b, observer:
-            context_a = await on_a.request("context.create", member="main", segments=[USER])
-            context_b = await on_b.request("context.create", member="member2", segments=[USER])
+            context_a = await on_a.context_create("main", [USER])
+            context_b = await on_b.context_create("member2", [USER])
             with anyio.fail_after(WAIT_BOUND_SECS):
                 long_run = on_a.generate(
-                    context=context_a["context"],
+                    context=context_a.context,
                     max_new_tokens=LONG_TOKENS,
                     constraint={"regex": f"[a-z]{{{LONG_TOKENS * 3}}}"},
                 )
                 async for frame in long_run:
                     if isinstance(frame, TokenFrame):
                         break  # A has prefilled and is decoding
-                short = await on_b.generate(context=context_b["context"], max_new_tokens=2).result()
+                short = await on_b.generate(context=context_b.context, max_new_tokens=2).result()
                 # Read right after B's done frame: A's generation is still on main's thread.
                 main_busy = await _queue_of(observer, "main")
                 a_done_before_b = long_run.done is not None

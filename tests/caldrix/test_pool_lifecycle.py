@@ -19,6 +19,7 @@ import pytest
 
 from caldrix.protocol import TokenFrame, connect
 from tests.caldrix.pool_harness import (
+    CLIENT_BOUNDS,
     DEFAULT_MODEL,
     EXIT_TIMEOUT_SECS,
     PoolProcess,
@@ -69,12 +70,12 @@ def two_members(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProces
 
 def test_binds_only_after_every_load(two_members: PoolProcess) -> None:
     async def members() -> list[dict[str, object]]:
-        client = await connect(two_members.socket_path)
+        client = await connect(two_members.socket_path, bounds=CLIENT_BOUNDS)
         async with client:
-            return list((await client.request("member.list"))["members"])
+            return list((await client.member_list()).members)
 
     listed = anyio.run(members)
-    assert [(m["name"], m["state"]) for m in listed] == [("main", "ready"), ("decision", "ready")]
+    assert [(m.name, m.state) for m in listed] == [("main", "ready"), ("decision", "ready")]
     log = two_members.log()
     assert log.index("member decision ready") < log.index("listening on")
 
@@ -85,28 +86,30 @@ def test_max_connections_bounds_generations_across_members(two_members: PoolProc
     user = {"id": "u", "role": "user", "text": "Write letters.", "pinned": False}
 
     async def scenario() -> tuple[dict[str, int], int, str]:
-        first, second, observer = [await connect(two_members.socket_path) for _ in range(3)]
+        first, second, observer = [
+            await connect(two_members.socket_path, bounds=CLIENT_BOUNDS) for _ in range(3)
+        ]
         async with first, second, observer:
-            on_main = await first.request("context.create", member="main", segments=[user])
-            on_decision = await second.request("context.create", member="decision", segments=[user])
+            on_main = await first.context_create("main", [user])
+            on_decision = await second.context_create("decision", [user])
             long_run = first.generate(
-                context=on_main["context"], max_new_tokens=300, constraint={"regex": "[a-z]{900}"}
+                context=on_main.context, max_new_tokens=300, constraint={"regex": "[a-z]{900}"}
             )
             async for frame in long_run:
                 if isinstance(frame, TokenFrame):
                     break
-            short = second.generate(context=on_decision["context"], max_new_tokens=2)
+            short = second.generate(context=on_decision.context, max_new_tokens=2)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(short.result)
-                status = await observer.request("pool.status")
+                status = await observer.pool_status()
                 with anyio.fail_after(EXIT_TIMEOUT_SECS):  # a bound on the wait, not a timing check
-                    while status["generations"]["waiting"] == 0:
-                        status = await observer.request("pool.status")
-                decision_queue = next(m["queue"] for m in status["members"] if m["name"] == "decision")
+                    while status.generations.waiting == 0:
+                        status = await observer.pool_status()
+                decision_queue = next(m.queue for m in status.members if m.name == "decision")
                 async for _ in long_run:
                     pass
             assert short.done is not None and long_run.done is not None
-            return status["generations"], decision_queue, short.done.finish
+            return status.model_dump()["generations"], decision_queue, short.done.finish
 
     generations, decision_queue, finish = anyio.run(scenario)
     assert generations == {"limit": 1, "admitted": 1, "waiting": 1}
@@ -315,7 +318,7 @@ def test_launch_without_waiting_then_connect_when_ready(tmp_path: Path) -> None:
     async def first_answer() -> str:
         while True:
             try:
-                client = await connect(pool.socket_path)
+                client = await connect(pool.socket_path, bounds=CLIENT_BOUNDS)
             except Exception:
                 await anyio.sleep(0.5)
                 continue

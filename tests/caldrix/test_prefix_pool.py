@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from caldrix.protocol import DoneFrame, PoolClient, connect
-from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
+from tests.caldrix.pool_harness import CLIENT_BOUNDS, DEFAULT_MODEL, PoolProcess, start_pool
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e, pytest.mark.model]
 
@@ -57,7 +57,9 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
 
 @pytest.fixture
 async def client(pool: PoolProcess) -> AsyncIterator[PoolClient]:
-    connection = await connect(pool.socket_path, frames=pool.frames, client_name="prefix-tests")
+    connection = await connect(
+        pool.socket_path, frames=pool.frames, client_name="prefix-tests", bounds=CLIENT_BOUNDS
+    )
     yield connection
     await connection.aclose()
 
@@ -69,36 +71,31 @@ async def generate(client: PoolClient, context: str, **fields: Any) -> DoneFrame
 async def test_contexts_sharing_the_system_prefix_resume_near_the_end(
     pool: PoolProcess, client: PoolClient
 ) -> None:
-    first = await client.request(
-        "context.create", member="main", segments=[SYSTEM, user("u1", "Explain rule 4.")]
-    )
-    done = await generate(client, first["context"], append={"id": "a1", "pinned": False})
+    first = await client.context_create("main", [SYSTEM, user("u1", "Explain rule 4.")])
+    done = await generate(client, first.context, append={"id": "a1", "pinned": False})
     assert done.recomputed_from == 0
 
-    second = await client.request(
-        "context.create", member="main", segments=[SYSTEM, user("u1", "Which rule covers area 7?")]
-    )
-    probe = await generate(client, second["context"])  # a probe: its output is not kept
-    system_rows = second["segments"][0]["tokens"]
+    second = await client.context_create("main", [SYSTEM, user("u1", "Which rule covers area 7?")])
+    probe = await generate(client, second.context)  # a probe: its output is not kept
+    system_rows = second.segments[0].tokens
     assert system_rows <= probe.recomputed_from < probe.prompt_tokens
     assert probe.prompt_tokens - probe.recomputed_from < 20
 
     # Back to the first context: the live rows now hold the second, so its own rows (prompt and
     # answer) come back from the store and only the new message is computed.
-    await client.request(
-        "context.edit",
-        context=first["context"],
-        edits=[{"op": "append", "segment": user("u2", "And rule 5?")}],
+    await client.context_edit(
+        first.context,
+        [{"op": "append", "segment": user("u2", "And rule 5?")}],
     )
-    turn = await generate(client, first["context"], append={"id": "a2", "pinned": False})
+    turn = await generate(client, first.context, append={"id": "a2", "pinned": False})
     assert turn.prompt_tokens - turn.recomputed_from < 20
     assert turn.recomputed_from > probe.recomputed_from
 
-    status = await client.request("pool.status")
-    figures = status["prefix_store"]["main"]
-    assert figures["budget"] == BUDGET
-    assert figures["entries"] >= 1 and 0 < figures["bytes"] <= BUDGET
-    assert figures["hits"] == 2 and figures["misses"] == 1
+    status = await client.pool_status()
+    figures = status.prefix_store["main"]
+    assert figures.budget == BUDGET
+    assert figures.entries >= 1 and 0 < figures.bytes <= BUDGET
+    assert figures.hits == 2 and figures.misses == 1
 
     decisions = re.findall(r"main: (\d+)-row prompt: (\w+) from row (\d+)", pool.log())
     assert decisions[-3:] == [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -16,8 +15,9 @@ from caldrix.errors import BadRequest
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import CHATML_TEMPLATE, SegmentRenderer, render_context, template_source_for
 from caldrix.protocol import connect
+from caldrix.protocol.messages import ContextGetResult, ContextResult
 from caldrix.sinks import DiscardingSink
-from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
+from tests.caldrix.pool_harness import CLIENT_BOUNDS, DEFAULT_MODEL, PoolProcess, start_pool
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model
@@ -314,14 +314,16 @@ async def test_the_pool_counts_text_and_appended_output_that_spell_markers_as_pl
     pool: PoolProcess, engine: LlamaCppEngine
 ) -> None:
     file_segment = {"id": "file", "role": "user", "text": INJECTION, "pinned": False}
-    client = await connect(pool.socket_path, frames=pool.frames, client_name="template-tests")
+    client = await connect(
+        pool.socket_path, frames=pool.frames, client_name="template-tests", bounds=CLIENT_BOUNDS
+    )
     try:
-        created = await client.request("context.create", member="main", segments=[SEGMENTS[0], file_segment])
+        created = await client.context_create("main", [SEGMENTS[0], file_segment])
         counts = _counts(created)
         assert counts["file"] == len(_chatml_segment(engine, "user", INJECTION))
         assert counts["file"] > len(engine.tokenize(f"<|im_start|>user\n{INJECTION}<|im_end|>\n"))
         done = await client.generate(
-            context=created["context"],
+            context=created.context,
             max_new_tokens=48,
             constraint={"regex": FORGED_REGEX},
             append={"id": "a1", "pinned": False},
@@ -330,17 +332,17 @@ async def test_the_pool_counts_text_and_appended_output_that_spell_markers_as_pl
         assert done.segment is not None
         # The output is stored as its text and counted as plain text, like any segment.
         assert done.segment.tokens == len(_chatml_segment(engine, "assistant", FORGED_OUTPUT))
-        got = await client.request("context.get", context=created["context"])
+        got = await client.context_get(created.context)
         assert _counts(got) == {**counts, "a1": done.segment.tokens}
-        probe = await client.generate(context=created["context"], max_new_tokens=2).result()
+        probe = await client.generate(context=created.context, max_new_tokens=2).result()
         assert (
             probe.prompt_tokens
-            == got["tokens"]
+            == got.tokens
             == sum(_counts(got).values()) + len(engine.tokenize("<|im_start|>assistant\n"))
         )
     finally:
         await client.aclose()
 
 
-def _counts(reply: dict[str, Any]) -> dict[str, int]:
-    return {str(s["id"]): int(s["tokens"]) for s in reply["segments"]}
+def _counts(reply: ContextResult | ContextGetResult) -> dict[str, int]:
+    return {s.id: s.tokens for s in reply.segments}
