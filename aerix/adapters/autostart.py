@@ -1,8 +1,9 @@
 """Find the pool, or start it the way the spec says.
 
 When nothing answers on the socket, aerix runs
-``<pool.caldrix> pool --socket <socket> --load <main model> <main flags>`` in its own process
-group (so a Ctrl-C in the terminal does not reach it), appends its output to
+``<pool.caldrix> pool --socket <socket> --load <main model> <main flags>`` (then
+``--max-connections <pool.max_connections>``) in its own process group (so a Ctrl-C in the
+terminal does not reach it), appends its output to
 ``$XDG_STATE_HOME/aerix/pool-start.log``, and tries the socket every
 :data:`~aerix.domain.bounds.AUTOSTART_POLL_SECS` for up to ``pool.start_timeout_secs``. The pool
 binds only after its ``--load`` has loaded, so the wait covers a download too. The pool is left
@@ -58,10 +59,12 @@ def pool_start_log() -> Path:
 
 
 def start_command(settings: PoolSettings, socket: Path) -> list[str]:
-    """The autostart command line, exactly as the spec spells it."""
+    """The autostart command line as the spec spells it, then ``pool.max_connections``: the
+    pool admits that many generations at once, from every aerix that shares it."""
     caldrix = _caldrix_executable(settings.caldrix)
     flags = settings.main_flags.as_cli_args()
-    return [*caldrix, "pool", "--socket", str(socket), "--load", settings.main, *flags]
+    limit = ["--max-connections", str(settings.max_connections)]
+    return [*caldrix, "pool", "--socket", str(socket), "--load", settings.main, *flags, *limit]
 
 
 async def find_or_start_pool(settings: PoolSettings) -> PoolFound:

@@ -160,7 +160,11 @@ def test_member_flags_become_the_autostart_command() -> None:
 
     settings = PoolSettings(main="m.gguf", main_flags=MemberFlags(ctx=4096, threads=2))
     command = start_command(settings, Path("/s"))
-    assert command[1:] == ["pool", "--socket", "/s", "--load", "m.gguf", "--ctx", "4096", "--threads", "2"]
+    assert command[1:] == [
+        *["pool", "--socket", "/s", "--load", "m.gguf", "--ctx", "4096", "--threads", "2"],
+        *["--max-connections", "4"],
+    ]
+    assert start_command(PoolSettings(max_connections=2), Path("/s"))[-2:] == ["--max-connections", "2"]
 
 
 def test_a_pool_that_cannot_start_is_one_line_with_its_reason(tmp_path: Path) -> None:
