@@ -13,7 +13,10 @@ returns one line per import that breaks a rule:
 - only ``aerix.cli`` and ``aerix.wiring`` import ``aerix.adapters``;
 - ``aerix.errors`` only ``aerix.domain`` (every layer above the domain raises its errors);
 - ``caldrix`` never imports ``aerix``; ``aerix`` reaches caldrix only through ``caldrix.protocol``,
-  and only from the app and the adapters (the domain and the projections are caldrix-free).
+  and only from the app and the adapters (the domain and the projections are caldrix-free);
+- inside caldrix, each folder imports only what :data:`CALDRIX_ALLOWED` lists (``generation`` and
+  ``store`` reach an engine only through ``caldrix.engines.base``), and only ``caldrix.cli`` (and
+  ``python -m caldrix``) imports the command line.
 """
 
 from __future__ import annotations
@@ -36,6 +39,26 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "aerix.errors": ("aerix.domain",),
 }
+#: caldrix's folders (and its leaf modules) -> the caldrix prefixes each may import. The pool's own
+#: modules at the top (server, connection, pool, members, contexts) may import any of these.
+CALDRIX_ALLOWED: dict[str, tuple[str, ...]] = {
+    "caldrix.errors": (),
+    "caldrix.log": (),
+    "caldrix.sinks": (),
+    "caldrix.protocol": ("caldrix.protocol", "caldrix.errors", "caldrix.__version__"),
+    "caldrix.models": ("caldrix.models", "caldrix.errors", "caldrix.engines.base", "caldrix.__version__"),
+    "caldrix.generation": ("caldrix.generation", "caldrix.errors", "caldrix.engines.base"),
+    "caldrix.store": ("caldrix.store", "caldrix.engines.base", "caldrix.generation.decoding"),
+    "caldrix.engines.base": (),
+    "caldrix.engines": (
+        "caldrix.engines",
+        "caldrix.errors",
+        "caldrix.models",
+        "caldrix.generation.templates",
+    ),
+}
+#: The only modules that import caldrix's command line.
+CALDRIX_CLI_USERS = ("caldrix.cli", "caldrix.__main__")
 #: Modules of aerix that may use caldrix (through caldrix.protocol only).
 CALDRIX_USERS = ("aerix.app", "aerix.adapters", "aerix.cli", "aerix.wiring")
 
@@ -78,11 +101,28 @@ def _layer(module: str) -> str | None:
     return next((layer for layer in ALLOWED if _within(module, layer)), None)
 
 
+def _caldrix_layer(module: str) -> str | None:
+    # The longest prefix wins: caldrix.engines.base has rules of its own within caldrix.engines.
+    layers = [layer for layer in CALDRIX_ALLOWED if _within(module, layer)]
+    return max(layers, key=len, default=None)
+
+
 def violations(root: Path) -> list[str]:
     found: list[str] = []
     for module, name in imports(root, "caldrix"):
         if _within(name, "aerix"):
             found.append(f"{module} imports {name}: caldrix never imports aerix")
+            continue
+        if not _within(name, "caldrix"):
+            continue
+        if _within(name, "caldrix.cli") and not any(_within(module, user) for user in CALDRIX_CLI_USERS):
+            found.append(f"{module} imports {name}: only caldrix.cli imports the command line")
+            continue
+        layer = _caldrix_layer(module)
+        allowed = CALDRIX_ALLOWED[layer] if layer is not None else None
+        if allowed is not None and not any(_within(name, prefix) for prefix in allowed):
+            rule = ", ".join(allowed) if allowed else "nothing of caldrix"
+            found.append(f"{module} imports {name}: {layer} may import only {rule}")
     for module, name in imports(root, "aerix"):
         if _within(name, "caldrix"):
             if not _within(name, "caldrix.protocol"):

@@ -89,6 +89,26 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         ("caldrix/x.py", "from aerix.domain import events\n", "caldrix never imports aerix"),
         ("aerix/adapters/x.py", "from caldrix.server import serve\n", "only through caldrix.protocol"),
         ("aerix/domain/x.py", "from caldrix.protocol import connect\n", "do not use caldrix"),
+        ("caldrix/protocol/x.py", "from caldrix.pool import Pool\n", "caldrix.protocol may import only"),
+        (
+            "caldrix/models/x.py",
+            "from caldrix.generation import decoding\n",
+            "caldrix.models may import only",
+        ),
+        (
+            "caldrix/generation/x.py",
+            "from caldrix.engines.llamacpp import open_llamacpp\n",
+            "caldrix.generation may import only",
+        ),
+        ("caldrix/store/x.py", "from caldrix.members import Members\n", "caldrix.store may import only"),
+        ("caldrix/engines/base.py", "from caldrix.errors import BadRequest\n", "nothing of caldrix"),
+        (
+            "caldrix/engines/x.py",
+            "from caldrix.store import prefix_store\n",
+            "caldrix.engines may import only",
+        ),
+        ("caldrix/errors.py", "from caldrix.protocol import framing\n", "nothing of caldrix"),
+        ("caldrix/pool.py", "from caldrix.cli.pool import pool_command\n", "only caldrix.cli imports"),
     ],
 )
 def test_a_broken_rule_is_named(tmp_path: Path, module: str, source: str, broken: str) -> None:
@@ -111,6 +131,10 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
             "aerix/adapters/x.py": "from aerix.app.ports import PoolPort\nimport caldrix.protocol\n",
             "aerix/cli.py": "from aerix.adapters import paths\nfrom aerix.app.request import run\n",
             "aerix/wiring.py": "from aerix.adapters.pool import CaldrixPool\n",
+            "caldrix/engines/x.py": "from caldrix.engines import base\nfrom caldrix.models import fit\n",
+            "caldrix/store/x.py": "from caldrix.generation.decoding import run_generation\n",
+            "caldrix/server.py": "from caldrix.store import prefix_store\nimport caldrix.protocol\n",
+            "caldrix/cli/x.py": "from caldrix.cli.main import main\nfrom caldrix.server import PoolServer\n",
         },
     )
     assert violations(root) == []
