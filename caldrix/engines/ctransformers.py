@@ -269,10 +269,6 @@ class CtransformersEngine:
                 self._lltokenizer = self._build_lltokenizer()
             return self._lltokenizer
 
-    def detokenize(self, tokens: Sequence[int]) -> bytes:
-        """The bytes of ``tokens`` as the model's vocabulary spells them."""
-        return b"".join(self._vocab[t] for t in tokens if 0 <= t < self._n_vocab)
-
     # -- rows ---------------------------------------------------------------------------
 
     def truncate(self, n_rows: int) -> None:

@@ -267,7 +267,10 @@ def test_the_ggml_engine_tokenizes_plain_text_without_control_tokens(tmp_path: P
         assert eos in tiny.tokenize(text) and eos not in tiny.tokenize(text, special=False)
         rendered = render_context(tiny, [{"id": "u", "role": "user", "text": text}])
         assert eos not in rendered.prompt_tokens
-        assert tiny.detokenize(rendered.segment_tokens[0]).decode() == f"<|im_start|>user\n{text}<|im_end|>\n"
+        assert (
+            tiny.lltokenizer().decode_bytes(rendered.segment_tokens[0]).decode()
+            == f"<|im_start|>user\n{text}<|im_end|>\n"
+        )
     finally:
         tiny.close()
 
