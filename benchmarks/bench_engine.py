@@ -4,7 +4,7 @@ Prints three ratios (higher is better for caldrix):
 
 (a) decode tokens/s through :func:`caldrix.generation.decoding.run_generation` / a plain llama-cpp-python
     greedy loop (``eval`` + argmax over ``get_logits_ith``), same model, same tokens;
-(b) a constrained turn (a JSON schema shaped like the spec's turn object) / the same number of
+(b) a constrained turn (aerix's own turn schema, :func:`aerix.domain.turns.turn_schema`) / the same number of
     tokens generated unconstrained, both through caldrix (forced tokens make (b) go above 1);
 (c) decode through a real ``caldrix pool`` (Unix socket, CBOR frames, the client's clock from
     first token frame to done frame) / the plain loop.
@@ -34,6 +34,8 @@ from llama_cpp import Llama
 
 from aerix.adapters.pool import client_bounds
 from aerix.domain.settings import PoolSettings
+from aerix.domain.tools import BASH, READ
+from aerix.domain.turns import turn_schema
 from caldrix.engines.base import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, disable_extra_buffer_types, open_llamacpp
 from caldrix.generation.decoding import run_generation
@@ -50,47 +52,9 @@ TURN_SYSTEM = (
     "Tools: read (path), bash (command)."
 )
 TURN_REQUEST = "Read the file README.md and the file setup.py, then run the tests with bash."
-_TOOL_INPUTS: dict[str, dict[str, Any]] = {
-    "read": {"path": {"type": "string"}},
-    "bash": {"command": {"type": "string"}, "timeout_secs": {"type": "integer", "maximum": 600}},
-}
-TURN_SCHEMA: dict[str, Any] = {
-    "oneOf": [
-        {
-            "type": "object",
-            "properties": {
-                "thought": {"type": "string", "maxLength": 600},
-                "calls": {
-                    "type": "array",
-                    "maxItems": 8,
-                    "items": {
-                        "oneOf": [
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "tool": {"const": name},
-                                    "input": {
-                                        "type": "object",
-                                        "properties": props,
-                                        "required": [next(iter(props))],
-                                    },
-                                },
-                                "required": ["tool", "input"],
-                            }
-                            for name, props in _TOOL_INPUTS.items()
-                        ]
-                    },
-                },
-            },
-            "required": ["thought", "calls"],
-        },
-        {
-            "type": "object",
-            "properties": {"thought": {"type": "string", "maxLength": 600}, "final": {"type": "string"}},
-            "required": ["thought", "final"],
-        },
-    ]
-}
+#: Aerix's own turn schema for an agent that may call read and bash: what every agent turn is
+#: constrained to (docs/benchmarks.md says when this replaced a hand-written copy).
+TURN_SCHEMA: dict[str, Any] = turn_schema([READ, BASH])
 
 
 def embedded_model() -> Path:

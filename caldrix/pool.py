@@ -33,6 +33,7 @@ from caldrix.protocol.messages import (
     ContextFork,
     ContextGet,
     ContextResult,
+    ControlRequest,
     ControlResult,
     DoneFrame,
     Generate,
@@ -46,7 +47,6 @@ from caldrix.protocol.messages import (
     PoolStatusResult,
     PoolStop,
     PrefixStoreStats,
-    Request,
     Segment,
     SegmentCount,
     Timings,
@@ -58,19 +58,6 @@ logger = logging.getLogger("caldrix.pool")
 
 #: Concurrent generations served (the spec's ``pool.max_connections``).
 MAX_CONNECTIONS: Final = 4
-
-ControlRequest = (
-    MemberList
-    | MemberLoad
-    | MemberUnload
-    | ContextCreate
-    | ContextEdit
-    | ContextFork
-    | ContextGet
-    | ContextDrop
-    | PoolStatus
-    | PoolStop
-)
 
 
 class Pool:
@@ -87,7 +74,7 @@ class Pool:
     def request_stop(self) -> None:
         self.stop_requested.set()
 
-    async def handle(self, request: Request) -> ControlResult:
+    async def handle(self, request: ControlRequest) -> ControlResult:
         """Run one control request (anything but ``generate``); returns its ok reply's fields,
         None for an op whose reply has none."""
         match request:

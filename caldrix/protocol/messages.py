@@ -250,7 +250,8 @@ class PoolStop(_Request):
     rid: int
 
 
-Request = (
+#: Every request but ``generate``: answered with one ``ok`` or ``error`` frame.
+ControlRequest = (
     MemberList
     | MemberLoad
     | MemberUnload
@@ -259,10 +260,10 @@ Request = (
     | ContextFork
     | ContextGet
     | ContextDrop
-    | Generate
     | PoolStatus
     | PoolStop
 )
+Request = ControlRequest | Generate
 
 
 # --- replies -------------------------------------------------------------------------------

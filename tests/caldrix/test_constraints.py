@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import jsonschema
 import pytest
 
+from aerix.domain.tools import BASH, READ
+from aerix.domain.turns import turn_schema
 from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import ConstraintInvalid
@@ -24,59 +27,22 @@ pytestmark = pytest.mark.model
 
 MODEL = default_model_path()
 
-#: The spec's turn object ("The turn"): a thought and either calls or a final. ``calls`` is a
-#: oneOf over the callable tools, each with its own input schema. Written as the spec shows it,
-#: without additionalProperties, so the oneOf branches are not provably disjoint.
-TURN_SCHEMA: dict[str, object] = {
-    "oneOf": [
-        {
-            "type": "object",
-            "properties": {
-                "thought": {"type": "string", "maxLength": 600},
-                "calls": {
-                    "type": "array",
-                    "items": {
-                        "oneOf": [
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "tool": {"const": "read"},
-                                    "input": {
-                                        "type": "object",
-                                        "properties": {"path": {"type": "string"}},
-                                        "required": ["path"],
-                                    },
-                                },
-                                "required": ["tool", "input"],
-                            },
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "tool": {"const": "bash"},
-                                    "input": {
-                                        "type": "object",
-                                        "properties": {
-                                            "command": {"type": "string"},
-                                            "timeout_secs": {"type": "integer", "maximum": 600},
-                                        },
-                                        "required": ["command"],
-                                    },
-                                },
-                                "required": ["tool", "input"],
-                            },
-                        ]
-                    },
-                },
-            },
-            "required": ["thought", "calls"],
-        },
-        {
-            "type": "object",
-            "properties": {"thought": {"type": "string", "maxLength": 600}, "final": {"type": "string"}},
-            "required": ["thought", "final"],
-        },
-    ]
-}
+#: Aerix's own turn schema ("The turn": a thought and either calls or a final) for an agent that
+#: may call read and bash: every object closed with ``additionalProperties: false``, the calls a
+#: oneOf over the tools, each with its real input schema, and aerix's llguidance options.
+TURN_SCHEMA: dict[str, Any] = turn_schema([READ, BASH])
+
+
+def _as_the_spec_writes_it(schema: object) -> object:
+    """``schema`` without ``additionalProperties`` and without aerix's llguidance options: the
+    turn object as the spec shows it, whose oneOf branches are not provably disjoint, so
+    caldrix's own JSON defaults (``coerce_one_of``) have to carry it."""
+    if isinstance(schema, list):
+        return [_as_the_spec_writes_it(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    dropped = ("additionalProperties", "x-guidance")
+    return {key: _as_the_spec_writes_it(value) for key, value in schema.items() if key not in dropped}
 
 
 @pytest.fixture(scope="module")
@@ -112,19 +78,6 @@ def test_json_output_is_valid_against_the_schema(engine: LlamaCppEngine) -> None
     jsonschema.validate(json.loads(result.text), schema)
 
 
-def _closed(schema: object) -> object:
-    """``schema`` with ``additionalProperties: false`` on every object (the form that rules
-    out a turn with both ``calls`` and ``final``)."""
-    if isinstance(schema, list):
-        return [_closed(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    closed = {key: _closed(value) for key, value in schema.items()}
-    if closed.get("type") == "object":
-        closed["additionalProperties"] = False
-    return closed
-
-
 TURN_SYSTEM = (
     'Every reply is one JSON object. To use tools: {"thought": "why", "calls": [{"tool": "read", '
     '"input": {"path": "a.txt"}}]}. To answer: {"thought": "why", "final": "the answer"}. '
@@ -132,7 +85,9 @@ TURN_SYSTEM = (
 )
 
 
-@pytest.mark.parametrize("schema", [TURN_SCHEMA, _closed(TURN_SCHEMA)], ids=["as-spec", "closed"])
+@pytest.mark.parametrize(
+    "schema", [_as_the_spec_writes_it(TURN_SCHEMA), TURN_SCHEMA], ids=["as-spec", "closed"]
+)
 @pytest.mark.parametrize("request_text", ["Read the file README.md.", "What is 2 + 2?"])
 def test_the_spec_turn_schema_yields_a_valid_turn(
     engine: LlamaCppEngine, schema: dict[str, object], request_text: str
@@ -150,7 +105,7 @@ def test_the_spec_turn_schema_yields_a_valid_turn(
 
 
 def test_the_turn_schema_with_a_sampled_temperature_stays_valid(engine: LlamaCppEngine) -> None:
-    schema = _closed(TURN_SCHEMA)
+    schema = TURN_SCHEMA
     for seed in (1, 2):
         params = GenerationParams(max_new_tokens=200, constraint={"json": schema}, temperature=0.9, seed=seed)
         result = _generate(engine, "Run the tests with bash, then say what happened.", params)
