@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import anyio
 import anyio.from_thread
@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from caldrix.engines.base import (
     Engine,
+    GenerationCancelled,
     GenerationParams,
     GenerationResult,
     GenerationSink,
@@ -35,9 +36,8 @@ from caldrix.engines.base import (
 )
 from caldrix.engines.loader import open_engine
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound
-from caldrix.generation.decoding import GenerationCancelled
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
-from caldrix.models.references import resolve_model
+from caldrix.models.references import is_remote_reference, resolve_model
 from caldrix.protocol.messages import MemberInfo, MemberState, MemoryFigures, RemoteInfo
 from caldrix.store.prefix_store import PrefixStore, default_context_budget
 
@@ -171,13 +171,15 @@ class Member:
             constraints=list(engine.capabilities.constraints) if engine is not None else [],
             queue=self.thread.pending,
             error=self.error or None,
-            remote=RemoteInfo(**engine.describe()) if isinstance(engine, StreamingModel) else None,
+            remote=RemoteInfo.model_validate(engine.describe())
+            if isinstance(engine, StreamingModel)
+            else None,
         )
 
     @property
     def remote(self) -> bool:
         """Whether the model runs on a server elsewhere (an ``openai+http(s)://`` reference)."""
-        return _is_remote(self.reference)
+        return is_remote_reference(self.reference)
 
     def ready_engine(self) -> ServedModel:
         if self.state != "ready" or self.engine is None or self.unloading:
@@ -312,7 +314,9 @@ class Members:
             reference=reference,
             flags=flags,
             thread=EngineThread(name),
-            prefix_store=PrefixStore(0 if _is_remote(reference) else self.plan.context_budget, member=name),
+            prefix_store=PrefixStore(
+                0 if is_remote_reference(reference) else self.plan.context_budget, member=name
+            ),
         )
         self._members[name] = member
         try:
@@ -416,9 +420,3 @@ def _open_engine(path: Path, flags: ServingFlags) -> Engine:
         raise
     except Exception as exc:
         raise InternalError(f"the engine could not open {path.name}: {exc}") from exc
-
-
-def _is_remote(reference: str) -> bool:
-    from caldrix.engines.openai_remote import is_remote_reference
-
-    return is_remote_reference(reference)

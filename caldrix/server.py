@@ -29,10 +29,9 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup
 
 from caldrix.connection import Connection
 from caldrix.engines.base import ServingFlags
-from caldrix.engines.openai_remote import is_remote_reference
 from caldrix.errors import CaldrixError, SocketRefused
 from caldrix.members import MemoryPlan
-from caldrix.models.references import local_file, parse_reference
+from caldrix.models.references import is_remote_reference, local_file, parse_reference
 from caldrix.pool import MAX_CONNECTIONS, Pool
 from caldrix.protocol.framing import FrameMode
 

@@ -24,6 +24,7 @@ from rich.console import Console
 
 from caldrix.engines.base import (
     Engine,
+    GenerationCancelled,
     GenerationParams,
     GenerationResult,
     ServedModel,
@@ -31,12 +32,12 @@ from caldrix.engines.base import (
     StreamingModel,
 )
 from caldrix.engines.loader import open_engine
-from caldrix.engines.openai_remote import is_remote_reference, open_remote
+from caldrix.engines.openai_remote import open_remote
 from caldrix.errors import ContextOverflow
-from caldrix.generation.decoding import GenerationCancelled, run_generation
+from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
-from caldrix.models.references import ResolvedModel, resolve_model
+from caldrix.models.references import ResolvedModel, is_remote_reference, resolve_model
 
 #: Typed at the chat prompt to leave (Ctrl-D does the same).
 EXIT_COMMANDS: tuple[str, ...] = ("/exit", "/quit")

@@ -14,7 +14,13 @@ import time
 from typing import TYPE_CHECKING, Any, Final
 
 from caldrix.engines._http import EventStream, Refused, Unreachable
-from caldrix.engines.base import Finish, GenerationParams, GenerationResult, GenerationSink
+from caldrix.engines.base import (
+    Finish,
+    GenerationCancelled,
+    GenerationParams,
+    GenerationResult,
+    GenerationSink,
+)
 from caldrix.errors import BadRequest, InternalError
 
 if TYPE_CHECKING:
@@ -47,8 +53,6 @@ class RemoteGeneration:
         self.server_prompt_tokens: int | None = None
 
     def run(self, body: dict[str, Any]) -> GenerationResult:
-        from caldrix.generation.decoding import GenerationCancelled
-
         url = self._model.reference.url
         started = time.perf_counter()
         self._sink.progress(0, len(self._prompt))

@@ -223,6 +223,15 @@ class GenerationResult:
     logprobs: list[dict[str, object]] | None = None
 
 
+class GenerationCancelled(Exception):
+    """The sink asked to stop; ``partial`` holds what was generated until then. The engine's
+    live rows stay valid (they are whatever was computed), so the next generation resumes."""
+
+    def __init__(self, partial: GenerationResult) -> None:
+        super().__init__("generation cancelled")
+        self.partial = partial
+
+
 class ResumePolicy(Protocol):
     """Decides where a generation's prefill starts. The default resumes from the live rows;
     the prefix store (:mod:`caldrix.store.prefix_store`) also restores stored snapshots."""
@@ -252,7 +261,7 @@ class StreamingModel(ServedModel, Protocol):
         prompt_text: str | None = None,
     ) -> GenerationResult:
         """Generate after ``prompt_tokens`` (rendered as ``prompt_text``), streaming text to
-        ``sink``; raises :class:`caldrix.generation.decoding.GenerationCancelled` when the sink cancels."""
+        ``sink``; raises :class:`GenerationCancelled` when the sink cancels."""
         ...
 
     def describe(self) -> dict[str, object]:

@@ -43,17 +43,12 @@ from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, Preche
 
 logger = logging.getLogger("caldrix.pool")
 
-REMOTE_PREFIXES: Final = ("openai+http://", "openai+https://")
 REMOTE_FORM: Final = "openai+http://HOST:PORT/v1#MODEL"
 #: The window assumed when neither the server nor the ``ctx`` flag gives one: the default
 #: ``n_ctx`` of llama-cpp-python's server, the smallest of the servers known here.
 UNREPORTED_WINDOW: Final = 2048
 #: Texts whose tokens are remembered per member (rendering asks for the same markup often).
 TOKENIZE_CACHE_ENTRIES: Final = 4096
-
-
-def is_remote_reference(text: str) -> bool:
-    return text.startswith(REMOTE_PREFIXES)
 
 
 @dataclass(frozen=True)

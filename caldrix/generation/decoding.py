@@ -22,6 +22,7 @@ import numpy as np
 from caldrix.engines.base import (
     Engine,
     Finish,
+    GenerationCancelled,
     GenerationParams,
     GenerationResult,
     GenerationSink,
@@ -45,15 +46,6 @@ FIRST_PREFILL_BATCH = 32
 #: Each later batch is sized to take about this long at the rate measured so far, leaving half
 #: of :data:`PROGRESS_INTERVAL_S` for the rate to drop (longer rows, another process's load).
 PREFILL_BATCH_TARGET_S = PROGRESS_INTERVAL_S / 2
-
-
-class GenerationCancelled(Exception):
-    """The sink asked to stop; ``partial`` holds what was generated until then. The engine's
-    live rows stay valid (they are whatever was computed), so the next generation resumes."""
-
-    def __init__(self, partial: GenerationResult) -> None:
-        super().__init__("generation cancelled")
-        self.partial = partial
 
 
 class LiveRowsPolicy:

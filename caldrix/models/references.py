@@ -26,9 +26,8 @@ import os
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
-from caldrix.engines.openai_remote import REMOTE_PREFIXES
 from caldrix.errors import ModelNotFound
 from caldrix.models.download import CHECKSUM_SUFFIX, LOCK_SUFFIX, PART_SUFFIX, download, read_checksum
 from caldrix.models.embedded import EMBEDDED_MODELS, EmbeddedModel, fetch_embedded, installed_embedded_file
@@ -99,10 +98,19 @@ def hf_endpoint() -> str:
     return DEFAULT_HF_ENDPOINT
 
 
+#: How a model on a server elsewhere is named (``openai+http://HOST:PORT/v1#MODEL``).
+REMOTE_PREFIXES: Final = ("openai+http://", "openai+https://")
+
+
+def is_remote_reference(text: str) -> bool:
+    """Whether ``text`` names a model served elsewhere rather than a file."""
+    return text.startswith(REMOTE_PREFIXES)
+
+
 def parse_reference(text: str) -> Reference:
     """Classify ``text``; :class:`ModelNotFound` when it is none of the known shapes."""
     cache = model_cache_dir()
-    if text.startswith(REMOTE_PREFIXES):
+    if is_remote_reference(text):
         raise ModelNotFound(
             f"'{text}' is a model on a server, not a file: it is loaded (caldrix pool --load, caldrix run), "
             "never pulled or checked",

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
+from caldrix.engines.base import GenerationCancelled, GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest, ContextOverflow
 from caldrix.generation._text_stream import TextStream
@@ -17,7 +17,6 @@ from caldrix.generation.decoding import (
     FIRST_PREFILL_BATCH,
     MIN_PREFILL_BATCH,
     PREFILL_BATCH_TARGET_S,
-    GenerationCancelled,
     LiveRowsPolicy,
     _batch_end,
     next_prefill_batch,

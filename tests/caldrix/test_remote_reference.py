@@ -7,9 +7,9 @@ import pytest
 from llama_cpp import LlamaGrammar
 
 from caldrix.engines._remote_servers import KINDS, choice_grammar, json_schema_grammar
-from caldrix.engines.openai_remote import is_remote_reference, parse_remote_reference
+from caldrix.engines.openai_remote import parse_remote_reference
 from caldrix.errors import ConstraintInvalid, ModelNotFound
-from caldrix.models.references import parse_reference
+from caldrix.models.references import is_remote_reference, parse_reference
 
 
 def test_a_reference_names_the_api_base_its_root_and_the_model() -> None:

@@ -18,9 +18,7 @@ from aerix.app.ports import MemberInfo, PoolPort, Project
 from aerix.domain.settings import PoolSettings
 from aerix.domain.tools import TOOL_NAMES
 from aerix.errors import PoolError
-
-MAIN_MEMBER = "main"
-DECISION_MEMBER = "decision"
+from caldrix.protocol import DECISION_MEMBER, MAIN_MEMBER
 
 
 @dataclass(frozen=True)
@@ -74,8 +72,8 @@ def startup_listing(project: Project, members: BoundMembers) -> dict[str, Any]:
     return {
         "tools": list(TOOL_NAMES),
         "members": {
-            "main": members.main.model,
-            "decision": members.decision.model if members.decision else None,
+            MAIN_MEMBER: members.main.model,
+            DECISION_MEMBER: members.decision.model if members.decision else None,
         },
         "settings_files": [str(path) for path in project.settings_files],
         "instruction_files": [str(path) for path in project.instruction_files],
