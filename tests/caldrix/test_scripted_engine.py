@@ -97,7 +97,7 @@ def test_with_script_prefill_the_rows_are_the_models_and_the_prefix_store_resume
     """``script_prefill`` computes every row with llama.cpp: the engine keeps snapshots, the
     prefix store restores a shared head for a second prompt, and the output is still the
     script's."""
-    from caldrix.prefix_store import PrefixStore
+    from caldrix.store.prefix_store import PrefixStore
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps(['{"thought": "a", "final": "one"}', '{"thought": "b", "final": "two"}']))
