@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool import CaldrixPool, client_bounds
 from aerix.domain import events as ev
+from aerix.domain.settings import PoolSettings
 from aerix.projections.contexts import contexts_at
 from caldrix.protocol import connect
 
@@ -36,12 +37,12 @@ class KeepingPool(CaldrixPool):
         self.kept: dict[str, list[dict[str, Any]]] = {}
 
     async def drop_context(self, context: str) -> None:
-        client = await connect(self.socket_path)
+        client = await connect(self.socket_path, bounds=client_bounds(PoolSettings()))
         try:
-            reply = await client.request("context.get", context=context)
+            reply = await client.context_get(context)
         finally:
             await client.aclose()
-        self.kept[context] = reply["segments"]
+        self.kept[context] = [segment.model_dump() for segment in reply.segments]
         await super().drop_context(context)
 
 
