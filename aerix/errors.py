@@ -14,7 +14,7 @@ into these at the adapter that met them and re-raised ``from`` the original.
     │   ├── PoolUnavailable
     │   ├── PoolStartFailed
     │   └── ContextOverflow
-    └── SessionError                  the session store
+    ├── SessionError                  the session store
         ├── SessionNotFound
         ├── SessionAmbiguous
         ├── SessionBusy                 another process writes this session
@@ -22,6 +22,11 @@ into these at the adapter that met them and re-raised ``from`` the original.
         ├── SessionSchemaTooNew         written by a newer aerix
         ├── SessionNotResumable         imported sessions cannot be resumed
         └── ClaudeImportError           nothing importable at the given path
+    └── ProfileError                  a profile repository
+        ├── ProfileUnusable             cannot be opened or read (startup falls back to the embedded prompts)
+        ├── ProfileGitFailed            a git command on it failed or ran past its bound
+        ├── ProfileRace                 a branch kept moving under a write: CAS_RETRIES exhausted
+        └── ProfileChanged              a text changed on the branch while it was being revised
 """
 
 from __future__ import annotations
@@ -153,3 +158,35 @@ class ContextOverflow(PoolError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code="context_overflow")
+
+
+class ProfileError(AerixError):
+    """Something about a profile repository (``$XDG_DATA_HOME/aerix/profiles/<name>.git``)."""
+
+
+class ProfileUnusable(ProfileError):
+    """The profile cannot be opened, created or read: not a git repository, a missing or broken
+    object, no permission."""
+
+    def __init__(self, name: str, path: object, problem: str) -> None:
+        super().__init__(f"profile {name} ({path}) cannot be used: {problem}")
+        self.name = name
+
+
+class ProfileGitFailed(ProfileError):
+    """A git command on a profile failed or did not finish within its bound."""
+
+
+class ProfileRace(ProfileError):
+    """A write found its branch moved on every try: another aerix (or git) keeps writing it."""
+
+    def __init__(self, name: str, branch: str, tries: int) -> None:
+        super().__init__(
+            f"profile {name}: {branch} moved under this write {tries} times (another aerix or git is "
+            "writing it); nothing was committed, try again when it is quiet"
+        )
+        self.branch = branch
+
+
+class ProfileChanged(ProfileError):
+    """A text changed on its branch while it was being revised or edited; it is not overwritten."""

@@ -96,6 +96,21 @@ REMOTE_LOOKUP_TIMEOUT_SECS: Final = 10.0
 #: Compare-and-swap retries of a profile write, then a named race refusal.
 CAS_RETRIES: Final = 3
 
+# --- Tuning a profile -----------------------------------------------------------------------
+#: A revision keeps within these multiples of the release's text, in characters (aerix's own
+#: bound: tuning must not drift far from the text the code was written for, run after run).
+REVISION_MIN_RATIO: Final = 0.5
+REVISION_MAX_RATIO: Final = 2.0
+#: A reflection asks min(context.max_new_tokens, W / REFLECTION_ASK_WINDOW_DIVISOR) tokens, so its
+#: prompt (the text and the evidence) keeps the other part of the window.
+REFLECTION_ASK_WINDOW_DIVISOR: Final = 2
+#: The reflection's reason is cut to this many characters (also the answer schema's maxLength).
+REFLECTION_REASON_MAX_CHARS: Final = 400
+#: One evidence line shown to the reflection member is cut to this many characters.
+EVIDENCE_LINE_MAX_CHARS: Final = 300
+#: At most this many evidence lines per artifact; the newest are kept.
+EVIDENCE_MAX_LINES: Final = 60
+
 # --- Exit codes -----------------------------------------------------------------------------
 #: The root agent gave its final answer.
 EXIT_DONE: Final = 0

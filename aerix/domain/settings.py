@@ -1,7 +1,7 @@
 """The settings models: every key a settings file may hold, with its default.
 
-Keys are grouped as the spec names them: ``pool.*``, ``delegation.*``, ``context.*``, ``tune.*``,
-``session.*`` and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks`` and
+Keys are grouped as the spec names them: ``profile``, ``pool.*``, ``delegation.*``, ``context.*``,
+``tune.*``, ``session.*`` and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks`` and
 ``enabledPlugins``. Unknown keys are errors, so a typo is reported with the file and the key
 rather than silently ignored. Reading and merging the files is
 ``aerix.adapters.settings_files``.
@@ -14,7 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aerix.domain import bounds
+from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOL_NAMES
+
+DEFAULT_PROFILE = "default"
 
 
 class _Section(BaseModel):
@@ -144,6 +147,7 @@ class TuneSettings(_Section):
     """``tune.*``: ``aerix tune``."""
 
     member: str | None = Field(default=None, description="model of the reflection member; None = main")
+    member_flags: MemberFlags = MemberFlags()
     sessions: int = Field(default=20, gt=0, description="newest sessions read by aerix tune")
 
 
@@ -204,6 +208,7 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     schema_url: str | None = Field(default=None, alias="$schema")
+    profile: str = Field(default=DEFAULT_PROFILE, description="the profile whose prompts sessions read")
     pool: PoolSettings = PoolSettings()
     delegation: DelegationSettings = DelegationSettings()
     context: ContextSettings = ContextSettings()
@@ -214,3 +219,10 @@ class Settings(BaseModel):
     #: Claude Code's key: plugin name (or ``name@marketplace``) -> enabled. A plugin found in a
     #: plugins folder is enabled unless this says false.
     enabled_plugins: dict[str, bool] = Field(default_factory=dict, alias="enabledPlugins")
+
+    @field_validator("profile")
+    @classmethod
+    def _profile_name(cls, name: str) -> str:
+        if not valid_profile_name(name):
+            raise ValueError(f"{PROFILE_NAME_RULE} (got {name!r})")
+        return name
