@@ -1,0 +1,79 @@
+"""The one way a profile branch changes: a commit by compare-and-swap of its ref.
+
+A writer reads the branch head, computes its commit from what it read, and swaps the ref from
+that head to the new commit. When the branch moved meanwhile (another aerix, a ``git push``), it
+computes again from the new head, at most ``CAS_RETRIES`` more times, then refuses by name
+(:class:`~aerix.errors.ProfileRace`). Nothing is ever overwritten blindly: the change function
+sees the head it will replace, every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from aerix.app.profile_ports import ProfileRepository
+from aerix.domain.bounds import CAS_RETRIES
+from aerix.domain.profile import ProfileSnapshot
+from aerix.errors import ProfileRace
+
+#: Every try of a write: the first, then CAS_RETRIES more.
+CAS_TRIES = CAS_RETRIES + 1
+
+
+@dataclass(frozen=True)
+class Write:
+    """The commit a change makes: every file it holds, and its message."""
+
+    files: Mapping[str, bytes]
+    message: str
+
+
+#: Given the branch head as read (an empty snapshot when the branch is new), the commit to make on
+#: it, or None when there is nothing to write. Called again on each retry. It may raise to refuse.
+Change = Callable[[ProfileSnapshot], Write | None]
+
+
+def commit_change(repo: ProfileRepository, branch: str, change: Change) -> str | None:
+    """Make ``change`` one commit on ``branch``; the new commit, or None when it wrote nothing."""
+    for _ in range(CAS_TRIES):
+        head = repo.head(branch)
+        base = repo.read(head) if head is not None else ProfileSnapshot(None)
+        write = change(base)
+        if write is None:
+            return None
+        commit = repo.make_commit(head, write.files, write.message)
+        if repo.move(branch, commit, head):
+            return commit
+    raise ProfileRace(repo.name, branch, CAS_TRIES)
+
+
+def create_branch(repo: ProfileRepository, branch: str, at: str) -> str:
+    """``branch`` at ``at`` unless it exists already; returns where it points either way."""
+    for _ in range(CAS_TRIES):
+        head = repo.head(branch)
+        if head is not None:
+            return head
+        if repo.move(branch, at, None):
+            return at
+    raise ProfileRace(repo.name, branch, CAS_TRIES)
+
+
+def point_branch(repo: ProfileRepository, branch: str, at: str) -> None:
+    """Move ``branch`` (made when missing) to ``at``, from wherever it is."""
+    for _ in range(CAS_TRIES):
+        head = repo.head(branch)
+        if head == at or repo.move(branch, at, head):
+            return
+    raise ProfileRace(repo.name, branch, CAS_TRIES)
+
+
+def delete_branch(repo: ProfileRepository, branch: str) -> bool:
+    """Delete ``branch``; False when there was none."""
+    for _ in range(CAS_TRIES):
+        head = repo.head(branch)
+        if head is None:
+            return False
+        if repo.move(branch, None, head):
+            return True
+    raise ProfileRace(repo.name, branch, CAS_TRIES)
