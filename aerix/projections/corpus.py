@@ -5,17 +5,24 @@ each with the evidence the prompt artifacts need:
 
 - routes: each routing decision, its scores, and how the request it routed ended
   (``routing.md``);
-- parse retries: every turn that did not parse and was asked again (the turn format in
-  ``system.md``);
-- verdicts: each verifier's verdict and reason with the brief it judged (``verifier.md``,
-  ``brief.md``);
-- compactions: when and how much the runtime compacted (``compacted.md``);
+- parse retries: every turn that did not parse, or was cut by the token limit, and was asked
+  again (``system.md``);
+- pieces: each delegated piece — its brief and check, how many implementer attempts it took,
+  the verdicts and how it ended (``planner.md``, ``brief.md``);
+- verdicts: each verifier's verdict and reason with the brief it judged, and what came after:
+  how the piece and the request ended (``verifier.md``, ``brief.md``);
+- compactions: when and how much the runtime compacted, and what followed: re-asked turns of
+  that agent after it and how the agent ended (``compacted.md``);
 - failures: agents and requests that ended other than ``done``, with their reasons
-  (``planner.md``, ``brief.md``).
+  (``system.md``, ``planner.md``).
+
+Pieces are told apart by the agent ids of the spec: an implementer ``a1.c3``, its retries
+``a1.c3.r1``…, its verifiers ``a1.c3.v1``… all belong to the piece ``a1.c3``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -27,12 +34,19 @@ from aerix.projections.base import Handlers, Projection
 ARTIFACT_EVIDENCE: dict[str, tuple[str, ...]] = {
     "routing.md": ("routes",),
     "system.md": ("parse_retries", "failures"),
-    "planner.md": ("routes", "failures"),
-    "brief.md": ("verdicts", "failures"),
+    "planner.md": ("pieces", "failures"),
+    "brief.md": ("pieces", "verdicts"),
     "verifier.md": ("verdicts",),
     "compacted.md": ("compactions",),
 }
 """Which evidence each embedded prompt's tuning reads."""
+
+_ATTEMPT_SUFFIX = re.compile(r"\.[rv]\d+$")
+
+
+def piece_of(agent: str) -> str:
+    """The piece an implementer, retry or verifier id belongs to: ``a1.c3.r1`` → ``a1.c3``."""
+    return _ATTEMPT_SUFFIX.sub("", agent)
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,30 @@ class VerdictEvidence:
     verdict: str | None
     reason: str | None
     brief: str | None
+    #: What came after, once the request ended: "piece passed; request done".
+    later: str | None = None
+
+
+@dataclass(frozen=True)
+class PieceEvidence:
+    """One delegated piece: its implementer attempts and verdicts, in order."""
+
+    agent: str
+    brief: str | None
+    check: str | None
+    definition: str | None
+    attempts: int = 1
+    outcome: str | None = None  # the last implementer's
+    reason: str | None = None
+    verdicts: tuple[str, ...] = ()  # "pass", "fail" or "none" for a verifier without one
+
+    @property
+    def result(self) -> str:
+        if self.outcome is not None and self.outcome != "done":
+            return self.outcome
+        if self.verdicts:
+            return "passed" if self.verdicts[-1] == "pass" else "failed verification"
+        return "done, not verified" if self.outcome == "done" else "unfinished"
 
 
 @dataclass(frozen=True)
@@ -67,6 +105,9 @@ class CompactionEvidence:
     segments: int
     tokens_before: int
     tokens_after: int
+    #: Turns of that agent re-asked after the compaction, and how the agent ended.
+    retries_after: int = 0
+    agent_outcome: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,13 +128,18 @@ class SessionEvidence(Projection):
     prompts: list[str] = field(default_factory=list)
     routes: list[RouteEvidence] = field(default_factory=list)
     parse_retries: list[ParseRetry] = field(default_factory=list)
+    pieces: list[PieceEvidence] = field(default_factory=list)
     verdicts: list[VerdictEvidence] = field(default_factory=list)
     compactions: list[CompactionEvidence] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     _briefs: dict[str, str | None] = field(default_factory=dict)
     _parents: dict[str, str | None] = field(default_factory=dict)
     _verifiers: set[str] = field(default_factory=set)
+    _implementers: set[str] = field(default_factory=set)
+    _piece_index: dict[str, int] = field(default_factory=dict)
     _pending_routes: list[int] = field(default_factory=list)
+    _pending_verdicts: list[int] = field(default_factory=list)
+    _open_compactions: dict[str, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         super().__init__()
@@ -113,14 +159,27 @@ class SessionEvidence(Projection):
     def _message(self, event: ev.Message) -> None:
         if event.parse_error is not None:
             self.parse_retries.append(ParseRetry(event.agent, event.turn, event.attempt, event.parse_error))
+            for index in self._open_compactions.get(event.agent, ()):
+                compaction = self.compactions[index]
+                self.compactions[index] = replace(compaction, retries_after=compaction.retries_after + 1)
 
     def _spawn(self, event: ev.AgentSpawn) -> None:
         self._briefs[event.agent] = event.brief
         self._parents[event.agent] = event.parent
         if event.kind == "verifier":
             self._verifiers.add(event.agent)
+        elif event.kind == "implementer":
+            self._implementers.add(event.agent)
+            key = piece_of(event.agent)
+            index = self._piece_index.get(key)
+            if index is None:
+                self._piece_index[key] = len(self.pieces)
+                self.pieces.append(PieceEvidence(key, event.brief, event.check, event.definition))
+            else:
+                self.pieces[index] = replace(self.pieces[index], attempts=self.pieces[index].attempts + 1)
 
     def _compaction(self, event: ev.Compaction) -> None:
+        self._open_compactions.setdefault(event.agent, []).append(len(self.compactions))
         self.compactions.append(
             CompactionEvidence(
                 event.agent, event.trigger, len(event.replaced), event.tokens_before, event.tokens_after
@@ -131,15 +190,36 @@ class SessionEvidence(Projection):
         if event.agent in self._verifiers or event.verdict is not None:
             parent = self._parents.get(event.agent)
             brief = self._briefs.get(event.agent) or (self._briefs.get(parent) if parent else None)
+            self._pending_verdicts.append(len(self.verdicts))
             self.verdicts.append(VerdictEvidence(event.agent, event.verdict, event.reason, brief))
+            self._piece_verdict(event)
+        elif event.agent in self._implementers:
+            index = self._piece_index.get(piece_of(event.agent))
+            if index is not None:
+                self.pieces[index] = replace(self.pieces[index], outcome=event.outcome, reason=event.reason)
+        for index in self._open_compactions.pop(event.agent, ()):
+            self.compactions[index] = replace(self.compactions[index], agent_outcome=event.outcome)
         if event.outcome != "done":
             self.failures.append(Failure(event.agent, event.outcome, event.reason))
+
+    def _piece_verdict(self, event: ev.AgentEnd) -> None:
+        index = self._piece_index.get(piece_of(event.agent))
+        if index is not None:
+            piece = self.pieces[index]
+            verdicts = (*piece.verdicts, event.verdict or "none")
+            self.pieces[index] = replace(piece, verdicts=verdicts, reason=event.reason or piece.reason)
 
     def _session_end(self, event: ev.SessionEnd) -> None:
         for index in self._pending_routes:
             route = self.routes[index]
             self.routes[index] = replace(route, outcome=event.outcome)
         self._pending_routes = []
+        for index in self._pending_verdicts:
+            verdict = self.verdicts[index]
+            piece_index = self._piece_index.get(piece_of(verdict.agent))
+            piece = f"piece {self.pieces[piece_index].result}; " if piece_index is not None else ""
+            self.verdicts[index] = replace(verdict, later=f"{piece}request {event.outcome}")
+        self._pending_verdicts = []
         if event.outcome != "done":
             self.failures.append(Failure(None, event.outcome, event.reason))
 
