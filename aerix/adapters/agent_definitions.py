@@ -13,7 +13,7 @@ accepted and ignored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,15 @@ class AgentCatalog:
             for d in self._definitions.values()
         ]
         return fit_listing(header, entries, lambda left: f"… and {left} more", max_chars)
+
+    def body(self, name: str) -> str | None:
+        definition = self.get(name)
+        return definition.body if definition is not None else None
+
+    def with_bodies(self, bodies: Mapping[str, str]) -> AgentCatalog:
+        """This catalog with the named definitions' bodies replaced (a profile's overlays)."""
+        definitions = [replace(d, body=bodies.get(d.name, d.body)) for d in self._definitions.values()]
+        return AgentCatalog(definitions, self.notes)
 
 
 def agent_folders(project_root: Path) -> tuple[Path, ...]:

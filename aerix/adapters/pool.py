@@ -109,6 +109,9 @@ class CaldrixPool:
         reply = await self._on_control(lambda client: client.member_load(name, model, flags))
         return _member(reply.member)
 
+    async def member_unload(self, name: str) -> None:
+        await self._request("member.unload", name=name)
+
     # ---- contexts ---------------------------------------------------------------------------
 
     async def create_context(self, member: str, segments: Sequence[SegmentSpec]) -> ContextCounts:

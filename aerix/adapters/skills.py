@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from aerix.adapters.agent_definitions import AgentCatalog, AgentDefinition, load_agent_definitions
@@ -149,6 +149,16 @@ class SkillCatalog:
 
     def get(self, name: str) -> Skill | None:
         return self._skills.get(name.removeprefix("/"))
+
+    def body(self, name: str) -> str | None:
+        skill = self.get(name)
+        return skill.body if skill is not None else None
+
+    def with_bodies(self, bodies: Mapping[str, str]) -> SkillCatalog:
+        """This catalog with the named skills' bodies replaced (a profile's overlays); a name it
+        does not know is left out."""
+        skills = [replace(skill, body=bodies.get(skill.name, skill.body)) for skill in self._skills.values()]
+        return SkillCatalog(skills, self.notes)
 
     def render_listing(self, max_chars: int) -> str:
         """The skills section of the system segment, within ``max_chars`` characters (all of it,

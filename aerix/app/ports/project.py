@@ -3,6 +3,7 @@ plugins, and the prompt texts. ``aerix.adapters.project.ProjectFiles`` reads the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -13,7 +14,7 @@ from aerix.domain.settings import Settings
 
 class PromptSource(Protocol):
     """The prompt texts by name (``system``, ``routing``, ``planner``, ``brief``, ``verifier``,
-    ``retry``, ``compacted``): the embedded ones now, a profile commit's later."""
+    ``retry``, ``compacted``): the release's embedded ones, or a profile commit's in front of them."""
 
     def get(self, name: str) -> str: ...
 
@@ -30,6 +31,14 @@ class SkillSource(Protocol):
 
     def run_tool(self, name: str | None, args: str = "", list_all: bool = False) -> str:
         """The ``skill`` tool: a skill's text (``$ARGUMENTS`` replaced), or the listing."""
+        ...
+
+    def body(self, name: str) -> str | None:
+        """The skill's own text (what a profile overlay replaces), or None when there is none."""
+        ...
+
+    def with_bodies(self, bodies: Mapping[str, str]) -> SkillSource:
+        """The same skills, with the named ones' bodies replaced by a profile's overlays."""
         ...
 
 
@@ -57,6 +66,12 @@ class AgentDefinitionSource(Protocol):
 
     def render_listing(self, max_chars: int) -> str:
         """The system segment's list of the definitions, within ``max_chars`` characters."""
+        ...
+
+    def body(self, name: str) -> str | None: ...
+
+    def with_bodies(self, bodies: Mapping[str, str]) -> AgentDefinitionSource:
+        """The same definitions, with the named ones' bodies replaced by a profile's overlays."""
         ...
 
 

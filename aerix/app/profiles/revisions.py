@@ -1,0 +1,104 @@
+"""What tune, sync and edit share: a revision, a refusal, the observer, and the commit that
+records revisions without overwriting a text that changed on the branch meanwhile."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aerix.app.profile_ports import ProfileRepository
+from aerix.app.profiles.writes import Write, commit_change
+from aerix.domain.profile import ProfileSnapshot, UpstreamEntry
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A new text for one path, why, the text it replaces and the upstream entry it records."""
+
+    path: str
+    text: str
+    reason: str
+    previous: str
+    upstream: UpstreamEntry
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(
+            self.previous.splitlines(keepends=True),
+            self.text.splitlines(keepends=True),
+            fromfile=f"a/{self.path}",
+            tofile=f"b/{self.path}",
+        )
+        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+        return text
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A path that was asked about and not revised, with the reason (a guard, a failed answer,
+    a hand edit on the branch)."""
+
+    path: str
+    reason: str
+
+
+class ProfileObserver:
+    """Hears what tune and sync do; the command line subclasses it."""
+
+    def line(self, text: str) -> None:
+        """A progress line (stderr)."""
+
+    def artifact(self, index: int, total: int, path: str) -> None:
+        """Reflection on one path starts: ``index`` of ``total``."""
+
+    def token(self, text: str) -> None:
+        """A piece of the reflection's answer as it streams."""
+
+    def diff(self, text: str) -> None:
+        """The diff of a revision that ``--dry-run`` does not commit (stdout)."""
+
+
+@dataclass
+class Committed:
+    """What a revisions commit did: the commit (None when nothing was written) and the revisions
+    refused because their path changed on the branch during the run."""
+
+    commit: str | None = None
+    refused: list[Refused] = field(default_factory=list)
+
+
+def changed_between(start: ProfileSnapshot, now: ProfileSnapshot, path: str) -> bool:
+    """Whether ``path``'s text or upstream entry differs between two commits of a branch."""
+    before = (start.upstream or {}).get(path)
+    after = (now.upstream or {}).get(path)
+    return start.files.get(path) != now.files.get(path) or before != after
+
+
+def commit_revisions(
+    repo: ProfileRepository,
+    branch: str,
+    start: ProfileSnapshot,
+    revisions: Sequence[Revision],
+    subject: str,
+) -> Committed:
+    """One commit on ``branch`` with every revision whose path still reads as it did in
+    ``start`` (the commit the run read from); the others are refused, not overwritten. The
+    message lists each revision and why."""
+    outcome = Committed()
+
+    def change(base: ProfileSnapshot) -> Write | None:
+        kept = [rev for rev in revisions if not changed_between(start, base, rev.path)]
+        outcome.refused = [
+            Refused(rev.path, f"it changed on {branch} during the run (a hand edit?); not overwritten")
+            for rev in revisions
+            if rev not in kept
+        ]
+        if not kept:
+            return None
+        texts = {rev.path: rev.text for rev in kept}
+        entries = {rev.path: rev.upstream for rev in kept}
+        body = "".join(f"- {rev.path}: {rev.reason or 'no reason given'}\n" for rev in kept)
+        return Write(base.with_texts(texts, entries), f"{subject}\n\n{body}")
+
+    outcome.commit = commit_change(repo, branch, change)
+    return outcome
