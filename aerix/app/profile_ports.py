@@ -79,3 +79,19 @@ class ProfileStore(Protocol):
     def open(self, name: str) -> ProfileRepository:
         """The profile, created (empty, no branches) when it does not exist yet."""
         ...
+
+
+@dataclass(frozen=True)
+class Edited:
+    """What the editor gave back, and the file that holds it (kept when the commit is refused)."""
+
+    text: str
+    file: Path
+
+
+class TextEditor(Protocol):
+    """Opens a person's editor on a text (``$VISUAL``/``$EDITOR``: ``aerix.adapters.editor``)."""
+
+    def edit(self, text: str, name: str) -> Edited: ...
+
+    def discard(self, edited: Edited) -> None: ...

@@ -66,8 +66,11 @@ class SessionStart(EventBase):
     cwd: str
     project: str = Field(description="The project key: the folder the session lives in.")
     model: str = Field(description="The main member's model.")
-    profile: str | None = None
-    profile_commit: str | None = None
+    profile: str | None = Field(
+        default=None, description="The profile its prompts were read from; null: embedded."
+    )
+    profile_branch: str | None = Field(default=None, description="The session's branch in it, session/<id>.")
+    profile_commit: str | None = Field(default=None, description="The commit its prompts were read from.")
     prompt: str
     route: Route | None = Field(default=None, description="A shape forced by the caller; else routing picks.")
     aerix_version: str

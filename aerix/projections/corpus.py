@@ -22,7 +22,6 @@ Pieces are told apart by the agent ids of the spec: an implementer ``a1.c3``, it
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -41,12 +40,13 @@ ARTIFACT_EVIDENCE: dict[str, tuple[str, ...]] = {
 }
 """Which evidence each embedded prompt's tuning reads."""
 
-_ATTEMPT_SUFFIX = re.compile(r"\.[rv]\d+$")
-
 
 def piece_of(agent: str) -> str:
     """The piece an implementer, retry or verifier id belongs to: ``a1.c3.r1`` → ``a1.c3``."""
-    return _ATTEMPT_SUFFIX.sub("", agent)
+    head, dot, last = agent.rpartition(".")
+    if dot and len(last) > 1 and last[0] in "rv" and last[1:].isdigit():
+        return head
+    return agent
 
 
 @dataclass(frozen=True)

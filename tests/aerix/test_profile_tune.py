@@ -293,6 +293,17 @@ async def test_dry_run_prints_a_diff_per_revision_and_leaves_every_ref_alone(
     )
 
 
+async def test_dry_run_on_a_profile_that_does_not_exist_creates_nothing(
+    project: Path, reflector: Any
+) -> None:
+    record_session("s1", 1, ROUTED_AND_FAILED)
+    await reflector([answer(ROUTING)])
+    heard = Heard()
+    report = await run_tune(TuneOptions(project, dry_run=True), deps(), heard)
+    assert GitProfiles().find("default") is None and report.commit is None
+    assert [rev.path for rev in report.revisions] == ["prompts/routing.md"] and len(heard.diffs) == 1
+
+
 async def test_a_reflection_cut_by_the_token_limit_is_refused(project: Path, reflector: Any) -> None:
     settings = json.loads((project / ".aerix" / "settings.json").read_text())
     settings["context"]["max_new_tokens"] = 16

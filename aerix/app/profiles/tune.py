@@ -32,7 +32,7 @@ from aerix.app.profiles.sync import (
     upstream_texts,
 )
 from aerix.app.startup import bind_members
-from aerix.domain.profile import ProfileSnapshot, prompt_path
+from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
 from aerix.domain.revision_guards import check_revision
 from aerix.errors import SessionLogCorrupt, SessionSchemaTooNew
 from aerix.projections.corpus import SessionEvidence, tuning_corpus
@@ -84,15 +84,17 @@ async def run_tune(options: TuneOptions, deps: ProfileDeps, observer: ProfileObs
     settings = project.settings
     name = options.profile or settings.profile
     report = TuneReport(name, dry_run=options.dry_run)
-    repo = deps.profiles.open(name)
+    # A dry run moves nothing, so it does not even create the profile or the model base.
+    repo = deps.profiles.find(name) if options.dry_run else deps.profiles.open(name)
     opened = await deps.pools.open(settings.pool)
     try:
         members = await bind_members(opened.pool, settings.pool)
         for note in members.notes:
             observer.line(note)
         report.model = members.main.model
-        main_head = seed_main(repo, deps.embedded, deps.release)
-        report.branch, _ = ensure_model_base(repo, report.model, main_head)
+        report.branch = model_branch(report.model)
+        if repo is not None and not options.dry_run:
+            ensure_model_base(repo, report.model, seed_main(repo, deps.embedded, deps.release))
         unreadable: list[str] = []
         limit = options.sessions or settings.tune.sessions
         corpus = collect_corpus(deps.sessions, name, report.model, limit, unreadable)
@@ -103,6 +105,7 @@ async def run_tune(options: TuneOptions, deps: ProfileDeps, observer: ProfileObs
         model = options.member or settings.tune.member
         reflector = await bind_reflector(opened.pool, members, model, settings.tune.member_flags)
         report.reflector = reflector.member.model
+        observer.line(f"reflecting with {report.reflector}")
         try:
             run = ReflectionRun(
                 opened.pool,
@@ -123,16 +126,23 @@ async def run_tune(options: TuneOptions, deps: ProfileDeps, observer: ProfileObs
     return report
 
 
+def _base(repo: ProfileRepository | None, branch: str) -> ProfileSnapshot:
+    """The model base as it is (a dry run before the base exists: what it would be made from)."""
+    if repo is None:
+        return ProfileSnapshot(None)
+    head = repo.head(branch) or repo.head(MAIN_BRANCH)
+    return repo.read(head) if head is not None else ProfileSnapshot(None)
+
+
 async def _sync_base(
-    run: ReflectionRun, repo: ProfileRepository, report: TuneReport, upstream: UpstreamTexts
+    run: ReflectionRun, repo: ProfileRepository | None, report: TuneReport, upstream: UpstreamTexts
 ) -> ProfileSnapshot:
     """Sync the model base; returns the snapshot the tuning reads (with a dry run's
     reconciled texts in it, since they were not committed)."""
-    head = repo.head(report.branch)
-    snapshot = repo.read(head) if head is not None else ProfileSnapshot(None)
+    snapshot = _base(repo, report.branch)
     sync = SyncReport(report.profile, report.branch, list(snapshot.stale(upstream)), dry_run=report.dry_run)
     report.sync = sync
-    if not sync.stale:
+    if not sync.stale or repo is None:
         return snapshot
     run.observer.line(f"{len(sync.stale)} tuned texts are stale against this release; syncing them first")
     await reconcile(run, repo, report.branch, snapshot, sync, upstream)
@@ -140,13 +150,12 @@ async def _sync_base(
         texts = {rev.path: rev.text for rev in sync.revisions}
         entries = {rev.path: rev.upstream for rev in sync.revisions}
         return ProfileSnapshot.of(snapshot.commit, snapshot.with_texts(texts, entries))
-    head = repo.head(report.branch)
-    return repo.read(head) if head is not None else snapshot
+    return _base(repo, report.branch)
 
 
 async def _tune(
     run: ReflectionRun,
-    repo: ProfileRepository,
+    repo: ProfileRepository | None,
     report: TuneReport,
     start: ProfileSnapshot,
     corpus: list[SessionEvidence],
@@ -169,7 +178,7 @@ async def _tune(
         else:
             report.revisions.append(outcome)
             run.observer.line(f"{path}: revised: {outcome.reason or 'no reason given'}")
-    if report.dry_run:
+    if report.dry_run or repo is None:
         for revision in report.revisions:
             run.observer.diff(revision.diff())
         return
