@@ -400,3 +400,28 @@ async def test_tune_syncs_the_model_base_first(project: Path, reflector: Any) ->
     assert head.text("prompts/routing.md") == ROUTING
     assert head.upstream["prompts/routing.md"].hash == blob_id(EMBEDDED["routing"])
     assert UPSTREAM_FILE in head.files
+
+
+@pytest.mark.model
+async def test_a_reflection_model_the_pool_lacks_is_loaded_for_the_run_and_unloaded(
+    project: Path, pool_process: PoolProcess
+) -> None:
+    """``--member`` names a model no member serves: it is loaded (the real model, through
+    llama.cpp) as ``reflect``, reflects, and is unloaded when the run ends. What a 135M model
+    writes is its own affair: every prompt asked about is revised or refused with a reason."""
+    settings = json.loads((project / ".aerix" / "settings.json").read_text())
+    settings["context"]["max_new_tokens"] = 48
+    settings["tune"] = {"member_flags": {"ctx": 2048}}
+    (project / ".aerix" / "settings.json").write_text(json.dumps(settings))
+    record_session("s1", 1, ROUTED_AND_FAILED)
+    # The same file under a reference no loaded member has (the scripted members use the plain path).
+    reference = f"{default_model_path().parent}/./{default_model_path().name}"
+    report = await run_tune(TuneOptions(project, member=reference), deps(), Heard())
+    assert report.reflector == reference
+    assert len(report.revisions) + len(report.refused) == 1
+    assert all(item.reason for item in report.refused)
+    pool = CaldrixPool(pool_process.socket_path)
+    try:
+        assert "reflect" not in {member.name for member in await pool.member_list()}
+    finally:
+        await pool.aclose()
