@@ -9,7 +9,8 @@ nothing stale no pool is bound. ``aerix tune`` runs the same reconcile on the mo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,14 +21,16 @@ from aerix.app.profiles.bases import iso
 from aerix.app.profiles.reflection import (
     PROMPT_ROLES,
     NotReflected,
+    Reflected,
     bind_reflector,
     reflect,
     release_reflector,
 )
 from aerix.app.profiles.revisions import ProfileObserver, Refused, Revision, commit_revisions
-from aerix.app.startup import PoolStarter, Project, ProjectSource, bind_members
+from aerix.app.startup import BoundMembers, PoolStarter, Project, ProjectSource, bind_members
 from aerix.domain.profile import ProfileSnapshot, UpstreamEntry, artifact_of, blob_id, model_branch
 from aerix.domain.revision_guards import check_revision, length_bounds, placeholders
+from aerix.domain.settings import Settings
 from aerix.errors import ProfileError
 
 #: The text a path follows upstream now (the release's prompt, the project's skill body), or None.
@@ -115,25 +118,66 @@ async def run_sync(options: SyncOptions, deps: ProfileDeps, observer: ProfileObs
     opened = await deps.pools.open(settings.pool)
     try:
         members = await bind_members(opened.pool, settings.pool)
-        reflector = await bind_reflector(
-            opened.pool, members, settings.tune.member, settings.tune.member_flags
-        )
-        try:
-            run = ReflectionRun(
-                opened.pool,
-                reflector.member,
-                deps.prompts,
-                settings.context.max_new_tokens,
-                observer,
-                deps.release,
-                deps.clock,
-            )
+        async with reflecting(opened.pool, members, settings.tune.member, settings, deps, observer) as run:
             await reconcile(run, repo, branch, snapshot, report, upstream)
-        finally:
-            await release_reflector(opened.pool, reflector)
     finally:
         await opened.aclose()
     return report
+
+
+@asynccontextmanager
+async def reflecting(
+    pool: PoolPort,
+    members: BoundMembers,
+    model: str | None,
+    settings: Settings,
+    deps: ProfileDeps,
+    observer: ProfileObserver,
+) -> AsyncIterator[ReflectionRun]:
+    """The reflection member bound for one command, and unloaded after it when it loaded it."""
+    reflector = await bind_reflector(pool, members, model, settings.tune.member_flags)
+    try:
+        yield ReflectionRun(
+            pool,
+            reflector.member,
+            deps.prompts,
+            settings.context.max_new_tokens,
+            observer,
+            deps.release,
+            deps.clock,
+        )
+    finally:
+        await release_reflector(pool, reflector)
+
+
+async def propose(
+    run: ReflectionRun,
+    path: str,
+    instructions: str,
+    header: str,
+    evidence: list[str],
+    current: str,
+    release_text: str,
+    *,
+    must_differ: bool,
+) -> Reflected | Refused:
+    """One reflection on ``path`` and the guards on its answer."""
+    answer = await reflect(
+        run.pool,
+        run.member,
+        run.prompts.get(instructions),
+        header,
+        evidence,
+        run.max_new_tokens,
+        run.observer.token,
+        what=path,
+    )
+    if isinstance(answer, NotReflected):
+        return Refused(path, answer.reason)
+    refusals = check_revision(answer.text, current, release_text, must_differ=must_differ)
+    if refusals:
+        return Refused(path, "; ".join(str(refusal) for refusal in refusals))
+    return answer
 
 
 def existing_profile(store: ProfileStore, name: str) -> ProfileRepository:
@@ -195,21 +239,9 @@ async def _reconcile_one(
             rules_text(new),
         ]
     )
-    answer = await reflect(
-        run.pool,
-        run.member,
-        run.prompts.get("reflect-sync"),
-        header,
-        [],
-        run.max_new_tokens,
-        run.observer.token,
-        what=path,
-    )
-    if isinstance(answer, NotReflected):
-        return Refused(path, answer.reason)
-    refusals = check_revision(answer.text, tuned, new, must_differ=False)
-    if refusals:
-        return Refused(path, "; ".join(str(refusal) for refusal in refusals))
+    answer = await propose(run, path, "reflect-sync", header, [], tuned, new, must_differ=False)
+    if isinstance(answer, Refused):
+        return answer
     return Revision(path, answer.text, answer.reason, tuned, run.entry(new))
 
 

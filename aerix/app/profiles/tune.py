@@ -19,7 +19,6 @@ from aerix.app import sessions as use
 from aerix.app.profile_ports import ProfileRepository
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.evidence import evidence_lines
-from aerix.app.profiles.reflection import NotReflected, bind_reflector, reflect, release_reflector
 from aerix.app.profiles.revisions import ProfileObserver, Refused, Revision, commit_revisions
 from aerix.app.profiles.sync import (
     ProfileDeps,
@@ -27,13 +26,14 @@ from aerix.app.profiles.sync import (
     SyncReport,
     UpstreamTexts,
     describe,
+    propose,
     reconcile,
+    reflecting,
     rules_text,
     upstream_texts,
 )
 from aerix.app.startup import bind_members
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
-from aerix.domain.revision_guards import check_revision
 from aerix.errors import SessionLogCorrupt, SessionSchemaTooNew
 from aerix.projections.corpus import SessionEvidence, tuning_corpus
 
@@ -103,24 +103,12 @@ async def run_tune(options: TuneOptions, deps: ProfileDeps, observer: ProfileObs
         report.sessions = len(corpus)
         observer.line(f"profile {name}, {report.branch}: {len(corpus)} sessions of {report.model} read")
         model = options.member or settings.tune.member
-        reflector = await bind_reflector(opened.pool, members, model, settings.tune.member_flags)
-        report.reflector = reflector.member.model
-        observer.line(f"reflecting with {report.reflector}")
-        try:
-            run = ReflectionRun(
-                opened.pool,
-                reflector.member,
-                deps.prompts,
-                settings.context.max_new_tokens,
-                observer,
-                deps.release,
-                deps.clock,
-            )
+        async with reflecting(opened.pool, members, model, settings, deps, observer) as run:
+            report.reflector = run.member.model
+            observer.line(f"reflecting with {report.reflector}")
             upstream = upstream_texts(deps.embedded, project)
             start = await _sync_base(run, repo, report, upstream)
             await _tune(run, repo, report, start, corpus, deps.embedded)
-        finally:
-            await release_reflector(opened.pool, reflector)
     finally:
         await opened.aclose()
     return report
@@ -200,21 +188,9 @@ async def _tune_one(
 ) -> Revision | Refused:
     current = start.effective(path, release_text) or release_text
     header = "\n\n".join([describe(path), "# The current text\n" + current, rules_text(release_text)])
-    answer = await reflect(
-        run.pool,
-        run.member,
-        run.prompts.get("reflect-tune"),
-        header,
-        lines,
-        run.max_new_tokens,
-        run.observer.token,
-        what=path,
-    )
-    if isinstance(answer, NotReflected):
-        return Refused(path, answer.reason)
-    refusals = check_revision(answer.text, current, release_text)
-    if refusals:
-        return Refused(path, "; ".join(str(refusal) for refusal in refusals))
+    answer = await propose(run, path, "reflect-tune", header, lines, current, release_text, must_differ=True)
+    if isinstance(answer, Refused):
+        return answer
     entry = (start.upstream or {}).get(path)
     stale = entry is not None and entry.hash is not None and entry.hash != run.entry(release_text).hash
     # A text still stale (its sync was refused) keeps its old upstream, so the next sync asks again.
