@@ -14,7 +14,7 @@ each with the evidence the prompt artifacts need:
 - compactions: when and how much the runtime compacted, and what followed: re-asked turns of
   that agent after it and how the agent ended (``compacted.md``);
 - failures: agents and requests that ended other than ``done``, with their reasons
-  (``system.md``, ``planner.md``).
+  (``system.md``).
 
 Pieces are told apart by the agent ids of the spec: an implementer ``a1.c3``, its retries
 ``a1.c3.r1``…, its verifiers ``a1.c3.v1``… all belong to the piece ``a1.c3``.
@@ -33,8 +33,8 @@ from aerix.projections.base import Handlers, Projection
 ARTIFACT_EVIDENCE: dict[str, tuple[str, ...]] = {
     "routing.md": ("routes",),
     "system.md": ("parse_retries", "failures"),
-    "planner.md": ("pieces", "failures"),
-    "brief.md": ("pieces", "verdicts"),
+    "planner.md": ("pieces",),
+    "brief.md": ("pieces",),
     "verifier.md": ("verdicts",),
     "compacted.md": ("compactions",),
 }

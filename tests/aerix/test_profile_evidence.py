@@ -86,7 +86,9 @@ def test_each_prompt_reads_its_own_evidence() -> None:
     )
     planner = evidence_lines(corpus, "planner.md")
     assert 'piece a1.c3: brief "fix calc", check "pytest"; 2 attempts, verdicts fail pass; passed' in planner
-    assert "a1.c4 ended budget: the turn budget ran out (40 turns)" in planner
+    assert (
+        'piece a1.c4: brief "update docs"; 1 attempt; budget (the turn budget ran out (40 turns))' in planner
+    )
     assert evidence_lines(corpus, "system.md")[0].startswith(
         "a1.c3.r1 turn 4, attempt 1 was asked again: cut at"
     )

@@ -14,6 +14,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+
 from aerix.app import sessions as use
 from aerix.app.ports import MemberInfo, PoolPort, PromptSource
 from aerix.app.profile_ports import ProfileRepository, ProfileStore
@@ -121,7 +123,8 @@ async def run_sync(options: SyncOptions, deps: ProfileDeps, observer: ProfileObs
         async with reflecting(opened.pool, members, settings.tune.member, settings, deps, observer) as run:
             await reconcile(run, repo, branch, snapshot, report, upstream)
     finally:
-        await opened.aclose()
+        with anyio.CancelScope(shield=True):
+            await opened.aclose()
     return report
 
 
@@ -147,7 +150,8 @@ async def reflecting(
             deps.clock,
         )
     finally:
-        await release_reflector(pool, reflector)
+        with anyio.CancelScope(shield=True):  # a cancelled run still unloads what it loaded
+            await release_reflector(pool, reflector)
 
 
 async def propose(

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+
 from aerix.app import sessions as use
 from aerix.app.profile_ports import ProfileRepository
 from aerix.app.profiles.bases import ensure_model_base, seed_main
@@ -110,7 +112,8 @@ async def run_tune(options: TuneOptions, deps: ProfileDeps, observer: ProfileObs
             start = await _sync_base(run, repo, report, upstream)
             await _tune(run, repo, report, start, corpus, deps.embedded)
     finally:
-        await opened.aclose()
+        with anyio.CancelScope(shield=True):
+            await opened.aclose()
     return report
 
 
