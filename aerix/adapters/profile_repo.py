@@ -24,7 +24,7 @@ from aerix.adapters.paths import data_home
 from aerix.app.profile_ports import ProfileCommit
 from aerix.domain.bounds import GIT_TIMEOUT_SECS
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot
-from aerix.errors import ProfileGitFailed, ProfileUnusable
+from aerix.errors import ProfileError, ProfileGitFailed, ProfileUnusable
 
 #: Who the commits aerix writes are by (a hand edit through git keeps the user's own identity).
 AUTHOR_ENV = {
@@ -67,9 +67,13 @@ class GitProfiles:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise ProfileUnusable(name, path, exc.strerror or str(exc)) from exc
-            # Two aerix processes may create it at once; git init on an existing repository is harmless.
             init = ["init", "--bare", "--quiet", f"--initial-branch={MAIN_BRANCH}", str(path)]
-            _execute(name, path, init, git_dir=None)
+            try:
+                _execute(name, path, init, git_dir=None)
+            except ProfileError:
+                # Another aerix may have been creating it at the same moment: use theirs if it is there.
+                if not os.path.lexists(path):
+                    raise
         return GitProfile(name, path)
 
 
