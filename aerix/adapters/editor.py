@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from aerix.adapters.paths import state_home
-from aerix.app.profile_ports import Edited
+from aerix.app.ports.profiles import Edited
 from aerix.errors import UsageError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -27,7 +27,7 @@ def editor_command() -> list[str]:
 
 
 class ProcessEditor:
-    """:class:`aerix.app.profile_ports.TextEditor` running ``$VISUAL``/``$EDITOR``."""
+    """:class:`aerix.app.ports.profiles.TextEditor` running ``$VISUAL``/``$EDITOR``."""
 
     def __init__(self, folder: Path | None = None) -> None:
         self.folder = folder if folder is not None else state_home() / "profile-edits"

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from aerix import __version__
+from aerix.adapters.clock import utc_now
 from aerix.adapters.editor import ProcessEditor
+from aerix.adapters.profile_output import render_log, render_show
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.project import ProjectFiles
 from aerix.adapters.prompts import EmbeddedPrompts
@@ -25,7 +27,6 @@ from aerix.app.profiles.manage import (
     remove_session_branch,
     show_profile,
 )
-from aerix.app.profiles.output import render_log, render_show
 from aerix.app.profiles.sync import upstream_texts
 from aerix.domain import events as ev
 from aerix.domain.profile import blob_id
@@ -56,7 +57,7 @@ def editor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, python: str) -> None
 
 
 def deps() -> EditDeps:
-    return EditDeps(ProjectFiles(), GitProfiles(), ProcessEditor(), EMBEDDED, __version__)
+    return EditDeps(ProjectFiles(), GitProfiles(), ProcessEditor(), EMBEDDED, __version__, utc_now)
 
 
 def test_an_edit_is_one_commit_that_new_sessions_read(

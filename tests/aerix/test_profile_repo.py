@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters import profile_repo
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import CAS_TRIES, Write, commit_change, delete_branch
+from aerix.domain import bounds
 from aerix.domain.bounds import CAS_RETRIES
 from aerix.domain.profile import UPSTREAM_FILE, ProfileSnapshot, UpstreamEntry, blob_id, render_upstream
 from aerix.errors import ProfileGitFailed, ProfileRace, ProfileUnusable
@@ -233,7 +233,7 @@ def test_a_git_that_never_answers_is_cut_at_the_bound(
     (hanging / "git").write_text("#!/bin/sh\nexec sleep 60\n")
     (hanging / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{hanging}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(profile_repo, "GIT_TIMEOUT_SECS", 0.5)
+    monkeypatch.setattr(bounds, "GIT_TIMEOUT_SECS", 0.5)
     with pytest.raises(ProfileGitFailed, match=r"git rev-parse took longer than 0\.5 s"):
         repo.head("main")
 

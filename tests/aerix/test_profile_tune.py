@@ -15,18 +15,18 @@ import pytest
 
 from aerix import __version__
 from aerix.adapters.autostart import AutostartPool
+from aerix.adapters.clock import utc_now
 from aerix.adapters.pool import CaldrixPool
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.project import ProjectFiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
-from aerix.app import sessions as use
+from aerix.app.ports import OpenedPool, ProfileObserver
 from aerix.app.profiles.bases import ensure_model_base, seed_main
-from aerix.app.profiles.revisions import ProfileObserver
 from aerix.app.profiles.sync import ProfileDeps, SyncOptions, run_sync
 from aerix.app.profiles.tune import TuneOptions, run_tune
 from aerix.app.profiles.writes import Write, commit_change
-from aerix.app.startup import OpenedPool
+from aerix.app.sessions.writer import start_session
 from aerix.domain import events as ev
 from aerix.domain.profile import UPSTREAM_FILE, ProfileSnapshot, UpstreamEntry, blob_id
 from aerix.domain.settings import PoolSettings
@@ -113,6 +113,7 @@ def deps(pools: Any = None) -> ProfileDeps:
         prompts=EmbeddedPrompts(),
         embedded=EMBEDDED,
         release=__version__,
+        clock=utc_now,
     )
 
 
@@ -130,7 +131,7 @@ def record_session(
         "aerix_version": __version__,
         **start,
     }
-    writer = use.start_session(SessionFiles(), lambda: next(clock), **fields)
+    writer = start_session(SessionFiles(), lambda: next(clock), **fields)
     try:
         for cls, values in events:
             writer.record(cls, **values)

@@ -16,6 +16,8 @@ test them. Nothing from a third-party library appears in a port's signature.
     diffs     DiffSource
     hooks     HookRunner, HookRunnerFactory, TranscriptSync
     request   RequestObserver, RequestResult, RequestUsage
+    profiles  ProfileStore, ProfileRepository, ProfileCommit, TextEditor, Edited, and what the
+              profile commands report (ProfileObserver, Revision, Refused, TuneReport …)
 """
 
 from aerix.app.ports.agents import AgentLifecycle, Caller, Delegator, ToolHooks
@@ -36,6 +38,21 @@ from aerix.app.ports.pool import (
     SegmentCount,
     SegmentSpec,
     TokenLogprob,
+)
+from aerix.app.ports.profiles import (
+    BranchView,
+    Edited,
+    EditOutcome,
+    ProfileCommit,
+    ProfileObserver,
+    ProfileRepository,
+    ProfileStore,
+    ProfileView,
+    Refused,
+    Revision,
+    SyncReport,
+    TextEditor,
+    TuneReport,
 )
 from aerix.app.ports.project import (
     AgentDefinition,
@@ -74,12 +91,15 @@ __all__ = [
     "AgentDefinitionSource",
     "AgentLifecycle",
     "Caller",
+    "BranchView",
     "ClaudeSessionSource",
     "Clock",
     "ContextCounts",
     "ContextEditOp",
     "Delegator",
     "DiffSource",
+    "EditOutcome",
+    "Edited",
     "EventRecorder",
     "FoundTranscripts",
     "GenerationDone",
@@ -98,14 +118,21 @@ __all__ = [
     "PluginInfo",
     "PoolPort",
     "PoolStarter",
+    "ProfileCommit",
+    "ProfileObserver",
+    "ProfileRepository",
+    "ProfileStore",
+    "ProfileView",
     "Project",
     "ProjectSource",
     "PromptSource",
     "ReplaceOutcome",
+    "Refused",
     "RequestObserver",
     "RequestResult",
     "RequestUsage",
     "ResultTarget",
+    "Revision",
     "SegmentAppend",
     "SegmentCount",
     "SegmentSpec",
@@ -114,9 +141,12 @@ __all__ = [
     "SessionSummary",
     "SkillSource",
     "SpoolWriter",
+    "SyncReport",
+    "TextEditor",
     "TokenLogprob",
     "ToolHooks",
     "ToolRunner",
     "ToolRunnerFactory",
     "TranscriptSync",
+    "TuneReport",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aerix.app.ports import PromptSource
-from aerix.app.profile_ports import ProfileRepository, ProfileStore
+from aerix.app.ports.profiles import ProfileRepository, ProfileStore
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import create_branch, point_branch
 from aerix.domain.profile import ProfileSnapshot, prompt_path, session_branch

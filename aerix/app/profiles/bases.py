@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from aerix.app.profile_ports import ProfileRepository
+from aerix.app.ports.profiles import ProfileRepository
 from aerix.app.profiles.writes import Write, commit_change, create_branch
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
 

@@ -4,17 +4,25 @@ the part of ``aerix sessions rm`` that deletes a session's branch."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from aerix.app import sessions as use
-from aerix.app.profile_ports import ProfileCommit, ProfileRepository, ProfileStore, TextEditor
+from aerix.app.ports import Clock, ProjectSource
+from aerix.app.ports.profiles import (
+    BranchView,
+    EditOutcome,
+    ProfileCommit,
+    ProfileRepository,
+    ProfileStore,
+    ProfileView,
+    Revision,
+    TextEditor,
+)
 from aerix.app.profiles.bases import ensure_model_base, iso, seed_main
-from aerix.app.profiles.revisions import Revision, commit_revisions
+from aerix.app.profiles.revisions import commit_revisions
 from aerix.app.profiles.sync import UpstreamTexts, existing_profile, upstream_texts
 from aerix.app.profiles.writes import delete_branch
-from aerix.app.startup import ProjectSource
 from aerix.domain import events as ev
 from aerix.domain.profile import (
     MAIN_BRANCH,
@@ -34,26 +42,6 @@ LOG_LIMIT = 20
 
 
 # ---- show -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BranchView:
-    name: str
-    head: str
-    subject: str
-    time: datetime | None
-    tuned: tuple[str, ...]
-    stale: tuple[str, ...]
-    upstream_problem: str | None = None
-
-
-@dataclass(frozen=True)
-class ProfileView:
-    name: str
-    path: Path
-    branches: list[BranchView]
-    #: session/<id> branches by the commit they point at (there may be many; they are counted).
-    sessions: dict[str, list[str]] = field(default_factory=dict)
 
 
 def show_profile(store: ProfileStore, name: str, upstream: UpstreamTexts) -> ProfileView:
@@ -123,7 +111,7 @@ class EditDeps:
     editor: TextEditor
     embedded: Mapping[str, str]
     release: str
-    clock: use.Clock = use.utc_now
+    clock: Clock
 
 
 @dataclass(frozen=True)
@@ -133,15 +121,6 @@ class EditOptions:
     profile: str | None = None
     model: str | None = None
     main: bool = False
-
-
-@dataclass(frozen=True)
-class EditOutcome:
-    profile: str
-    branch: str
-    path: str
-    commit: str | None  # None: the text was left as it was
-    warnings: tuple[str, ...] = ()
 
 
 def edit_profile(options: EditOptions, deps: EditDeps) -> EditOutcome:

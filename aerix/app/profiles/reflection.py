@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aerix.app.ports import MemberInfo, OnToken, PoolPort
-from aerix.app.startup import BoundMembers
+from aerix.app.request.startup import BoundMembers
 from aerix.domain.bounds import REFLECTION_ASK_WINDOW_DIVISOR, REFLECTION_REASON_MAX_CHARS
 from aerix.domain.settings import MemberFlags
 from aerix.errors import ContextOverflow, PoolError

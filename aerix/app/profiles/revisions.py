@@ -1,61 +1,14 @@
-"""What tune, sync and edit share: a revision, a refusal, the observer, and the commit that
-records revisions without overwriting a text that changed on the branch meanwhile."""
+"""The commit that records revisions (tune's, sync's, an edit's) without overwriting a text that
+changed on the branch meanwhile."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aerix.app.profile_ports import ProfileRepository
+from aerix.app.ports.profiles import ProfileRepository, Refused, Revision
 from aerix.app.profiles.writes import Write, commit_change
-from aerix.domain.profile import ProfileSnapshot, UpstreamEntry
-
-
-@dataclass(frozen=True)
-class Revision:
-    """A new text for one path, why, the text it replaces and the upstream entry it records."""
-
-    path: str
-    text: str
-    reason: str
-    previous: str
-    upstream: UpstreamEntry
-
-    def diff(self) -> str:
-        lines = difflib.unified_diff(
-            self.previous.splitlines(keepends=True),
-            self.text.splitlines(keepends=True),
-            fromfile=f"a/{self.path}",
-            tofile=f"b/{self.path}",
-        )
-        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-        return text
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A path that was asked about and not revised, with the reason (a guard, a failed answer,
-    a hand edit on the branch)."""
-
-    path: str
-    reason: str
-
-
-class ProfileObserver:
-    """Hears what tune and sync do; the command line subclasses it."""
-
-    def line(self, text: str) -> None:
-        """A progress line (stderr)."""
-
-    def artifact(self, index: int, total: int, path: str) -> None:
-        """Reflection on one path starts: ``index`` of ``total``."""
-
-    def token(self, text: str) -> None:
-        """A piece of the reflection's answer as it streams."""
-
-    def diff(self, text: str) -> None:
-        """The diff of a revision that ``--dry-run`` does not commit (stdout)."""
+from aerix.domain.profile import ProfileSnapshot
 
 
 @dataclass

@@ -11,14 +11,29 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
-from aerix.app import sessions as use
-from aerix.app.ports import MemberInfo, PoolPort, PromptSource
-from aerix.app.profile_ports import ProfileRepository, ProfileStore
+from aerix.app.ports import (
+    Clock,
+    MemberInfo,
+    PoolPort,
+    PoolStarter,
+    Project,
+    ProjectSource,
+    PromptSource,
+    SessionStorage,
+)
+from aerix.app.ports.profiles import (
+    ProfileObserver,
+    ProfileRepository,
+    ProfileStore,
+    Refused,
+    Revision,
+    SyncReport,
+)
 from aerix.app.profiles.bases import iso
 from aerix.app.profiles.reflection import (
     PROMPT_ROLES,
@@ -28,8 +43,8 @@ from aerix.app.profiles.reflection import (
     reflect,
     release_reflector,
 )
-from aerix.app.profiles.revisions import ProfileObserver, Refused, Revision, commit_revisions
-from aerix.app.startup import BoundMembers, PoolStarter, Project, ProjectSource, bind_members
+from aerix.app.profiles.revisions import commit_revisions
+from aerix.app.request.startup import BoundMembers, bind_members
 from aerix.domain.profile import ProfileSnapshot, UpstreamEntry, artifact_of, blob_id, model_branch
 from aerix.domain.revision_guards import check_revision, length_bounds, placeholders
 from aerix.domain.settings import Settings
@@ -45,12 +60,12 @@ class ProfileDeps:
 
     projects: ProjectSource
     pools: PoolStarter
-    sessions: use.SessionStorage
+    sessions: SessionStorage
     profiles: ProfileStore
     prompts: PromptSource  # the embedded texts, the reflection instructions among them
     embedded: Mapping[str, str]  # every prompt a profile may tune, by name
     release: str
-    clock: use.Clock = use.utc_now
+    clock: Clock
 
 
 def upstream_texts(embedded: Mapping[str, str], project: Project) -> UpstreamTexts:
@@ -77,7 +92,7 @@ class ReflectionRun:
     max_new_tokens: int
     observer: ProfileObserver
     release: str
-    clock: use.Clock
+    clock: Clock
 
     def entry(self, upstream_text: str | None) -> UpstreamEntry:
         digest = blob_id(upstream_text) if upstream_text is not None else None
@@ -89,17 +104,6 @@ class SyncOptions:
     cwd: Path
     profile: str | None = None
     branch: str | None = None  # None: the model base of pool.main
-    dry_run: bool = False
-
-
-@dataclass
-class SyncReport:
-    profile: str
-    branch: str
-    stale: list[str] = field(default_factory=list)
-    revisions: list[Revision] = field(default_factory=list)
-    refused: list[Refused] = field(default_factory=list)
-    commit: str | None = None
     dry_run: bool = False
 
 

@@ -12,20 +12,27 @@ the branch changed during the run is refused, not overwritten.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
-from aerix.app import sessions as use
-from aerix.app.profile_ports import ProfileRepository
+from aerix.app.ports import SessionStorage
+from aerix.app.ports.profiles import (
+    ProfileObserver,
+    ProfileRepository,
+    Refused,
+    Revision,
+    SyncReport,
+    TuneReport,
+)
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.evidence import evidence_lines
-from aerix.app.profiles.revisions import ProfileObserver, Refused, Revision, commit_revisions
+from aerix.app.profiles.revisions import commit_revisions
 from aerix.app.profiles.sync import (
     ProfileDeps,
     ReflectionRun,
-    SyncReport,
     UpstreamTexts,
     describe,
     propose,
@@ -34,10 +41,13 @@ from aerix.app.profiles.sync import (
     rules_text,
     upstream_texts,
 )
-from aerix.app.startup import bind_members
+from aerix.app.request.startup import bind_members
+from aerix.app.sessions.queries import list_sessions
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
 from aerix.errors import SessionLogCorrupt, SessionSchemaTooNew
 from aerix.projections.corpus import SessionEvidence, tuning_corpus
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -49,29 +59,14 @@ class TuneOptions:
     member: str | None = None  # a model reference; None: tune.member, else main
 
 
-@dataclass
-class TuneReport:
-    profile: str
-    branch: str = ""
-    model: str = ""
-    sessions: int = 0
-    without_evidence: list[str] = field(default_factory=list)
-    revisions: list[Revision] = field(default_factory=list)
-    refused: list[Refused] = field(default_factory=list)
-    commit: str | None = None
-    sync: SyncReport | None = None
-    dry_run: bool = False
-    reflector: str = ""
-
-
 def collect_corpus(
-    storage: use.SessionStorage, profile: str, model: str, limit: int, unreadable: list[str]
+    storage: SessionStorage, profile: str, model: str, limit: int, unreadable: list[str]
 ) -> list[SessionEvidence]:
     """The newest ``limit`` aerix sessions (of every project) started on ``profile`` and
     ``model``. The index picks the candidates, so only their logs are read."""
-    entries = use.list_sessions(storage, None, unreadable)
+    entries = list_sessions(storage, None, unreadable)
     chosen = [e for e in entries if e.profile == profile and e.model == model and not e.imported]
-    chosen.sort(key=lambda entry: (entry.created or use.utc_now(), entry.id), reverse=True)
+    chosen.sort(key=lambda entry: (entry.created or _EPOCH, entry.id), reverse=True)
     logs = []
     for entry in chosen[:limit]:
         try:

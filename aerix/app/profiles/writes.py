@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from aerix.app.profile_ports import ProfileRepository
+from aerix.app.ports.profiles import ProfileRepository
 from aerix.domain.bounds import CAS_RETRIES
 from aerix.domain.profile import ProfileSnapshot
 from aerix.errors import ProfileRace

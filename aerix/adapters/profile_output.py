@@ -7,11 +7,16 @@ import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from aerix.app.profile_ports import ProfileCommit
-from aerix.app.profiles.manage import EditOutcome, ProfileView
-from aerix.app.profiles.revisions import ProfileObserver, Refused, Revision
-from aerix.app.profiles.sync import SyncReport
-from aerix.app.profiles.tune import TuneReport
+from aerix.app.ports.profiles import (
+    EditOutcome,
+    ProfileCommit,
+    ProfileObserver,
+    ProfileView,
+    Refused,
+    Revision,
+    SyncReport,
+    TuneReport,
+)
 
 SHORT = 12
 
