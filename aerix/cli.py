@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -18,12 +18,24 @@ from rich.console import Console
 
 from aerix import __version__
 from aerix.adapters.output import OUTPUT_FORMATS
+from aerix.adapters.profile_output import (
+    StreamObserver,
+    render_edit,
+    render_log,
+    render_show,
+    render_sync,
+    render_tune,
+)
 from aerix.adapters.session_render import render_list, render_replay
+from aerix.app.profiles.manage import LOG_LIMIT, EditOptions
+from aerix.app.profiles.sync import SyncOptions
+from aerix.app.profiles.tune import TuneOptions
 from aerix.app.request.run import RequestOptions
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
-from aerix.errors import AerixError, FileUnusable
-from aerix.wiring import SessionCommands, run_headless, session_commands
+from aerix.domain.profile import MAIN_BRANCH, PROFILE_NAME_RULE, model_branch, valid_profile_name
+from aerix.errors import AerixError, FileUnusable, UsageError
+from aerix.wiring import ProfileCommands, SessionCommands, profile_commands, run_headless, session_commands
 
 
 class _Parser(argparse.ArgumentParser):
@@ -44,7 +56,58 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_sessions(commands)
     _add_import(commands)
+    _add_tune(commands)
+    _add_profile(commands)
     return parser
+
+
+def _profile_flags(parser: argparse.ArgumentParser) -> None:
+    """What every tune and profile command takes; SUPPRESS keeps ``aerix --profile X tune`` too."""
+    parser.add_argument(
+        "--profile", metavar="NAME", default=argparse.SUPPRESS, help="the profile (default: the setting)"
+    )
+    parser.add_argument(
+        "--cwd", type=Path, metavar="DIR", default=argparse.SUPPRESS, help="the project whose settings apply"
+    )
+
+
+def _branch_flags(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--model", metavar="M", help="the model base of M (default: pool.main's)")
+    target.add_argument("--main", action="store_true", help="the main branch")
+
+
+def _add_tune(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tune = commands.add_parser("tune", help="revise the main model's prompts from its own sessions")
+    tune.add_argument("--sessions", type=int, metavar="N", help="read the newest N sessions (tune.sessions)")
+    tune.add_argument("--dry-run", action="store_true", help="print a diff per revision; commit nothing")
+    tune.add_argument("--member", metavar="MODEL", help="the reflection member's model (tune.member)")
+    _profile_flags(tune)
+    tune.set_defaults(handler=cmd_tune)
+
+
+def _add_profile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    profile = commands.add_parser("profile", help="the prompts kept in git for each model")
+    sub = profile.add_subparsers(dest="profile_command", metavar="SUBCOMMAND", required=True)
+    sync = sub.add_parser("sync", help="reconcile tuned texts the release has changed since")
+    _branch_flags(sync)
+    sync.add_argument("--dry-run", action="store_true", help="print a diff per text; commit nothing")
+    _profile_flags(sync)
+    sync.set_defaults(handler=cmd_profile_sync)
+    edit = sub.add_parser("edit", help="edit one text in $EDITOR and commit it")
+    edit.add_argument("path", help="prompts/<name>.md, skills/<name>.md or agents/<name>.md")
+    _branch_flags(edit)
+    _profile_flags(edit)
+    edit.set_defaults(handler=cmd_profile_edit)
+    show = sub.add_parser("show", help="branches, heads, what each tunes and what is stale")
+    show.add_argument("--json", action="store_true", help="print it as one JSON object")
+    _profile_flags(show)
+    show.set_defaults(handler=cmd_profile_show)
+    log = sub.add_parser("log", help="the newest commits of main and each model base")
+    _branch_flags(log)
+    log.add_argument("-n", type=int, default=LOG_LIMIT, metavar="N", help=f"commits per branch ({LOG_LIMIT})")
+    _profile_flags(log)
+    log.set_defaults(handler=cmd_profile_log)
 
 
 def _add_sessions(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,6 +164,14 @@ def _add_request_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--max-turns", type=int, metavar="N", help="the root agent's turn budget")
     group.add_argument(
+        "--profile", metavar="NAME", help="read the prompts from this profile (setting: profile)"
+    )
+    group.add_argument(
+        "--profile-refresh",
+        action="store_true",
+        help="with --resume/--continue: move the session to its model base's newest prompts first",
+    )
+    group.add_argument(
         "--output-format",
         choices=OUTPUT_FORMATS,
         default="text",
@@ -126,12 +197,17 @@ def cmd_print(args: argparse.Namespace) -> int:
     if args.max_turns is not None and args.max_turns < 1:
         print("aerix: --max-turns must be 1 or more", file=sys.stderr)
         return EXIT_USAGE
+    if args.profile is not None and not valid_profile_name(args.profile):
+        print(f"aerix: --profile: {PROFILE_NAME_RULE} (got {args.profile!r})", file=sys.stderr)
+        return EXIT_USAGE
     options = RequestOptions(
         prompt=prompt,
         cwd=args.cwd or Path.cwd(),
         resume=args.resume,
         continue_latest=args.continue_latest,
         max_turns=args.max_turns,
+        profile=args.profile,
+        profile_refresh=args.profile_refresh,
     )
     try:
         return run_headless(options, args.output_format)
@@ -209,7 +285,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_rm(args: argparse.Namespace) -> int:
     with session_commands() as sessions:
-        ref, removed = sessions.remove(args.id)
+        ref, removed, notes = sessions.remove(args.id)
+    for note in notes:
+        print(f"aerix: {note}", file=sys.stderr)
     print(f"removed session {ref.id} ({len(removed)} files)")
     return 0
 
@@ -253,4 +331,71 @@ def cmd_import_claude(args: argparse.Namespace) -> int:
         if outcome.note:
             print(f"  {outcome.note}")
     print(f"imported from {report.files} file(s); {report.problems} line(s) kept as foreign events")
+    return 0
+
+
+# ---- tune and profile -----------------------------------------------------------------------------
+
+
+def _profile_args(args: argparse.Namespace) -> tuple[Path, str | None]:
+    profile = getattr(args, "profile", None)
+    if profile is not None and not valid_profile_name(profile):
+        raise UsageError(f"--profile: {PROFILE_NAME_RULE} (got {profile!r})")
+    return getattr(args, "cwd", None) or Path.cwd(), profile
+
+
+def _branch(args: argparse.Namespace) -> str | None:
+    if args.main:
+        return MAIN_BRANCH
+    return model_branch(args.model) if args.model else None
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    cwd, profile = _profile_args(args)
+    if args.sessions is not None and args.sessions < 1:
+        raise UsageError("--sessions must be 1 or more")
+    options = TuneOptions(cwd, profile, args.sessions, args.dry_run, args.member)
+    return _reflecting(lambda profiles, heard: render_tune(profiles.tune(options, heard), sys.stdout))
+
+
+def cmd_profile_sync(args: argparse.Namespace) -> int:
+    cwd, profile = _profile_args(args)
+    options = SyncOptions(cwd, profile, _branch(args), args.dry_run)
+    return _reflecting(lambda profiles, heard: render_sync(profiles.sync(options, heard), sys.stdout))
+
+
+def _reflecting(command: Callable[[ProfileCommands, StreamObserver], None]) -> int:
+    """Run a command that reflects: progress on stderr as it goes, Ctrl-C one line."""
+    try:
+        with profile_commands() as profiles:
+            command(profiles, StreamObserver(sys.stdout, sys.stderr))
+    except KeyboardInterrupt:
+        print("aerix: cancelled; what was not committed yet is dropped", file=sys.stderr)
+        return EXIT_CANCELLED
+    return 0
+
+
+def cmd_profile_edit(args: argparse.Namespace) -> int:
+    cwd, profile = _profile_args(args)
+    with profile_commands() as profiles:
+        outcome = profiles.edit(EditOptions(cwd, args.path, profile, args.model, args.main))
+    render_edit(outcome, sys.stdout, sys.stderr)
+    return 0
+
+
+def cmd_profile_show(args: argparse.Namespace) -> int:
+    cwd, profile = _profile_args(args)
+    with profile_commands() as profiles:
+        view = profiles.show(cwd, profile)
+    render_show(view, sys.stdout, args.json)
+    return 0
+
+
+def cmd_profile_log(args: argparse.Namespace) -> int:
+    cwd, profile = _profile_args(args)
+    if args.n < 1:
+        raise UsageError("-n must be 1 or more")
+    with profile_commands() as profiles:
+        entries = profiles.log(cwd, profile, _branch(args), args.n)
+    render_log(entries, sys.stdout)
     return 0

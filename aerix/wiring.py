@@ -19,16 +19,37 @@ from aerix import __version__
 from aerix.adapters.autostart import AutostartPool
 from aerix.adapters.claude_import import ClaudeImports
 from aerix.adapters.clock import utc_now
+from aerix.adapters.editor import ProcessEditor
 from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.git_diff import GitDiffs
 from aerix.adapters.hook_runner import SubprocessHooks
 from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
+from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.project import ProjectFiles
 from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.tools import LocalToolsFactory
-from aerix.app.ports import HookRunner, SessionRef
+from aerix.app.ports import (
+    EditOutcome,
+    HookRunner,
+    ProfileCommit,
+    ProfileObserver,
+    ProfileView,
+    SessionRef,
+    SyncReport,
+    TuneReport,
+)
+from aerix.app.profiles.manage import (
+    EditDeps,
+    EditOptions,
+    edit_profile,
+    profile_log,
+    remove_session_branch,
+    show_profile,
+)
+from aerix.app.profiles.sync import ProfileDeps, SyncOptions, run_sync, upstream_texts
+from aerix.app.profiles.tune import TuneOptions, run_tune
 from aerix.app.request.run import RequestDeps, RequestOptions, run_request
 from aerix.app.sessions import importing, queries
 from aerix.domain import events as ev
@@ -48,6 +69,8 @@ def request_deps(sessions: SessionFiles) -> RequestDeps:
         sessions=sessions,
         diffs=GitDiffs(),
         prompts=EmbeddedPrompts(),
+        profiles=GitProfiles(),
+        embedded=EmbeddedPrompts().all(),
         # One factory per request: every agent of it gets its own tools, all sharing one repo map.
         tools=LocalToolsFactory(),
         hooks=subprocess_hooks,
@@ -95,9 +118,19 @@ class SessionCommands:
     def show(self, session_id: str) -> tuple[SessionRef, list[ev.EventBase]]:
         return queries.show_session(self.store, session_id)
 
-    def remove(self, session_id: str) -> tuple[SessionRef, list[Path]]:
+    def remove(self, session_id: str) -> tuple[SessionRef, list[Path], list[str]]:
+        """Delete a session and its ``session/<id>`` branch in the profile it recorded; the
+        lines say what could not be done about the branch (the session goes anyway)."""
         ref = self.store.find(session_id)
-        return ref, queries.remove_session(self.store, ref.id)
+        profiles = GitProfiles()
+        notes: list[str] = []
+
+        def remove_branch(_: SessionRef, start: ev.SessionStart | None) -> None:
+            note = remove_session_branch(profiles, start)
+            if note is not None:
+                notes.append(note)
+
+        return ref, queries.remove_session(self.store, ref.id, also=remove_branch), notes
 
     def rebuild(self, session_id: str | None) -> list[queries.RebuildReport]:
         with gc_paused():  # a rebuild folds every event of every log: no collector walks meanwhile
@@ -121,6 +154,64 @@ def session_commands() -> Iterator[SessionCommands]:
     store = SessionFiles()
     try:
         yield SessionCommands(store)
+    except OSError as error:
+        raise FileUnusable(error) from error
+    finally:
+        store.close()
+
+
+@dataclass
+class ProfileCommands:
+    """``aerix tune`` and ``aerix profile …``: the profile use cases on the real git profiles,
+    session store, pool and editor."""
+
+    store: SessionFiles
+
+    def _deps(self) -> ProfileDeps:
+        return ProfileDeps(
+            projects=ProjectFiles(),
+            pools=AutostartPool(),
+            sessions=self.store,
+            profiles=GitProfiles(),
+            prompts=EmbeddedPrompts(),
+            embedded=EmbeddedPrompts().all(),
+            release=__version__,
+            clock=utc_now,
+        )
+
+    def tune(self, options: TuneOptions, observer: ProfileObserver) -> TuneReport:
+        return anyio.run(run_tune, options, self._deps(), observer)
+
+    def sync(self, options: SyncOptions, observer: ProfileObserver) -> SyncReport:
+        return anyio.run(run_sync, options, self._deps(), observer)
+
+    def edit(self, options: EditOptions) -> EditOutcome:
+        deps = EditDeps(
+            ProjectFiles(), GitProfiles(), ProcessEditor(), EmbeddedPrompts().all(), __version__, utc_now
+        )
+        return edit_profile(options, deps)
+
+    def show(self, cwd: Path, profile: str | None) -> ProfileView:
+        project = ProjectFiles().load(cwd)
+        upstream = upstream_texts(EmbeddedPrompts().all(), project)
+        return show_profile(GitProfiles(), profile or project.settings.profile, upstream)
+
+    def log(
+        self, cwd: Path, profile: str | None, branch: str | None, limit: int
+    ) -> list[tuple[str, list[ProfileCommit]]]:
+        project = ProjectFiles().load(cwd)
+        return profile_log(GitProfiles(), profile or project.settings.profile, branch, limit)
+
+    def notices(self) -> list[str]:
+        return self.store.notices()
+
+
+@contextlib.contextmanager
+def profile_commands() -> Iterator[ProfileCommands]:
+    """The profile use cases; an OS error on the session store is ``FileUnusable``."""
+    store = SessionFiles()
+    try:
+        yield ProfileCommands(store)
     except OSError as error:
         raise FileUnusable(error) from error
     finally:

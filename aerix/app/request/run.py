@@ -4,6 +4,7 @@
     resume  = the session to continue, refused at once if imported     (SessionStorage)
     snapshot of the working tree                                       (DiffSource)
     pool    = found or started, members bound                          (PoolStarter)
+    profile = attached: prompts and overlays read from one commit      (ProfileStore)
     session.start → SessionStart → UserPromptSubmit → route → RouteDecision
         → a1's context (segment events) → run_agent → session.end → SessionEnd → the diff
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from aerix.app.ports import (
     HookRunnerFactory,
     PoolPort,
     PoolStarter,
+    ProfileStore,
     Project,
     ProjectSource,
     PromptSource,
@@ -36,6 +39,7 @@ from aerix.app.ports import (
     SessionStorage,
     ToolRunnerFactory,
 )
+from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile
 from aerix.app.request.recorder import RequestRecorder
 from aerix.app.request.root import EXIT_CODES, RootEnded, RootRun, run_root
 from aerix.app.request.root_context import (
@@ -64,6 +68,8 @@ class RequestOptions:
     resume: str | None = None
     continue_latest: bool = False
     max_turns: int | None = None
+    profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
+    profile_refresh: bool = False
 
 
 @dataclass
@@ -72,7 +78,9 @@ class RequestDeps:
     pools: PoolStarter
     sessions: SessionStorage
     diffs: DiffSource
-    prompts: PromptSource
+    prompts: PromptSource  # the release's own texts
+    profiles: ProfileStore
+    embedded: Mapping[str, str]  # every prompt a profile may tune, by name
     tools: ToolRunnerFactory
     #: Makes the runner of the project's hook handlers (used when the project has hooks).
     hooks: HookRunnerFactory
@@ -94,14 +102,21 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
-        listing = startup_listing(project, members)
+        session_id = resume.session if resume is not None else uuid.uuid4().hex
+        profile = _attach_profile(options, deps, project, members, resume, session_id)
+        for line in profile.notes:
+            observer.note(line)
+        project = _with_overlays(project, profile)
+        listing = {**startup_listing(project, members), "profile": profile.listing()}
         observer.startup(listing)
-        writer, start = _open_session(options, deps, project, members, resume, snapshot, _loaded(listing))
+        loaded = _loaded(listing)
+        writer, start = _open_session(
+            options, deps, project, members, resume, snapshot, loaded, session_id, profile
+        )
         observer.event(start)
         try:
-            request = _Request(
-                options, deps, project, members, opened.pool, RequestRecorder(writer, observer), resume
-            )
+            recorder = RequestRecorder(writer, observer)
+            request = _Request(options, deps, project, members, opened.pool, recorder, resume, profile)
             return await request.run(snapshot, began)
         finally:
             writer.close()
@@ -121,6 +136,40 @@ def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) 
     return load_for_resume(deps.sessions, session_id) if session_id else None
 
 
+def _attach_profile(
+    options: RequestOptions,
+    deps: RequestDeps,
+    project: Project,
+    members: BoundMembers,
+    resume: ResumeState | None,
+    session_id: str,
+) -> AttachedProfile:
+    """The session's profile, attached: a resumed session keeps the profile and commit it read."""
+    name = options.profile or project.settings.profile
+    recorded = None
+    if resume is not None and resume.profile is not None:
+        if options.profile is not None and options.profile != resume.profile:
+            raise UsageError(
+                f"session {resume.session} reads its prompts from profile {resume.profile}; "
+                "--profile names the profile of a new session"
+            )
+        name, recorded = resume.profile, resume.profile_commit
+    model = members.main.model
+    request = ProfileRequest(name, model, session_id, deps.version, recorded, options.profile_refresh)
+    return attach_profile(deps.profiles, request, deps.embedded, deps.prompts)
+
+
+def _with_overlays(project: Project, profile: AttachedProfile) -> Project:
+    """The project with the profile's skill and agent overlays in place of those bodies."""
+    if not profile.skill_overlays and not profile.agent_overlays:
+        return project
+    return replace(
+        project,
+        skills=project.skills.with_bodies(profile.skill_overlays),
+        agents=project.agents.with_bodies(profile.agent_overlays),
+    )
+
+
 def _open_session(
     options: RequestOptions,
     deps: RequestDeps,
@@ -129,12 +178,17 @@ def _open_session(
     resume: ResumeState | None,
     snapshot: Snapshot,
     loaded: ev.Loaded,
+    session_id: str,
+    profile: AttachedProfile,
 ) -> tuple[SessionWriter, ev.SessionStart]:
     """The session's writer and the ``session.start`` of this request (written already)."""
     start: dict[str, Any] = {
         "cwd": str(project.cwd),
         "project": project.key,
         "model": members.main.model,
+        "profile": profile.name,
+        "profile_branch": profile.branch,
+        "profile_commit": profile.commit,
         "prompt": options.prompt,
         "aerix_version": deps.version,
         "window": members.main.n_ctx,
@@ -143,7 +197,7 @@ def _open_session(
     }
     if resume is None:
         writer = start_session(
-            deps.sessions, deps.clock, sync=project.settings.session.sync, session=uuid.uuid4().hex, **start
+            deps.sessions, deps.clock, sync=project.settings.session.sync, session=session_id, **start
         )
         if writer.session.start is None:  # Session.begin records it; never None here
             raise RuntimeError("a new session without its session.start")
@@ -178,6 +232,7 @@ class _Request:
     pool: PoolPort
     tap: RequestRecorder
     resume: ResumeState | None
+    prompts: PromptSource  # the profile commit's texts (the release's where it tunes none)
     route: str | None = None
     hooks: Hooks | None = None
 
@@ -231,7 +286,7 @@ class _Request:
             prompt = f"{prompt}\n\n{submitted.context}"
         router = self.members.router
         choice = await route_request(
-            self.pool, router.name, prompt, deps.prompts, self.tap, one_of="one_of" in router.constraints
+            self.pool, router.name, prompt, self.prompts, self.tap, one_of="one_of" in router.constraints
         )
         self.route = choice.choice
         decided = {"choice": choice.choice, "scores": dict(choice.scores), "member": router.name}
@@ -241,7 +296,7 @@ class _Request:
             RootRun(
                 pool=self.pool,
                 events=self.tap,
-                prompts=deps.prompts,
+                prompts=self.prompts,
                 project=project,
                 member=self.members.main,
                 rebuilt=rebuilt,
@@ -260,7 +315,7 @@ class _Request:
         self, prompt: str, route: str, hook_context: str | None
     ) -> tuple[list[ContextSegment], list[ContextSegment]]:
         """(a resumed root's segments, already in the log; this request's new segments)."""
-        prompts = self.deps.prompts
+        prompts = self.prompts
         planner_tools = self.project.settings.delegation.planner_tools
         text = prompt_text(prompt, route, prompts, planner_tools)
         added = request_segments(self.number, text, hook_context)

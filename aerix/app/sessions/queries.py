@@ -32,7 +32,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class ResumeState:
-    """What ``--resume``/``--continue`` need: the root's context and plan, and the first start."""
+    """What ``--resume``/``--continue`` need: the root's context and plan, the first start, and
+    the profile commit the session read last (its latest request's that recorded one)."""
 
     session: str
     project: str
@@ -41,6 +42,8 @@ class ResumeState:
     root: AgentContext
     plan: str | None
     last_seq: int
+    profile: str | None = None
+    profile_commit: str | None = None
 
 
 def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
@@ -55,8 +58,19 @@ def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
     contexts = Contexts()
     contexts.feed(record for record in records if ev.agent_of(record) in (None, ROOT_AGENT))
     root = contexts.agents.get(ROOT_AGENT, AgentContext(ROOT_AGENT, kind="root"))
-    requests = sum(1 for record in records if isinstance(record, ev.SessionStart))
-    return ResumeState(ref.id, ref.project, start, requests, root, root.plan, records[-1].seq)
+    starts = [record for record in records if isinstance(record, ev.SessionStart)]
+    read = next((each for each in reversed(starts) if each.profile_commit is not None), None)
+    return ResumeState(
+        ref.id,
+        ref.project,
+        start,
+        len(starts),
+        root,
+        root.plan,
+        records[-1].seq,
+        read.profile if read is not None else None,
+        read.profile_commit if read is not None else None,
+    )
 
 
 def latest_session(storage: SessionStorage, project: str) -> str | None:
