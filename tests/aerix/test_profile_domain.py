@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from aerix.domain.bounds import REVISION_MAX_RATIO
 from aerix.domain.profile import (
@@ -23,6 +24,7 @@ from aerix.domain.profile import (
     valid_profile_name,
 )
 from aerix.domain.revision_guards import check_revision, length_bounds, placeholders
+from aerix.domain.settings import Settings
 
 PLANNER = "You are the planner. You may only use {tools}.\nDelegate the rest with complete briefs.\n"
 
@@ -145,3 +147,9 @@ def test_the_length_bound_is_the_release_texts() -> None:
 
 def test_a_sync_may_keep_the_tuned_text() -> None:
     assert check_revision(PLANNER, PLANNER, PLANNER, must_differ=False) == []
+
+
+def test_the_profile_setting_is_a_profile_name() -> None:
+    assert Settings().profile == "default" and Settings(profile="work").profile == "work"
+    with pytest.raises(ValidationError, match="a profile name is 1 to 64 letters"):
+        Settings(profile="../elsewhere")
