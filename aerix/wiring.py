@@ -48,7 +48,8 @@ from aerix.app.profiles.manage import (
     remove_session_branch,
     show_profile,
 )
-from aerix.app.profiles.sync import ProfileDeps, SyncOptions, run_sync, upstream_texts
+from aerix.app.profiles.runs import ProfileDeps, upstream_texts
+from aerix.app.profiles.sync import SyncOptions, run_sync
 from aerix.app.profiles.tune import TuneOptions, run_tune
 from aerix.app.request.run import RequestDeps, RequestOptions, run_request
 from aerix.app.sessions import importing, queries

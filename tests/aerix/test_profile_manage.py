@@ -27,7 +27,7 @@ from aerix.app.profiles.manage import (
     remove_session_branch,
     show_profile,
 )
-from aerix.app.profiles.sync import upstream_texts
+from aerix.app.profiles.runs import upstream_texts
 from aerix.domain import events as ev
 from aerix.domain.profile import blob_id
 from aerix.errors import ProfileChanged, ProfileError, UsageError

@@ -23,7 +23,8 @@ from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.app.ports import OpenedPool, ProfileObserver
 from aerix.app.profiles.bases import ensure_model_base, seed_main
-from aerix.app.profiles.sync import ProfileDeps, SyncOptions, run_sync
+from aerix.app.profiles.runs import ProfileDeps
+from aerix.app.profiles.sync import SyncOptions, run_sync
 from aerix.app.profiles.tune import TuneOptions, run_tune
 from aerix.app.profiles.writes import Write, commit_change
 from aerix.app.sessions.writer import start_session

@@ -351,5 +351,9 @@ def test_a_session_store_that_cannot_be_used_is_one_line(
     broken = World(world.root, {**world.env, "XDG_DATA_HOME": str(not_a_folder)})
     done = aerix(broken, proj, "-p", "say hi", "--output-format", "json")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"aerix: cannot use {not_a_folder}/aerix/sessions/")
+    # The profile beside the store cannot be used either: its own line first, the embedded
+    # prompts would have been used; then the store's line ends the request.
+    profile_note, *_, store_line = done.stderr.splitlines()
+    assert profile_note.startswith(f"aerix: profile default ({not_a_folder}/aerix/profiles/default.git)")
+    assert store_line.startswith(f"aerix: cannot use {not_a_folder}/aerix/sessions/")
     assert "(Not a directory); check that path and its permissions" in json.loads(done.stdout)["reason"]

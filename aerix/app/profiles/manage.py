@@ -21,7 +21,7 @@ from aerix.app.ports.profiles import (
 )
 from aerix.app.profiles.bases import ensure_model_base, iso, seed_main
 from aerix.app.profiles.revisions import commit_revisions
-from aerix.app.profiles.sync import UpstreamTexts, existing_profile, upstream_texts
+from aerix.app.profiles.runs import UpstreamTexts, existing_profile, upstream_texts
 from aerix.app.profiles.writes import delete_branch
 from aerix.domain import events as ev
 from aerix.domain.profile import (

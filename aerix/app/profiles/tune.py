@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -30,24 +29,22 @@ from aerix.app.ports.profiles import (
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.evidence import evidence_lines
 from aerix.app.profiles.revisions import commit_revisions
-from aerix.app.profiles.sync import (
+from aerix.app.profiles.runs import (
     ProfileDeps,
     ReflectionRun,
     UpstreamTexts,
     describe,
     propose,
-    reconcile,
     reflecting,
     rules_text,
     upstream_texts,
 )
+from aerix.app.profiles.sync import reconcile
 from aerix.app.request.startup import bind_members
 from aerix.app.sessions.queries import list_sessions
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
 from aerix.errors import SessionLogCorrupt, SessionSchemaTooNew
 from aerix.projections.corpus import SessionEvidence, tuning_corpus
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -65,8 +62,10 @@ def collect_corpus(
     """The newest ``limit`` aerix sessions (of every project) started on ``profile`` and
     ``model``. The index picks the candidates, so only their logs are read."""
     entries = list_sessions(storage, None, unreadable)
-    chosen = [e for e in entries if e.profile == profile and e.model == model and not e.imported]
-    chosen.sort(key=lambda entry: (entry.created or _EPOCH, entry.id), reverse=True)
+    chosen = [
+        e for e in entries if e.profile == profile and e.model == model and not e.imported and e.created
+    ]
+    chosen.sort(key=lambda entry: (entry.created, entry.id), reverse=True)
     logs = []
     for entry in chosen[:limit]:
         try:
