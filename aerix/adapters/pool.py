@@ -110,7 +110,7 @@ class CaldrixPool:
         return _member(reply.member)
 
     async def member_unload(self, name: str) -> None:
-        await self._request("member.unload", name=name)
+        await self._on_control(lambda client: client.member_unload(name))
 
     # ---- contexts ---------------------------------------------------------------------------
 
