@@ -202,12 +202,19 @@ class Compaction(EventBase):
     tokens_after: int = Field(description="The client's count of the compacted context.")
 
 
+PlanGateOutcome = Literal["accepted", "edited", "aborted"]
+
+
 class Plan(EventBase):
-    """An agent wrote its plan."""
+    """An agent wrote its plan (on the screen, the root's first write of a request waits at the gate)."""
 
     type: Literal["plan"] = "plan"
     agent: str
-    text: str
+    text: str = Field(description="The plan as it stands: the user's version when they edited it.")
+    gate: PlanGateOutcome | None = Field(
+        default=None, description="What the user did at the plan gate; null when the write was not gated."
+    )
+    proposed: str | None = Field(default=None, description="The agent's own text, when the user edited it.")
 
 
 class Job(EventBase):

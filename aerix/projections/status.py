@@ -86,8 +86,8 @@ class StatusFigures(Projection):
             return
         if event.parse_error is None:
             self.tool_calls += len(event.calls)
-            if event.agent == ROOT_AGENT:
-                self.root_turn = max(self.root_turn, event.turn)
+            if event.agent == ROOT_AGENT:  # this request's turns: a resumed root numbers on
+                self.root_turn += 1
         usage = event.usage
         if usage is None:
             return

@@ -32,9 +32,15 @@ from typing import Any, Literal
 
 import anyio
 
-from aerix.app.agent.env import AskUser
+from aerix.app.agent.env import AskUser, PlanGateLike
 from aerix.app.agent.live_context import LiveContext, compact
-from aerix.app.agent.loop_tools import DELEGATION_UNAVAILABLE, ContextTool, PlanState, plan_tool
+from aerix.app.agent.loop_tools import (
+    DELEGATION_UNAVAILABLE,
+    ContextTool,
+    PlanState,
+    plan_tool,
+    plan_write_text,
+)
 from aerix.app.agent.tool_output import ToolOutput, append_result
 from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolHooks, ToolRunner
@@ -83,6 +89,7 @@ class Dispatcher:
     caps: ToolCaps
     plan: PlanState
     cancel: threading.Event
+    plan_gate: PlanGateLike | None = None
     files_touched: list[str] = field(default_factory=list)
     checks_run: list[str] = field(default_factory=list)
     #: Calls run so far, refused and failed ones included.
@@ -123,7 +130,7 @@ class Dispatcher:
     async def _run(self, call: ToolCall, context_tool: ContextTool) -> str:
         async def run(args: dict[str, Any]) -> str:
             if call.tool == "plan":
-                return plan_tool(self.agent_id, self.plan, self.live.events, args)
+                return await self._plan(args)
             if call.tool == "context":
                 return await context_tool.run(args)
             text = await anyio.to_thread.run_sync(self.runner.run, call.tool, args, self.cancel)
@@ -131,6 +138,17 @@ class Dispatcher:
             return text
 
         return await self.with_tool_hooks(call, run)
+
+    async def _plan(self, args: dict[str, Any]) -> str:
+        """A plan write, held by the plan gate when there is one (the root's first, on the screen)."""
+        written = plan_write_text(args)
+        gate = self.plan_gate
+        review = (
+            await gate.review(self.agent_id, written)
+            if gate and written and not self.cancel.is_set()
+            else None
+        )
+        return plan_tool(self.agent_id, self.plan, self.live.events, args, review)
 
     async def with_tool_hooks(self, call: ToolCall, run: Callable[[dict[str, Any]], Awaitable[str]]) -> str:
         """``run`` the call between its PreToolUse and PostToolUse hooks."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 
@@ -25,8 +25,10 @@ from aerix.app.hooks.fire import Hooks
 from aerix.app.hooks.lifecycle import HookLifecycle
 from aerix.app.ports import (
     AgentLifecycle,
+    CancelSignal,
     Delegator,
     EventRecorder,
+    PlanReview,
     PoolPort,
     PromptSource,
     SkillSource,
@@ -39,6 +41,13 @@ from aerix.domain.settings import Settings
 from aerix.domain.tools import ToolSpec
 
 Outcome = Literal["done", "failed", "killed", "budget"]
+
+
+class PlanGateLike(Protocol):
+    """Decides whether a plan write waits for the user (``loop_tools.FirstPlanGate``): None
+    lets it through unasked."""
+
+    async def review(self, agent_id: str, text: str) -> PlanReview | None: ...
 
 
 #: Called with (agent id, a piece of output text) while a turn streams.
@@ -106,13 +115,15 @@ class AgentEnvironment:
     #: Makes each agent run's file, shell and search tools (on ``cwd``, its own job table).
     tools: ToolRunnerFactory
     skills: SkillSource | None = None
-    cancel: anyio.Event = field(default_factory=anyio.Event)
+    cancel: CancelSignal = field(default_factory=anyio.Event)
     on_token: OnAgentToken | None = None
     #: The request's hooks; None: no hook ever fires.
     hooks: Hooks | None = None
     #: Asks the person whether a call a PreToolUse hook answered ``ask`` may run; None (as under
     #: ``aerix -p``) refuses it.
     ask_user: AskUser | None = None
+    #: The request's plan gate (the root's, on the screen); None never waits (``-p``, subagents).
+    plan_gate: PlanGateLike | None = None
     #: Runs ``agent`` calls; None: each is refused (``error: delegation is not available …``).
     delegator: Delegator | None = None
     #: Where the agent hooks fire; None: the hooks' own (``HookLifecycle`` on ``hooks``), or

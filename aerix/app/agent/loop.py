@@ -108,6 +108,7 @@ class _AgentRun:
             cwd=env.cwd,
             ask_user=env.ask_user,
             delegate=self._delegate if env.delegator is not None else None,
+            plan_gate=env.plan_gate,
         )
         self.stop_continues = 0
         self.usage = UsageTotals()

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aerix.app.agent.live_context import LiveContext
+from aerix.app.ports import CancelSignal, PlanGate, PlanReview
 from aerix.domain import events as ev
-from aerix.domain.segments import PROTECTED_KINDS, ContextSegment, SegmentKind
+from aerix.domain.segments import PROTECTED_KINDS, ROOT_AGENT, ContextSegment, SegmentKind
 
 DELEGATION_UNAVAILABLE = "error: delegation is not available yet"
+PLAN_ABORTED = "plan aborted at the gate"
 
 
 @dataclass
@@ -33,17 +35,59 @@ class PlanState:
     text: str | None = None
 
 
-def plan_tool(agent_id: str, plan: PlanState, events: Any, tool_input: Mapping[str, Any]) -> str:
+class FirstPlanGate:
+    """The root's first plan write of a request waits at the screen's gate; later writes, and
+    subagents' plans, pass. An abort sets the request's cancel event, so the loop ends there."""
+
+    def __init__(self, gate: PlanGate, cancel: CancelSignal) -> None:
+        self.gate = gate
+        self.cancel = cancel
+        self.used = False
+        self.aborted = False
+
+    async def review(self, agent_id: str, text: str) -> PlanReview | None:
+        if self.used or agent_id != ROOT_AGENT:
+            return None
+        self.used = True
+        review = await self.gate.review(agent_id, text)
+        if review.decision == "abort":
+            self.aborted = True
+            self.cancel.set()
+        return review
+
+
+def plan_write_text(tool_input: Mapping[str, Any]) -> str | None:
+    """The text of a valid plan write, else None."""
+    text = tool_input.get("text")
+    if tool_input.get("op") != "write" or not isinstance(text, str) or not text.strip():
+        return None
+    return text
+
+
+def plan_tool(
+    agent_id: str,
+    plan: PlanState,
+    events: Any,
+    tool_input: Mapping[str, Any],
+    review: PlanReview | None = None,
+) -> str:
     op = tool_input.get("op")
     if op == "read":
         return plan.text if plan.text else "(no plan yet; write one with op write)"
     if op != "write":
         return "error: plan's op is read or write"
-    text = tool_input.get("text")
-    if not isinstance(text, str) or not text.strip():
+    text = plan_write_text(tool_input)
+    if text is None:
         return "error: plan write needs the whole new plan in text"
+    if review is not None and review.decision == "abort":
+        events.record(ev.Plan, agent=agent_id, text=text, gate="aborted")
+        return "error: the user aborted this request at your plan"
+    if review is not None and review.decision == "edit" and review.text and review.text.strip():
+        plan.text = review.text
+        events.record(ev.Plan, agent=agent_id, text=review.text, gate="edited", proposed=text)
+        return f"the user edited your plan; follow this version:\n{review.text}"
     plan.text = text
-    events.record(ev.Plan, agent=agent_id, text=text)
+    events.record(ev.Plan, agent=agent_id, text=text, gate="accepted" if review is not None else None)
     lines = len(text.strip().splitlines())
     return f"plan saved ({lines} line{'s' if lines != 1 else ''})"
 

@@ -13,15 +13,18 @@ test them. Nothing from a third-party library appears in a port's signature.
     project   ProjectSource, Project, PluginInfo, SkillSource, AgentDefinitionSource,
               AgentDefinition, PromptSource
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
-    diffs     DiffSource
+    diffs     DiffSource, DiffFigures
     hooks     HookRunner, HookRunnerFactory, TranscriptSync
-    request   RequestObserver, RequestResult, RequestUsage
+    request   RequestObserver, RequestResult, RequestUsage; RequestControls, CancelSignal,
+              PlanGate, PlanReview (how the screen steers a running request)
+    screen    ConversationScreen, Opening, StartupNote, Prompt, Command, the live figures'
+              shapes (StatusView, StatusFactory …)
     profiles  ProfileStore, ProfileRepository, ProfileCommit, TextEditor, Edited, and what the
               profile commands report (ProfileObserver, Revision, Refused, TuneReport …)
 """
 
 from aerix.app.ports.agents import AgentLifecycle, Caller, Delegator, ToolHooks
-from aerix.app.ports.diffs import DiffSource
+from aerix.app.ports.diffs import DiffFigures, DiffSource
 from aerix.app.ports.hooks import HookRunner, HookRunnerFactory, TranscriptSync
 from aerix.app.ports.pool import (
     ContextCounts,
@@ -63,7 +66,28 @@ from aerix.app.ports.project import (
     PromptSource,
     SkillSource,
 )
-from aerix.app.ports.request import RequestObserver, RequestResult, RequestUsage
+from aerix.app.ports.request import (
+    CancelSignal,
+    PlanGate,
+    PlanReview,
+    RequestControls,
+    RequestObserver,
+    RequestResult,
+    RequestUsage,
+)
+from aerix.app.ports.screen import (
+    Command,
+    ContextFigures,
+    ConversationScreen,
+    NoteLevel,
+    Opening,
+    Prompt,
+    StartupNote,
+    StatsFigures,
+    StatusFactory,
+    StatusView,
+    UserInput,
+)
 from aerix.app.ports.sessions import (
     ClaudeSessionSource,
     Clock,
@@ -92,11 +116,16 @@ __all__ = [
     "AgentLifecycle",
     "BranchView",
     "Caller",
+    "CancelSignal",
     "ClaudeSessionSource",
     "Clock",
+    "Command",
     "ContextCounts",
     "ContextEditOp",
+    "ContextFigures",
+    "ConversationScreen",
     "Delegator",
+    "DiffFigures",
     "DiffSource",
     "EditOutcome",
     "Edited",
@@ -111,9 +140,13 @@ __all__ = [
     "JobReportLike",
     "JobsPort",
     "MemberInfo",
+    "NoteLevel",
     "OnProgress",
     "OnToken",
     "OpenedPool",
+    "Opening",
+    "PlanGate",
+    "PlanReview",
     "PlannedEvent",
     "PluginInfo",
     "PoolPort",
@@ -125,9 +158,11 @@ __all__ = [
     "ProfileView",
     "Project",
     "ProjectSource",
+    "Prompt",
     "PromptSource",
     "Refused",
     "ReplaceOutcome",
+    "RequestControls",
     "RequestObserver",
     "RequestResult",
     "RequestUsage",
@@ -141,6 +176,10 @@ __all__ = [
     "SessionSummary",
     "SkillSource",
     "SpoolWriter",
+    "StartupNote",
+    "StatsFigures",
+    "StatusFactory",
+    "StatusView",
     "SyncReport",
     "TextEditor",
     "TokenLogprob",
@@ -149,4 +188,5 @@ __all__ = [
     "ToolRunnerFactory",
     "TranscriptSync",
     "TuneReport",
+    "UserInput",
 ]

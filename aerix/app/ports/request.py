@@ -1,11 +1,14 @@
 """What a request reports as it runs and when it ends: the observer the output formats (and the
-screen) implement, and the result they print."""
+screen) implement, and the result they print; and how the screen steers a running request
+(``RequestControls``: its cancel signal and the plan gate)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
+
+import anyio
 
 from aerix.domain import events as ev
 from aerix.domain.diffs import RequestDiff
@@ -57,3 +60,45 @@ class RequestResult:
     model: str | None = None
     log: Path | None = None
     notes: tuple[str, ...] = ()
+
+
+# ---- steering a running request (the screen; ``-p`` uses none of it) -------------------------
+
+
+class CancelSignal(Protocol):
+    """Set once to cancel (``anyio.Event`` is one)."""
+
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PlanReview:
+    """What the user did with a plan at the gate: accept it, edit it (``text`` is their
+    version), or abort the request."""
+
+    decision: Literal["accept", "edit", "abort"]
+    text: str | None = None
+
+
+class PlanGate(Protocol):
+    """The screen's plan gate: shows a plan and waits for the user."""
+
+    async def review(self, agent: str, text: str) -> PlanReview: ...
+
+
+def _new_signal() -> CancelSignal:
+    return anyio.Event()
+
+
+@dataclass
+class RequestControls:
+    """How the person at the screen steers a running request: ``cancel`` (Esc) ends it
+    ``cancelled`` — generations closed, commands' process groups killed, the end recorded — and
+    ``plan_gate`` holds the root's first plan write of the request for review."""
+
+    cancel: CancelSignal = field(default_factory=_new_signal)
+    plan_gate: PlanGate | None = None

@@ -16,11 +16,12 @@ from typing import Final
 
 import anyio
 
-from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
+from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, PlanGateLike
 from aerix.app.agent.loop import run_agent
 from aerix.app.delegation import delegating
 from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import (
+    CancelSignal,
     EventRecorder,
     MemberInfo,
     PoolPort,
@@ -75,6 +76,8 @@ class RootRun:
     tools: ToolRunnerFactory
     on_token: Callable[[str, str], None] | None = None
     hooks: Hooks | None = None
+    cancel: CancelSignal = field(default_factory=anyio.Event)
+    plan_gate: PlanGateLike | None = None
 
 
 async def run_root(run: RootRun) -> RootEnded:
@@ -128,6 +131,8 @@ def _environment(run: RootRun) -> AgentEnvironment:
         skills=run.project.skills,
         on_token=run.on_token,
         hooks=run.hooks,
+        cancel=run.cancel,
+        plan_gate=run.plan_gate,
     )
     return delegating(env, run.project.agents)
 

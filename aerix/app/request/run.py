@@ -22,9 +22,11 @@ from typing import Any
 
 import anyio
 
+from aerix.app.agent.loop_tools import PLAN_ABORTED, FirstPlanGate
 from aerix.app.hooks.fire import Hooks, HookSession, HookStopped, no_hooks
 from aerix.app.hooks.transcript import TranscriptFollower
 from aerix.app.ports import (
+    CancelSignal,
     Clock,
     DiffSource,
     HookRunnerFactory,
@@ -34,6 +36,7 @@ from aerix.app.ports import (
     Project,
     ProjectSource,
     PromptSource,
+    RequestControls,
     RequestObserver,
     RequestResult,
     SessionStorage,
@@ -70,6 +73,8 @@ class RequestOptions:
     max_turns: int | None = None
     profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
     profile_refresh: bool = False
+    #: The id a new session gets (the screen shows it before the first request); None: a fresh one.
+    session_id: str | None = None
 
 
 @dataclass
@@ -88,21 +93,27 @@ class RequestDeps:
     version: str  # aerix's own, recorded in session.start
 
 
-async def run_request(options: RequestOptions, deps: RequestDeps, observer: RequestObserver) -> RequestResult:
+async def run_request(
+    options: RequestOptions,
+    deps: RequestDeps,
+    observer: RequestObserver,
+    controls: RequestControls | None = None,
+) -> RequestResult:
     """Run one request and return how it ended. Errors before the session exists raise; after,
     they end the request as ``failed`` with the error's line as its reason."""
+    controls = controls or RequestControls()
     began = time.monotonic()
     project = deps.projects.load(options.cwd)
     for line in project.notes:
         observer.note(line)
-    resume = _resume_state(options, deps, project)
+    resume = resume_state(options, deps, project)
     snapshot = deps.diffs.snapshot(project.cwd)
     opened = await deps.pools.open(project.settings.pool)
     try:
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
-        session_id = resume.session if resume is not None else uuid.uuid4().hex
+        session_id = resume.session if resume is not None else (options.session_id or uuid.uuid4().hex)
         profile = _attach_profile(options, deps, project, members, resume, session_id)
         for line in profile.notes:
             observer.note(line)
@@ -116,7 +127,9 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
         observer.event(start)
         try:
             recorder = RequestRecorder(writer, observer)
-            request = _Request(options, deps, project, members, opened.pool, recorder, resume, profile)
+            request = _Request(
+                options, deps, project, members, opened.pool, recorder, resume, profile, controls
+            )
             return await request.run(snapshot, began)
         finally:
             writer.close()
@@ -125,7 +138,7 @@ async def run_request(options: RequestOptions, deps: RequestDeps, observer: Requ
             await opened.aclose()
 
 
-def _resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
+def resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
     if options.resume and options.continue_latest:
         raise UsageError("--resume and --continue both name a session; give one of them")
     session_id = options.resume
@@ -233,6 +246,7 @@ class _Request:
     tap: RequestRecorder
     resume: ResumeState | None
     prompts: PromptSource  # the profile commit's texts (the release's where it tunes none)
+    controls: RequestControls
     route: str | None = None
     hooks: Hooks | None = None
 
@@ -272,7 +286,7 @@ class _Request:
         )
 
     async def _route_and_run(self, hooks: Hooks) -> RootEnded:
-        deps, project = self.deps, self.project
+        deps, project, cancel = self.deps, self.project, self.controls.cancel
         source = "resume" if self.resume is not None else "startup"
         started = await hooks.fire(
             "SessionStart", {"source": source, "model": self.members.main.model}, match=(source,)
@@ -285,13 +299,46 @@ class _Request:
         if submitted.context:
             prompt = f"{prompt}\n\n{submitted.context}"
         router = self.members.router
-        choice = await route_request(
-            self.pool, router.name, prompt, self.prompts, self.tap, one_of="one_of" in router.constraints
-        )
+        choice = None
+        error: Exception | None = None
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_cancel_on, cancel, tasks.cancel_scope)
+            try:
+                choice = await route_request(
+                    self.pool,
+                    router.name,
+                    prompt,
+                    self.prompts,
+                    self.tap,
+                    one_of="one_of" in router.constraints,
+                )
+            except Exception as exc:  # raised after the task group, not inside an exception group
+                error = exc
+            tasks.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        if choice is None or cancel.is_set():
+            return _failure("cancelled", "cancelled")
         self.route = choice.choice
         decided = {"choice": choice.choice, "scores": dict(choice.scores), "member": router.name}
         await hooks.fire("RouteDecision", decided, match=(choice.choice,))
         rebuilt, added = self._segments(prompt, choice.choice, started.context or None)
+        gate = FirstPlanGate(self.controls.plan_gate, cancel) if self.controls.plan_gate else None
+        ended = await self._run_root(prompt, choice.choice, rebuilt, added, gate, hooks)
+        if cancel.is_set() and ended.outcome == "killed":
+            return _failure(PLAN_ABORTED if gate and gate.aborted else "cancelled", "cancelled")
+        return ended
+
+    async def _run_root(
+        self,
+        prompt: str,
+        route: str,
+        rebuilt: list[ContextSegment],
+        added: list[ContextSegment],
+        gate: FirstPlanGate | None,
+        hooks: Hooks,
+    ) -> RootEnded:
+        deps, project = self.deps, self.project
         return await run_root(
             RootRun(
                 pool=self.pool,
@@ -301,13 +348,15 @@ class _Request:
                 member=self.members.main,
                 rebuilt=rebuilt,
                 added=added,
-                route=choice.choice,
+                route=route,
                 max_turns=self.options.max_turns,
                 plan=self.resume.plan if self.resume else None,
                 spool=self.tap,
                 tools=deps.tools,
                 on_token=self.tap.observer.token,
                 hooks=hooks,
+                cancel=self.controls.cancel,
+                plan_gate=gate,
             )
         )
 
@@ -360,6 +409,11 @@ class _Request:
             log=tap.writer.log_path,
             notes=(*ended.notes, *diff.notes),
         )
+
+
+async def _cancel_on(event: CancelSignal, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _failure(reason: str, outcome: str = "failed") -> RootEnded:
