@@ -30,12 +30,28 @@ from aerix.adapters.session_render import render_list, render_replay
 from aerix.app.profiles.manage import LOG_LIMIT, EditOptions
 from aerix.app.profiles.sync import SyncOptions
 from aerix.app.profiles.tune import TuneOptions
+from aerix.app.request.conversation import ConversationOptions
 from aerix.app.request.run import RequestOptions
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.domain.profile import MAIN_BRANCH, PROFILE_NAME_RULE, model_branch, valid_profile_name
 from aerix.errors import AerixError, FileUnusable, UsageError
-from aerix.wiring import ProfileCommands, SessionCommands, profile_commands, run_headless, session_commands
+from aerix.wiring import (
+    ProfileCommands,
+    SessionCommands,
+    profile_commands,
+    run_headless,
+    run_interactive,
+    session_commands,
+)
+
+NEEDS_A_TERMINAL = (
+    "the interactive screen needs a terminal; run one request with -p PROMPT "
+    "(or pipe it: echo PROMPT | aerix -p)"
+)
+#: The top-level flags that take a value, so the first other word is a subcommand or the prompt.
+_VALUE_FLAGS = frozenset({"--resume", "--max-turns", "--output-format", "--cwd", "--profile"})
+_OPTIONAL_VALUE_FLAGS = frozenset({"-p", "--print"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -189,6 +205,39 @@ def _add_request_flags(parser: argparse.ArgumentParser) -> None:
 STDIN_PROMPT = "\0stdin"
 
 
+def cmd_interactive(args: argparse.Namespace, first_prompt: str | None) -> int:
+    """Bare ``aerix`` (``--resume``, ``--continue``, a first prompt): the screen on a terminal;
+    elsewhere a given prompt runs as plain ``-p`` would, and none is one line saying to use ``-p``."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        if first_prompt is None:
+            print(f"aerix: {NEEDS_A_TERMINAL}", file=sys.stderr)
+            return EXIT_USAGE
+        args.print_prompt = first_prompt
+        return cmd_print(args)
+    if args.max_turns is not None and args.max_turns < 1:
+        print("aerix: --max-turns must be 1 or more", file=sys.stderr)
+        return EXIT_USAGE
+    if args.resume and args.continue_latest:
+        print("aerix: --resume and --continue both name a session; give one of them", file=sys.stderr)
+        return EXIT_USAGE
+    if args.profile is not None and not valid_profile_name(args.profile):
+        print(f"aerix: --profile: {PROFILE_NAME_RULE} (got {args.profile!r})", file=sys.stderr)
+        return EXIT_USAGE
+    options = ConversationOptions(
+        cwd=args.cwd or Path.cwd(),
+        resume=args.resume,
+        continue_latest=args.continue_latest,
+        max_turns=args.max_turns,
+        first_prompt=first_prompt,
+        profile=args.profile,
+        profile_refresh=args.profile_refresh,
+    )
+    try:
+        return run_interactive(options)
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED
+
+
 def cmd_print(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.print_prompt == STDIN_PROMPT else args.print_prompt
     if not prompt.strip():
@@ -216,22 +265,50 @@ def cmd_print(args: argparse.Namespace) -> int:
         return EXIT_CANCELLED
 
 
+def split_prompt(argv: Sequence[str], commands: Sequence[str]) -> tuple[list[str], str | None]:
+    """``aerix [flags] "first prompt" [flags]`` as Claude Code accepts it: the first word that is
+    neither a flag, a flag's value nor a subcommand is the prompt (taken out of ``argv``)."""
+    words = list(argv)
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            rest = words[index + 1 :]
+            return words[:index], (" ".join(rest) if rest else None)
+        if word in _VALUE_FLAGS:
+            index += 2
+            continue
+        if word in _OPTIONAL_VALUE_FLAGS:
+            following = words[index + 1] if index + 1 < len(words) else None
+            index += 2 if following is not None and not following.startswith("-") else 1
+            continue
+        if word.startswith("-"):
+            index += 1
+            continue
+        if word in commands:
+            return words, None
+        return words[:index] + words[index + 1 :], word
+    return words, None
+
+
+def _command_names(parser: argparse.ArgumentParser) -> list[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    words, first_prompt = split_prompt(sys.argv[1:] if argv is None else argv, _command_names(parser))
+    args = parser.parse_args(words)
     if args.command is None and args.print_prompt is not None:
+        if args.print_prompt == STDIN_PROMPT and first_prompt is not None:
+            args.print_prompt = first_prompt
         return cmd_print(args)
-    if args.command is None and (args.resume or args.continue_latest):
-        print(
-            "aerix: --resume and --continue need -p PROMPT (the interactive screen is not built yet)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
     handler = args.handler
     if handler is None:
-        print(
-            "aerix: the interactive screen is not built yet; run one request with -p PROMPT", file=sys.stderr
-        )
-        return EXIT_USAGE
+        return cmd_interactive(args, first_prompt)
     try:
         return int(handler(args))
     except AerixError as error:

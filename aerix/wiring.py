@@ -7,6 +7,7 @@ files, and runs it. Nothing else imports both the application layer and the adap
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,11 +25,14 @@ from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.git_diff import GitDiffs
 from aerix.adapters.hook_runner import SubprocessHooks
 from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
+from aerix.adapters.paths import history_file
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.project import ProjectFiles
 from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.terminal.screen import TerminalScreen
+from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.adapters.tools import LocalToolsFactory
 from aerix.app.ports import (
     EditOutcome,
@@ -36,6 +40,7 @@ from aerix.app.ports import (
     ProfileCommit,
     ProfileObserver,
     ProfileView,
+    RequestResult,
     SessionRef,
     SyncReport,
     TuneReport,
@@ -51,11 +56,13 @@ from aerix.app.profiles.manage import (
 from aerix.app.profiles.runs import ProfileDeps, upstream_texts
 from aerix.app.profiles.sync import SyncOptions, run_sync
 from aerix.app.profiles.tune import TuneOptions, run_tune
+from aerix.app.request.conversation import ConversationOptions, converse
 from aerix.app.request.run import RequestDeps, RequestOptions, run_request
 from aerix.app.sessions import importing, queries
 from aerix.domain import events as ev
 from aerix.errors import AerixError, FileUnusable
 from aerix.projections.index import IndexEntry
+from aerix.projections.status import StatusFigures
 
 
 def subprocess_hooks(project_dir: Path) -> HookRunner:
@@ -80,15 +87,53 @@ def request_deps(sessions: SessionFiles) -> RequestDeps:
     )
 
 
+def run_interactive(options: ConversationOptions) -> int:
+    """``aerix`` on a terminal: the screen, talking to the conversation."""
+    sessions = SessionFiles()
+    deps = request_deps(sessions)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or None
+    history = history_file(project_key(options.cwd.resolve()))
+
+    async def main() -> int:
+        screen = TerminalScreen(__version__, options.cwd, history, StatusFigures, editor)
+        return await screen.run(lambda: converse(options, deps, screen))
+
+    try:
+        return anyio.run(main)
+    finally:
+        sessions.close()
+
+
 def run_headless(
     options: RequestOptions, fmt: OutputFormat, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """``aerix -p``: run one request, print it in ``fmt``, return the exit code."""
-    output = HeadlessOutput(fmt, out or sys.stdout, err or sys.stderr)
+    """``aerix -p``: run one request, print it in ``fmt``, return the exit code. On a terminal's
+    stderr the screen's status line shows meanwhile."""
+    err = err or sys.stderr
+    status = StderrStatus(err, StatusFigures())
+    output = HeadlessOutput(fmt, out or sys.stdout, err, status if status.enabled else None)
     sessions = SessionFiles()
+
+    async def request() -> RequestResult:
+        done: RequestResult | None = None
+        error: Exception | None = None
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(status.tick)
+            try:
+                done = await run_request(options, request_deps(sessions), output)
+            except Exception as exc:  # raised after the task group, not inside an exception group
+                error = exc
+            finally:
+                tasks.cancel_scope.cancel()
+                status.clear()
+        if error is not None:
+            raise error
+        assert done is not None
+        return done
+
     try:
         try:
-            result = anyio.run(run_request, options, request_deps(sessions), output)
+            result = anyio.run(request)
         except OSError as os_error:  # the session store unusable (a file, no permission, full)
             raise FileUnusable(os_error) from os_error
     except AerixError as error:

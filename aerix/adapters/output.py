@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final, Literal, TextIO
+from collections.abc import Callable
+from typing import Any, Final, Literal, Protocol, TextIO
 
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
@@ -39,30 +40,62 @@ RESULT_SUBTYPES: Final = {
 _RETRY_OR_VERIFY = re.compile(r"\.[rv]\d+$")
 
 
+class StatusLine(Protocol):
+    """The one-line status a terminal's stderr shows while the request runs
+    (``aerix.adapters.terminal.stderr_status.StderrStatus``)."""
+
+    def event(self, record: ev.EventBase) -> None: ...
+
+    def token(self, agent: str, text: str) -> None: ...
+
+    def around_note(self, write: Callable[[], None]) -> None: ...
+
+    def clear(self) -> None: ...
+
+
 class HeadlessOutput(RequestObserver):
     """Prints a request as one of the formats; ``finish`` prints its end."""
 
-    def __init__(self, fmt: OutputFormat, out: TextIO, err: TextIO) -> None:
+    def __init__(self, fmt: OutputFormat, out: TextIO, err: TextIO, status: StatusLine | None = None) -> None:
         self.format = fmt
         self.out = out
         self.err = err
+        self.status = status
         self.listing: dict[str, Any] = {}
 
     def startup(self, listing: dict[str, Any]) -> None:
         self.listing = listing
 
     def note(self, line: str) -> None:
-        print(f"aerix: {line}", file=self.err, flush=True)
+        self._err(f"aerix: {line}")
+
+    def _err(self, line: str) -> None:
+        def write() -> None:
+            print(line, file=self.err, flush=True)
+
+        if self.status is None:
+            write()
+        else:
+            self.status.around_note(write)
+
+    def token(self, agent: str, text: str) -> None:
+        if self.status is not None:
+            self.status.token(agent, text)
 
     def event(self, record: ev.EventBase) -> None:
         if isinstance(record, ev.SessionStart):
-            print(banner(record), file=self.err, flush=True)
+            self._err(banner(record))
+        if self.status is not None:
+            self.status.event(record)
         if self.format == "stream-json":
             for line in stream_lines(record, self.listing):
                 self.json_line(line)
 
     def finish(self, result: RequestResult) -> int:
         """Print the end of the request; returns the exit code."""
+        if self.status is not None:
+            self.status.clear()
+            self.status = None
         for line in result.notes:
             self.note(line)
         if self.format == "text":

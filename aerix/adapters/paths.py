@@ -27,6 +27,11 @@ def state_home() -> Path:
     return _xdg("XDG_STATE_HOME", ".local/state") / "aerix"
 
 
+def history_file(project: str) -> Path:
+    """``$XDG_STATE_HOME/aerix/history/<project key>``: the screen's prompt history for a project."""
+    return state_home() / "history" / project
+
+
 def config_home() -> Path:
     """``$XDG_CONFIG_HOME/aerix``: the user's settings."""
     return _xdg("XDG_CONFIG_HOME", ".config") / "aerix"

@@ -279,3 +279,28 @@ def test_files_that_are_not_claude_code_transcripts_are_left_out(tmp_path: Path)
     assert "imported from 1 file(s)" in result.stdout
     (entry,) = json.loads(aerix("sessions", "list", "--all", "--json").stdout)
     assert entry["id"] == "4d5611e5-241a-462a-8d15-5122611a9569"
+
+
+@pytest.mark.parametrize(
+    ("argv", "words", "prompt"),
+    [
+        (["fix the test"], [], "fix the test"),
+        (["--resume", "abc", "go on"], ["--resume", "abc"], "go on"),
+        (
+            ["--cwd", "/x", "--continue", "more", "--max-turns", "3"],
+            ["--cwd", "/x", "--continue", "--max-turns", "3"],
+            "more",
+        ),
+        (["sessions", "list"], ["sessions", "list"], None),
+        (["-p", "hi"], ["-p", "hi"], None),
+        (["-p", "--output-format", "json", "hi"], ["-p", "--output-format", "json"], "hi"),
+        (["--", "-starts with a dash"], [], "-starts with a dash"),
+        ([], [], None),
+    ],
+)
+def test_the_first_prompt_is_the_first_word_that_is_no_flag_value_or_command(
+    argv: list[str], words: list[str], prompt: str | None
+) -> None:
+    from aerix.cli import split_prompt
+
+    assert split_prompt(argv, ["sessions", "import"]) == (words, prompt)

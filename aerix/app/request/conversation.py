@@ -27,7 +27,13 @@ from aerix.app.ports import (
     StartupNote,
     UserInput,
 )
-from aerix.app.request.run import RequestDeps, RequestOptions, resume_state, run_request
+from aerix.app.request.run import (
+    RequestDeps,
+    RequestOptions,
+    attach_session_profile,
+    resume_state,
+    run_request,
+)
 from aerix.app.request.startup import bind_members, startup_listing
 from aerix.app.sessions.queries import list_sessions, load_for_resume
 from aerix.domain import events as ev
@@ -44,6 +50,8 @@ class ConversationOptions:
     continue_latest: bool = False
     max_turns: int | None = None
     first_prompt: str | None = None
+    profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
+    profile_refresh: bool = False  # --profile-refresh: applies to the first request only
 
 
 class _Observer(RequestObserver):
@@ -65,7 +73,14 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
     resume (refused at once when it cannot be), the pool found or started, the members bound."""
     began = time.monotonic()
     project = deps.projects.load(options.cwd)
-    probe = RequestOptions("", options.cwd, options.resume, options.continue_latest)
+    probe = RequestOptions(
+        "",
+        options.cwd,
+        options.resume,
+        options.continue_latest,
+        profile=options.profile,
+        profile_refresh=options.profile_refresh,
+    )
     resume = resume_state(probe, deps, project)
     opened = await deps.pools.open(project.settings.pool)
     try:
@@ -73,7 +88,10 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
     finally:
         with anyio.CancelScope(shield=True):
             await opened.aclose()
-    notes = [StartupNote(line) for line in (*project.notes, *members.notes)]
+    session_id = resume.session if resume else uuid.uuid4().hex
+    # The session's commit is known before the first prompt, as the startup block shows it.
+    profile = attach_session_profile(probe, deps, project, members, resume, session_id)
+    notes = [StartupNote(line) for line in (*project.notes, *members.notes, *profile.notes)]
     if opened.started:
         notes.append(
             StartupNote(f"started the pool (pid {opened.pid}); it stays up for other sessions", "info")
@@ -85,13 +103,13 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
         decision=members.decision,
         socket=opened.socket,
         pool_started=opened.started,
-        session_id=resume.session if resume else uuid.uuid4().hex,
+        session_id=session_id,
         resumed=resume is not None,
         base_commit=resume.start.base_commit if resume else None,
         notes=tuple(notes),
         ready_secs=time.monotonic() - began,
         skills=tuple(project.skills.names),
-        listing=startup_listing(project, members),
+        listing={**startup_listing(project, members), "profile": profile.listing()},
     )
 
 
@@ -102,6 +120,8 @@ class _Current:
     id: str
     exists: bool
     base: str | None = None  # the commit the session started on, once known
+    #: Whether a request has run since the screen opened (``--profile-refresh`` is the first's).
+    ran: bool = False
 
 
 async def converse(options: ConversationOptions, deps: RequestDeps, screen: ConversationScreen) -> int:
@@ -137,7 +157,10 @@ async def _request(
         resume=current.id if current.exists else None,
         max_turns=options.max_turns,
         session_id=None if current.exists else current.id,
+        profile=options.profile,
+        profile_refresh=options.profile_refresh and not current.ran,
     )
+    current.ran = True
     controls = RequestControls(plan_gate=screen)
     screen.request_started(prompt, controls)
     try:

@@ -114,7 +114,7 @@ async def run_request(
         for line in members.notes:
             observer.note(line)
         session_id = resume.session if resume is not None else (options.session_id or uuid.uuid4().hex)
-        profile = _attach_profile(options, deps, project, members, resume, session_id)
+        profile = attach_session_profile(options, deps, project, members, resume, session_id)
         for line in profile.notes:
             observer.note(line)
         project = _with_overlays(project, profile)
@@ -149,7 +149,7 @@ def resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -
     return load_for_resume(deps.sessions, session_id) if session_id else None
 
 
-def _attach_profile(
+def attach_session_profile(
     options: RequestOptions,
     deps: RequestDeps,
     project: Project,
@@ -286,7 +286,7 @@ class _Request:
         )
 
     async def _route_and_run(self, hooks: Hooks) -> RootEnded:
-        deps, project, cancel = self.deps, self.project, self.controls.cancel
+        project, cancel = self.project, self.controls.cancel
         source = "resume" if self.resume is not None else "startup"
         started = await hooks.fire(
             "SessionStart", {"source": source, "model": self.members.main.model}, match=(source,)

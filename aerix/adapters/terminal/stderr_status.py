@@ -1,0 +1,94 @@
+"""``aerix -p`` with stderr on a terminal: the screen's status line on stderr, one line
+rewritten in place while the request runs and cleared at the end; nothing at all when stderr is
+not a terminal. Notes printed meanwhile clear the line first and it is drawn again under them."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from typing import Final, TextIO
+
+import anyio
+
+from aerix.adapters.terminal.live_lines import Activity, context_line, status_line
+from aerix.adapters.terminal.scrollback import render_ansi
+from aerix.adapters.terminal.theme import THINKING_FRAME_SECS
+from aerix.app.ports import StatusView
+from aerix.domain import events as ev
+
+#: Carriage return, then erase to the end of the line.
+CLEAR_LINE: Final = "\r\x1b[K"
+
+
+class StderrStatus:
+    """The status line on a terminal's stderr (``enabled`` is False elsewhere)."""
+
+    def __init__(
+        self, stream: TextIO, figures: StatusView, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.stream = stream
+        self.clock = clock
+        self.enabled = _is_terminal(stream)
+        self.figures = figures
+        self.began = clock()
+        self.streaming = 0
+        self._shown = False
+
+    def event(self, record: ev.EventBase) -> None:
+        if not self.enabled:
+            return
+        self.figures.feed([record])
+        if isinstance(record, ev.Message) and record.agent == "a1" and record.role == "assistant":
+            self.streaming = 0
+        self.draw()
+
+    def token(self, agent: str, text: str) -> None:
+        if agent == "a1":
+            self.streaming += 1
+
+    def line(self) -> str:
+        activity = Activity(self.clock() - self.began, streaming_tokens=self.streaming)
+        line = status_line(self.figures, activity)
+        context = context_line(self.figures.context, self.streaming)
+        if context is not None:
+            line.append(" · ")
+            line.append_text(context)
+        width = max(20, shutil.get_terminal_size((80, 24)).columns - 1)  # never the last column: no wrap
+        line.truncate(width, overflow="ellipsis")
+        return render_ansi(line, width).rstrip("\n")
+
+    def draw(self) -> None:
+        if self.enabled:
+            self.stream.write(CLEAR_LINE + self.line())
+            self.stream.flush()
+            self._shown = True
+
+    def clear(self) -> None:
+        if self.enabled and self._shown:
+            self.stream.write(CLEAR_LINE)
+            self.stream.flush()
+            self._shown = False
+
+    def around_note(self, write: Callable[[], None]) -> None:
+        """Print a note above the line: clear it, write, draw it again."""
+        shown = self._shown
+        self.clear()
+        write()
+        if shown:
+            self.draw()
+
+    async def tick(self) -> None:
+        """Redraw for the clock and the thinking icon until cancelled."""
+        if not self.enabled:
+            return
+        while True:
+            await anyio.sleep(THINKING_FRAME_SECS * 5)
+            self.draw()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
