@@ -17,7 +17,7 @@ from typing import NoReturn
 from rich.console import Console
 
 from aerix import __version__
-from aerix.adapters.output import OUTPUT_FORMATS
+from aerix.adapters.output import OUTPUT_FORMATS, discard_closed_output
 from aerix.adapters.profile_output import (
     StreamObserver,
     render_edit,
@@ -32,10 +32,10 @@ from aerix.app.profiles.sync import SyncOptions
 from aerix.app.profiles.tune import TuneOptions
 from aerix.app.request.conversation import ConversationOptions
 from aerix.app.request.run import RequestOptions
-from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
+from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.domain.profile import MAIN_BRANCH, PROFILE_NAME_RULE, model_branch, valid_profile_name
-from aerix.errors import AerixError, FileUnusable, UsageError
+from aerix.errors import AerixError, FileUnusable, OutputClosed, UsageError
 from aerix.wiring import (
     ProfileCommands,
     SessionCommands,
@@ -299,9 +299,23 @@ def _command_names(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line. A closed pipe (``aerix sessions show ID | head``) ends any command
+    quietly with EXIT_BROKEN_PIPE, as ``git log | head`` does: no message, no traceback."""
+    try:
+        return _run(argv)
+    except (BrokenPipeError, OutputClosed):
+        discard_closed_output()
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words, first_prompt = split_prompt(sys.argv[1:] if argv is None else argv, _command_names(parser))
     args = parser.parse_args(words)
+    if args.resume is not None and not args.resume.strip():
+        # An empty id would match every session as a prefix, or none: refuse it, never start anew.
+        print("aerix: --resume needs a session id; `aerix sessions list` shows them", file=sys.stderr)
+        return EXIT_USAGE
     if args.command is None and args.print_prompt is not None:
         if args.print_prompt == STDIN_PROMPT and first_prompt is not None:
             args.print_prompt = first_prompt
@@ -314,6 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AerixError as error:
         print(f"aerix: {error}", file=sys.stderr)
         return error.exit_code
+    except BrokenPipeError:
+        raise  # main's to end quietly
     except OSError as error:  # the store's folder is a file, unwritable, full…: one line, not a traceback
         unusable = FileUnusable(error)
         print(f"aerix: {unusable}", file=sys.stderr)
@@ -323,8 +339,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ---- handlers ---------------------------------------------------------------------------------
 
 
+class _PipeConsole(Console):
+    """rich's console, but a closed pipe is main's to handle like every other command's (rich's
+    own handler exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def _console() -> Console:
-    return Console(highlight=False)
+    return _PipeConsole(highlight=False)
 
 
 def _report_notices(sessions: SessionCommands) -> None:

@@ -10,6 +10,7 @@ into these at the adapter that met them and re-raised ``from`` the original.
     ├── SettingsError                 a settings file that cannot be used
     ├── UnknownPrompt                 a prompt name the release does not embed
     ├── FileUnusable                  a file or folder aerix needs cannot be read or written
+    ├── OutputClosed                  the reader of stdout/stderr went away (a closed pipe)
     ├── PoolError                     the model pool (code: the protocol error code)
     │   ├── PoolUnavailable
     │   ├── PoolStartFailed
@@ -31,7 +32,7 @@ into these at the adapter that met them and re-raised ``from`` the original.
 
 from __future__ import annotations
 
-from aerix.domain.bounds import EXIT_USAGE
+from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_USAGE
 
 
 class AerixError(Exception):
@@ -124,6 +125,16 @@ class FileUnusable(AerixError):
         where = f" {error.filename}" if error.filename else ""
         problem = error.strerror or error
         super().__init__(f"cannot use{where} ({problem}); check that path and its permissions")
+
+
+class OutputClosed(AerixError):
+    """The reader of the output went away (``aerix -p … | head -1``): the request stops, as a
+    program killed by SIGPIPE would, and its log says why. Nothing more is printed."""
+
+    exit_code = EXIT_BROKEN_PIPE
+
+    def __init__(self) -> None:
+        super().__init__("the output was closed (a broken pipe); the request stopped")
 
 
 class ClaudeImportError(SessionError):

@@ -134,6 +134,8 @@ def run_headless(
     try:
         try:
             result = anyio.run(request)
+        except BrokenPipeError:
+            raise  # a closed pipe is the CLI's to end quietly, not a store that cannot be used
         except OSError as os_error:  # the session store unusable (a file, no permission, full)
             raise FileUnusable(os_error) from os_error
     except AerixError as error:
@@ -200,6 +202,8 @@ def session_commands() -> Iterator[SessionCommands]:
     store = SessionFiles()
     try:
         yield SessionCommands(store)
+    except BrokenPipeError:
+        raise  # a closed pipe is the CLI's to end quietly, not a store that cannot be used
     except OSError as error:
         raise FileUnusable(error) from error
     finally:

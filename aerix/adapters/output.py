@@ -12,19 +12,28 @@
   ``result`` object as ``json`` last.
 
 Exit codes: 0 done, 1 failed (or an error before the request could run), 2 budget, 3 killed,
-130 cancelled (Ctrl-C); a refused command line is the CLI's 64.
+130 cancelled (Ctrl-C), 141 the output was closed (a broken pipe); a refused command line is
+the CLI's 64.
+
+A closed pipe (``aerix -p … --output-format stream-json | head -2``) is quiet: the first write
+that meets it points both streams at /dev/null and raises ``OutputClosed``, which stops the
+request (recorded as ``cancelled``, exit 141); nothing more is printed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import sys
 from collections.abc import Callable
 from typing import Any, Final, Literal, Protocol, TextIO
 
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT
+from aerix.errors import OutputClosed
 
 OutputFormat = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json", "stream-json")
@@ -62,6 +71,8 @@ class HeadlessOutput(RequestObserver):
         self.err = err
         self.status = status
         self.listing: dict[str, Any] = {}
+        #: A write met a closed pipe: nothing more is printed.
+        self.closed = False
 
     def startup(self, listing: dict[str, Any]) -> None:
         self.listing = listing
@@ -71,7 +82,7 @@ class HeadlessOutput(RequestObserver):
 
     def _err(self, line: str) -> None:
         def write() -> None:
-            print(line, file=self.err, flush=True)
+            self._write(self.err, line + "\n")
 
         if self.status is None:
             write()
@@ -107,16 +118,44 @@ class HeadlessOutput(RequestObserver):
     def _text(self, result: RequestResult) -> None:
         if result.outcome != "done":
             self.note(f"{result.outcome}: {result.reason or 'no reason given'} (session {result.session_id})")
-        if result.result:
-            print(result.result.rstrip("\n"), file=self.out)
+        text = result.result.rstrip("\n") + "\n" if result.result else ""
         diff = result.diff.render()
-        if diff:
-            print(file=self.out)
-            print(diff, end="", file=self.out)
-        self.out.flush()
+        self._write(self.out, f"{text}\n{diff}" if diff else text)
 
     def json_line(self, value: dict[str, Any]) -> None:
-        print(json.dumps(value, ensure_ascii=False), file=self.out, flush=True)
+        self._write(self.out, json.dumps(value, ensure_ascii=False) + "\n")
+
+    def _write(self, stream: TextIO, text: str) -> None:
+        if self.closed or not text:
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError as exc:
+            self.closed = True
+            discard_output(stream)
+            raise OutputClosed() from exc
+
+
+def discard_output(stream: TextIO) -> None:
+    """Point a stream's file descriptor at /dev/null once its reader went away: what is still
+    buffered, and Python's own flush at exit, then go nowhere instead of raising again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        with contextlib.suppress(OSError, ValueError):  # no descriptor (a StringIO), or closed
+            os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
+
+
+def discard_closed_output() -> None:
+    """After a broken pipe, wherever it was met: stdout goes to /dev/null, and stderr too when
+    its reader is gone as well (a flush of what it holds fails), so exit stays quiet."""
+    discard_output(sys.stdout)
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        discard_output(sys.stderr)
 
 
 def banner(start: ev.SessionStart) -> str:

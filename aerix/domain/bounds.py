@@ -124,3 +124,6 @@ EXIT_KILLED: Final = 3
 EXIT_USAGE: Final = 64
 #: Ctrl-C.
 EXIT_CANCELLED: Final = 130
+#: The reader of the output went away (``aerix sessions list | head -1``): 128 + SIGPIPE, the
+#: status a shell reports for ``git log | head``, reached quietly (no message, no traceback).
+EXIT_BROKEN_PIPE: Final = 141

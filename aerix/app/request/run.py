@@ -59,7 +59,7 @@ from aerix.app.sessions.writer import SessionWriter, reopen_session, start_sessi
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.segments import ContextSegment
-from aerix.errors import AerixError, UsageError
+from aerix.errors import AerixError, OutputClosed, UsageError
 
 
 @dataclass(frozen=True)
@@ -124,13 +124,12 @@ async def run_request(
         writer, start = _open_session(
             options, deps, project, members, resume, snapshot, loaded, session_id, profile
         )
-        observer.event(start)
         try:
             recorder = RequestRecorder(writer, observer)
             request = _Request(
                 options, deps, project, members, opened.pool, recorder, resume, profile, controls
             )
-            return await request.run(snapshot, began)
+            return await request.run(start, snapshot, began)
         finally:
             writer.close()
     finally:
@@ -254,12 +253,15 @@ class _Request:
     def number(self) -> int:
         return self.resume.requests + 1 if self.resume else 1
 
-    async def run(self, snapshot: Snapshot, began: float) -> RequestResult:
-        self.hooks = self._hooks()
+    async def run(self, start: ev.SessionStart, snapshot: Snapshot, began: float) -> RequestResult:
         try:
+            self.tap.observer.event(start)
+            self.hooks = self._hooks()
             ended = await self._route_and_run(self.hooks)
         except HookStopped as stopped:
             ended = _failure(stopped.reason, "killed")
+        except OutputClosed as closed:  # the reader went away: stop, as SIGPIPE would, and say so
+            ended = RootEnded("cancelled", closed.exit_code, reason=str(closed))
         except AerixError as exc:
             ended = _failure(str(exc))
         except BaseException:
