@@ -35,6 +35,7 @@ from typing import Any
 
 from eventsourcing.persistence import AggregateRecorder, IntegrityError, Mapper, StoredEvent, Transcoder
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from aerix.adapters.durable import make_folder, replace_durably, sync_folder, write_fully
 from aerix.adapters.gc_pause import gc_paused
@@ -63,18 +64,43 @@ class _NoTranscoder(Transcoder):
 
 
 class PlainJSONMapper(Mapper[str]):
-    """Session events ⇄ stored events whose state is the event's own JSON line."""
+    """Session events ⇄ stored events whose state is the event's own JSON line.
+
+    Text that cannot be UTF-8 (a lone surrogate: a file name or an argument with bytes that are
+    not UTF-8, as Python hands them over) cannot be a JSON line; such an event is stored with
+    U+FFFD in each such place rather than not at all, and ``replaced`` keeps (seq, type) of each
+    for the store's notice."""
 
     def __init__(self) -> None:
         super().__init__(transcoder=_NoTranscoder())
+        self.replaced: list[tuple[int, str]] = []
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         record: ev.EventBase = domain_event.record
-        state = record.model_dump_json(exclude_none=True).encode()
+        try:
+            state = record.model_dump_json(exclude_none=True).encode()
+        except PydanticSerializationError:
+            cleaned = type(record).model_validate(_without_surrogates(record.model_dump()))
+            state = cleaned.model_dump_json(exclude_none=True).encode()
+            self.replaced.append((record.seq, record.type))
         return StoredEvent(str(domain_event.originator_id), record.seq, record.type, state)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Recorded:
         return wrap(str(stored_event.originator_id), decode_record(stored_event.state))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` (plain data from ``model_dump``) with each lone surrogate in its text as U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_surrogates(item) for item in value]
+    return value
 
 
 def decode_record(line: bytes) -> ev.EventBase:
@@ -91,7 +117,7 @@ def decode_record(line: bytes) -> ev.EventBase:
 @dataclass
 class _Writer:
     lock_fd: int
-    log_fd: int
+    log_fd: int | None  # None until a new log's first line is written
     last_seq: int
     has_lines: bool
 
@@ -141,10 +167,9 @@ class SessionLogRecorder(AggregateRecorder):
             self._set_aside_torn_tail(session_id)
             last = _last_line(path)
             last_seq = _parse_header(last, path, 0).seq if last else 0
-            created = not path.exists()
-            log_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            if created:
-                sync_folder(self.folder)  # the log's name survives a power loss with its lines
+            # A new log is made by its first write, so a session that cannot record its first
+            # event leaves no empty log behind.
+            log_fd = os.open(path, os.O_WRONLY | os.O_APPEND) if path.exists() else None
         except BaseException:
             os.close(lock_fd)
             raise
@@ -154,15 +179,22 @@ class SessionLogRecorder(AggregateRecorder):
         """Make what this process wrote to the session's log durable (a no-op when it is not
         writing it)."""
         writer = self._writers.get(session_id)
-        if writer is not None:
+        if writer is not None and writer.log_fd is not None:
             os.fsync(writer.log_fd)
 
     def release(self, session_id: str) -> None:
-        """Stop writing this session: flush it to disk and drop the lock."""
+        """Stop writing this session: flush it to disk and drop the lock (and the lock's file,
+        when the session never got a line)."""
         writer = self._writers.pop(session_id, None)
-        if writer is not None:
-            os.fsync(writer.log_fd)
-            os.close(writer.log_fd)
+        if writer is None:
+            return
+        try:
+            if writer.log_fd is not None:
+                os.fsync(writer.log_fd)
+                os.close(writer.log_fd)
+            elif not self.log_path(session_id).exists():
+                self._sibling(session_id, LOCK_SUFFIX).unlink(missing_ok=True)
+        finally:
             os.close(writer.lock_fd)
 
     def close(self) -> None:
@@ -189,17 +221,41 @@ class SessionLogRecorder(AggregateRecorder):
                     )
                 last, seen = stored.originator_version, True
         for session_id, batch in batches.items():
-            self._append(session_id, batch)
+            log_fd = self._append(session_id, batch)
             if kwargs.get("sync"):
-                os.fsync(self._writers[session_id].log_fd)
+                os.fsync(log_fd)
         return None
 
-    def _append(self, session_id: str, batch: list[StoredEvent]) -> None:
+    def _append(self, session_id: str, batch: list[StoredEvent]) -> int:
         writer = self._writers[session_id]
-        lines = [_encode_line(stored) for stored in batch]
-        write_fully(writer.log_fd, b"".join(lines))
+        data = b"".join(_encode_line(stored) for stored in batch)
+        try:
+            if writer.log_fd is not None:
+                write_fully(writer.log_fd, data)
+            else:
+                writer.log_fd = self._create_log(session_id, data)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            # A write names no file (a full disk, a size limit): say which log it was.
+            raise OSError(exc.errno, exc.strerror, str(self.log_path(session_id))) from exc
         writer.last_seq = batch[-1].originator_version
         writer.has_lines = True
+        return writer.log_fd
+
+    def _create_log(self, session_id: str, data: bytes) -> int:
+        """Make a new log with its first lines; if they cannot be written whole (a full disk, a
+        file size limit), the log goes again, so no empty or torn log is left for nothing."""
+        path = self.log_path(session_id)
+        log_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            write_fully(log_fd, data)
+        except BaseException:
+            os.close(log_fd)
+            path.unlink(missing_ok=True)
+            raise
+        sync_folder(self.folder)  # the log's name survives a power loss with its lines
+        return log_fd
 
     def encode(self, stored_events: Sequence[StoredEvent]) -> bytes:
         """The bytes ``insert_events`` would append for these events."""
@@ -214,7 +270,8 @@ class SessionLogRecorder(AggregateRecorder):
         writer = self._writers[session_id]
         path = self.log_path(session_id)
         replace_durably(path, self.encode(stored_events))
-        os.close(writer.log_fd)
+        if writer.log_fd is not None:
+            os.close(writer.log_fd)
         writer.log_fd = os.open(path, os.O_WRONLY | os.O_APPEND, 0o600)
         writer.last_seq, writer.has_lines = (versions[-1], True) if versions else (0, False)
 

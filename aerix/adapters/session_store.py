@@ -74,6 +74,13 @@ class SessionFiles:
         lines = [line for recorder in self._recorders.values() for line in recorder.notices]
         for recorder in self._recorders.values():
             recorder.notices.clear()
+        if self.mapper.replaced:
+            seq, kind = self.mapper.replaced[0]
+            lines.append(
+                f"{len(self.mapper.replaced)} event(s) held text that is not valid UTF-8 (the first: "
+                f"seq {seq}, {kind}), recorded with U+FFFD in its place"
+            )
+            self.mapper.replaced.clear()
         return lines
 
     def close(self) -> None:
@@ -109,6 +116,12 @@ class SessionFiles:
 
     def exists(self, ref: SessionRef) -> bool:
         return ref.log.exists()
+
+    def log_size(self, ref: SessionRef) -> int:
+        try:
+            return ref.log.stat().st_size
+        except FileNotFoundError:
+            return 0
 
     def read(self, ref: SessionRef) -> list[EventBase]:
         return self.recorder(ref.project).read_records(ref.id)

@@ -72,6 +72,11 @@ class SessionStart(EventBase):
     profile_branch: str | None = Field(default=None, description="The session's branch in it, session/<id>.")
     profile_commit: str | None = Field(default=None, description="The commit its prompts were read from.")
     prompt: str
+    prompt_bytes: str | None = Field(
+        default=None,
+        description="The prompt's bytes as given, base64, when they were not valid UTF-8 "
+        "(prompt then holds them with U+FFFD for each invalid sequence).",
+    )
     route: Route | None = Field(default=None, description="A shape forced by the caller; else routing picks.")
     aerix_version: str
     request: int = Field(default=1, ge=1, description="1 for the session's first request, then 2, 3…")

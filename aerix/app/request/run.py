@@ -58,6 +58,7 @@ from aerix.app.sessions.queries import ResumeState, latest_session, load_for_res
 from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
+from aerix.domain.prompt_bytes import decode_prompt, encoded_bytes, invalid_prompt_note
 from aerix.domain.segments import ContextSegment
 from aerix.errors import AerixError, OutputClosed, UsageError
 
@@ -68,6 +69,8 @@ class RequestOptions:
 
     prompt: str
     cwd: Path
+    #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
+    prompt_bytes: bytes | None = None
     resume: str | None = None
     continue_latest: bool = False
     max_turns: int | None = None
@@ -103,6 +106,8 @@ async def run_request(
     they end the request as ``failed`` with the error's line as its reason."""
     controls = controls or RequestControls()
     began = time.monotonic()
+    if options.prompt_bytes is not None:
+        observer.note(invalid_prompt_note(decode_prompt(options.prompt_bytes)))
     project = deps.projects.load(options.cwd)
     for line in project.notes:
         observer.note(line)
@@ -202,6 +207,7 @@ def _open_session(
         "profile_branch": profile.branch,
         "profile_commit": profile.commit,
         "prompt": options.prompt,
+        "prompt_bytes": None if options.prompt_bytes is None else encoded_bytes(options.prompt_bytes),
         "aerix_version": deps.version,
         "window": members.main.n_ctx,
         "base_commit": snapshot.base,
