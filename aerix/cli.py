@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ from aerix.app.request.run import RequestOptions
 from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.domain.profile import MAIN_BRANCH, PROFILE_NAME_RULE, model_branch, valid_profile_name
+from aerix.domain.prompt_bytes import decode_prompt
 from aerix.errors import AerixError, FileUnusable, OutputClosed, UsageError
 from aerix.wiring import (
     ProfileCommands,
@@ -239,7 +241,11 @@ def cmd_interactive(args: argparse.Namespace, first_prompt: str | None) -> int:
 
 
 def cmd_print(args: argparse.Namespace) -> int:
-    prompt = sys.stdin.read() if args.print_prompt == STDIN_PROMPT else args.print_prompt
+    # Bytes, not text: a prompt that is not valid UTF-8 is read with U+FFFD and its bytes kept.
+    # (argv arrives decoded with surrogateescape; os.fsencode gives back its bytes.)
+    raw = sys.stdin.buffer.read() if args.print_prompt == STDIN_PROMPT else os.fsencode(args.print_prompt)
+    decoded = decode_prompt(raw)
+    prompt = decoded.text
     if not prompt.strip():
         print("aerix: the prompt is empty; give it after -p or on stdin", file=sys.stderr)
         return EXIT_USAGE
@@ -251,6 +257,7 @@ def cmd_print(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     options = RequestOptions(
         prompt=prompt,
+        prompt_bytes=decoded.raw,
         cwd=args.cwd or Path.cwd(),
         resume=args.resume,
         continue_latest=args.continue_latest,
@@ -358,9 +365,9 @@ def _report_notices(sessions: SessionCommands) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     with session_commands() as sessions:
-        entries, unreadable = sessions.listing(None if args.all else Path.cwd())
+        entries, problems = sessions.listing(None if args.all else Path.cwd())
         _report_notices(sessions)
-    for line in unreadable:
+    for line in problems:
         print(f"aerix: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps([entry.to_json() for entry in entries], ensure_ascii=False, indent=1))
@@ -369,19 +376,21 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"no sessions here{hint}")
     else:
         render_list(_console(), entries)
-    return 1 if unreadable else 0
+    return 1 if problems else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     with session_commands() as sessions:
-        ref, records = sessions.show(args.id)
+        ref, records, problems = sessions.show(args.id)
         _report_notices(sessions)
+    for line in problems:  # before the replay, so a reader that stops early still sees them
+        print(f"aerix: {line}", file=sys.stderr)
     if args.json:
         for record in records:
             print(record.model_dump_json(exclude_none=True))
     else:
         render_replay(_console(), ref.id, records)
-    return 0
+    return 1 if problems else 0
 
 
 def cmd_rm(args: argparse.Namespace) -> int:

@@ -158,12 +158,12 @@ class SessionCommands:
 
     def listing(self, cwd: Path | None) -> tuple[list[IndexEntry], list[str]]:
         """The sessions of ``cwd``'s project (every project's when None), newest first, and a
-        line for each log that could not be read."""
-        unreadable: list[str] = []
+        line for each log that could not be read or has a gap or no events."""
+        problems: list[str] = []
         project = None if cwd is None else project_key(cwd)
-        return queries.list_sessions(self.store, project, unreadable), unreadable
+        return queries.list_sessions(self.store, project, problems), problems
 
-    def show(self, session_id: str) -> tuple[SessionRef, list[ev.EventBase]]:
+    def show(self, session_id: str) -> tuple[SessionRef, list[ev.EventBase], list[str]]:
         return queries.show_session(self.store, session_id)
 
     def remove(self, session_id: str) -> tuple[SessionRef, list[Path], list[str]]:

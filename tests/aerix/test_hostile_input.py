@@ -1,5 +1,7 @@
-"""Hostile input to the ``aerix`` CLI, run as real processes on real files: an empty ``--resume``
-id, closed pipes on every command and during a request (on a real scripted pool).
+"""Hostile input to the ``aerix`` CLI, run as real processes on real files: prompts and folders
+that are not UTF-8, a first event that cannot be written, an empty ``--resume`` id, logs with a
+gap or no events, closed pipes on every command and during a request (requests run on a real
+``caldrix pool --engine scripted``).
 
 Each test is a reproduction from issues 13 and 14 that once ended in a traceback, a wrong
 message or a new session where none was asked for.
@@ -7,8 +9,10 @@ message or a new session where none was asked for.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import resource
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +25,7 @@ from aerix.adapters.session_store import SessionFiles
 from aerix.app.sessions.writer import start_session
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_USAGE
+from aerix.domain.settings import SyncPolicy
 from tests.aerix.request_world import (
     AERIX,
     RUN_TIMEOUT_SECS,
@@ -36,6 +41,11 @@ from tests.aerix.session_streams import T0
 pytestmark = pytest.mark.e2e
 
 FINAL_TURN = json.dumps({"thought": "Done.", "final": "Said hello."})
+NOT_UTF8 = b"Say \xff\xfe hello"
+NOT_UTF8_NOTE = (
+    "aerix: the prompt is not valid UTF-8: 2 byte(s) were read as U+FFFD (\ufffd); the session log "
+    "keeps the bytes as given (session.start prompt_bytes, base64)"
+)
 
 
 @pytest.fixture
@@ -79,6 +89,103 @@ def session_logs(world: World) -> list[Path]:
     return sorted(world.sessions.glob("*/*.jsonl")) if world.sessions.exists() else []
 
 
+# ---- text that is not UTF-8 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("given", ["stdin", "argv"])
+def test_a_prompt_that_is_not_utf8_is_kept_said_once_and_recorded(
+    world: World, project: Path, given: str
+) -> None:
+    """``printf 'Say \\xff\\xfe hello' | aerix -p`` (or the bytes in argv) once ended in a
+    PydanticSerializationError traceback and left an empty log that rebuild called ok."""
+    start_scripted_pool(world, world.socket, ["answer", FINAL_TURN])
+    if given == "stdin":
+        done = run(world, project, "-p", stdin=NOT_UTF8)
+    else:
+        done = run(world, project, b"-p", NOT_UTF8)
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    assert done.stdout.decode() == "Said hello.\n"
+    assert stderr.splitlines()[0] == NOT_UTF8_NOTE and stderr.count("not valid UTF-8") == 1
+    [log] = session_logs(world)
+    [start] = [event for event in session_events(world, log.stem) if event["type"] == "session.start"]
+    assert start["prompt"] == "Say \ufffd\ufffd hello"
+    assert base64.b64decode(start["prompt_bytes"]) == NOT_UTF8  # every byte the user gave
+    rebuilt = run(world, project, "sessions", "rebuild", log.stem)
+    assert rebuilt.returncode == 0 and b" events, ok" in rebuilt.stdout
+    assert b": 0 events" not in rebuilt.stdout
+
+
+def test_a_valid_prompt_records_no_bytes(world: World, project: Path) -> None:
+    start_scripted_pool(world, world.socket, ["answer", FINAL_TURN])
+    done = run(world, project, "-p", stdin="Say h\u00e9llo".encode())
+    assert done.returncode == 0 and b"UTF-8" not in done.stderr
+    [log] = session_logs(world)
+    [start] = [event for event in session_events(world, log.stem) if event["type"] == "session.start"]
+    assert start["prompt"] == "Say h\u00e9llo" and "prompt_bytes" not in start
+
+
+def test_a_folder_whose_name_is_not_utf8_is_recorded_with_a_note(world: World, project: Path) -> None:
+    """Any other text that cannot be UTF-8 (here the working directory, in session.start and the
+    tool results that name it) is recorded with U+FFFD and one note, not a traceback."""
+    folder = make_project(Path(os.fsdecode(bytes(world.root) + b"/bad\xffname")), {"a.txt": "one\n"})
+    start_scripted_pool(world, world.socket, ["answer", FINAL_TURN])
+    done = run(world, project, "-p", "say hello", "--cwd", os.fsencode(folder))
+    stderr = done.stderr.decode()
+    assert done.returncode == 0 and "Traceback" not in stderr, stderr
+    assert "held text that is not valid UTF-8 (the first: seq 1, session.start)" in stderr
+    [log] = session_logs(world)
+    [start] = [event for event in session_events(world, log.stem) if event["type"] == "session.start"]
+    assert start["cwd"] == str(world.root) + "/bad\ufffdname"
+
+
+def _file_size_limit(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: EFBIG
+
+
+def test_a_session_that_cannot_write_its_first_event_leaves_no_log(world: World, project: Path) -> None:
+    """A file size limit below the size of session.start (a full disk, as the kernel shows it):
+    one line naming the log, and neither an empty nor a torn log left behind."""
+    start_scripted_pool(world, world.socket, ["answer", FINAL_TURN])
+    done = subprocess.run(
+        [AERIX, "-p", "say hello"],
+        cwd=project,
+        env=world.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=RUN_TIMEOUT_SECS,
+        preexec_fn=lambda: _file_size_limit(200),
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 1 and stderr.count("\n") == 1, stderr
+    assert stderr.startswith(f"aerix: cannot use {world.sessions}/") and "(File too large)" in stderr
+    assert [path.name for path in world.sessions.rglob("*.jsonl*")] == []
+
+
+def test_an_empty_log_is_explained_by_list_show_and_rebuild(world: World, project: Path) -> None:
+    """An empty ``<id>.jsonl`` (a crash between its creation and its first line) was skipped by
+    list in silence and called "0 events, ok" by rebuild."""
+    folder = world.sessions / project_key(project)
+    folder.mkdir(parents=True)
+    (folder / "e4417-5e551on.jsonl").write_bytes(b"")
+    expected = (
+        f"{folder}/e4417-5e551on.jsonl: empty: the session never recorded its session.start "
+        "(stopped as it began); `aerix sessions rm e4417-5e551on` removes it"
+    )
+    listed = run(world, project, "sessions", "list")
+    assert (listed.returncode, listed.stderr.decode()) == (1, f"aerix: {expected}\n")
+    shown = run(world, project, "sessions", "show", "e4417")
+    assert (shown.returncode, shown.stderr.decode()) == (1, f"aerix: {expected}\n")
+    rebuilt = run(world, project, "sessions", "rebuild", "--all")
+    assert rebuilt.returncode == 1
+    assert rebuilt.stdout.decode().splitlines()[:2] == [
+        f"{project_key(project)}/e4417-5e551on: 0 events, 1 problem(s)",
+        f"  {expected}",
+    ]
+    assert run(world, project, "sessions", "rm", "e4417").returncode == 0
+    assert run(world, project, "sessions", "list").stderr == b""
+
+
 # ---- --resume "" ---------------------------------------------------------------------------------
 
 
@@ -92,30 +199,77 @@ def test_an_empty_resume_id_is_refused_and_starts_nothing(world: World, project:
     assert session_logs(world) == [] and not world.socket.exists()  # no session, no pool
 
 
+# ---- a gap in a log ------------------------------------------------------------------------------
+
+
+def _finished_session(
+    world: World, project: Path, session: str, turns: int, sync: SyncPolicy = "commit"
+) -> Path:
+    files = SessionFiles(world.sessions)
+    writer = start_session(
+        files,
+        lambda: T0,
+        sync=sync,
+        session=session,
+        cwd=str(project),
+        project=project_key(project),
+        model="smollm2-135m",
+        prompt=f"Session {session}",
+        aerix_version="0.1.0",
+    )
+    writer.record(ev.AgentSpawn, agent="a1", kind="root")
+    for turn in range(1, turns + 1):
+        writer.record(ev.Message, agent="a1", role="assistant", turn=turn, text="{}", final="x" * 1000)
+    writer.record(ev.SessionEnd, outcome="done")
+    writer.close()
+    files.close()
+    return writer.log_path
+
+
+def test_a_line_lost_in_the_middle_is_said_by_list_and_show_too(world: World, project: Path) -> None:
+    """The index was written when the log was whole; a line goes missing afterwards. list (whose
+    entry is stale now) and show say so as rebuild does, naming the file and line, and list
+    still lists the session and its neighbour."""
+    log = _finished_session(world, project, "9a9-5e551on", turns=3)
+    _finished_session(world, project, "0k-5e551on", turns=1)
+    assert run(world, project, "sessions", "list").stderr == b""  # both indexed, whole
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join([*lines[:2], *lines[3:]]))  # seq 3 is gone
+    expected = f"{log}:3: seq 4 where 3 was expected: 1 event(s) missing (the log was edited or damaged)"
+    for _ in range(2):  # said every time, not only the first time the change is seen
+        listed = run(world, project, "sessions", "list", "--json")
+        assert (listed.returncode, listed.stderr.decode()) == (1, f"aerix: {expected}\n")
+        entries = {entry["id"]: entry for entry in json.loads(listed.stdout)}
+        assert set(entries) == {"9a9-5e551on", "0k-5e551on"} and entries["9a9-5e551on"]["events"] == 5
+    shown = run(world, project, "sessions", "show", "9a9")
+    assert (shown.returncode, shown.stderr.decode()) == (1, f"aerix: {expected}\n")
+    assert shown.stdout.decode().startswith("session 9a9-5e551on · 5 events")
+    shown_json = run(world, project, "sessions", "show", "9a9", "--json")
+    assert shown_json.returncode == 1 and shown_json.stderr.decode() == f"aerix: {expected}\n"
+    assert [json.loads(line)["seq"] for line in shown_json.stdout.splitlines()] == [1, 2, 4, 5, 6]
+    rebuilt = run(world, project, "sessions", "rebuild", "9a9")
+    assert rebuilt.returncode == 1 and f"  {expected}\n".encode() in rebuilt.stdout
+
+
+def test_a_log_that_grew_or_changed_is_folded_again(world: World, project: Path) -> None:
+    """The index entry notes the size it was folded from: a log garbled in the middle after it
+    was indexed is now left out by list with its line (once only the index was read)."""
+    log = _finished_session(world, project, "6a6-5e551on", turns=2)
+    assert json.loads(run(world, project, "sessions", "list", "--json").stdout)[0]["events"] == 5
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join([lines[0], b"garbage {not json\n", *lines[1:]]))
+    listed = run(world, project, "sessions", "list", "--json")
+    assert listed.returncode == 1 and json.loads(listed.stdout) == []
+    assert listed.stderr.decode().startswith(f"aerix: {project_key(project)}/6a6-5e551on left out: {log}:2: ")
+
+
 # ---- closed pipes --------------------------------------------------------------------------------
 
 
 @pytest.fixture
 def big_session(world: World, project: Path) -> str:
     """A finished session whose replay and JSON lines are far more than a pipe holds."""
-    files = SessionFiles(world.sessions)
-    writer = start_session(
-        files,
-        lambda: T0,
-        sync="release",
-        session="b16-5e551on",
-        cwd=str(project),
-        project=project_key(project),
-        model="smollm2-135m",
-        prompt="A long session",
-        aerix_version="0.1.0",
-    )
-    writer.record(ev.AgentSpawn, agent="a1", kind="root")
-    for turn in range(1, 1501):
-        writer.record(ev.Message, agent="a1", role="assistant", turn=turn, text="{}", final="x" * 1000)
-    writer.record(ev.SessionEnd, outcome="done")
-    writer.close()
-    files.close()
+    _finished_session(world, project, "b16-5e551on", turns=1500, sync="release")
     return "b16-5e551on"
 
 

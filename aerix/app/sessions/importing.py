@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aerix.app.ports import ClaudeSessionSource, ImportPlan, SessionRef, SessionStorage
+from aerix.app.sessions.views import stamped
 from aerix.domain.session import Session
 from aerix.errors import ClaudeImportError, SessionLogCorrupt, SessionSchemaTooNew
 from aerix.projections.index import IndexEntry
@@ -48,7 +49,7 @@ def import_session(storage: SessionStorage, plan: ImportPlan) -> ImportOutcome:
         with storage.index_locked(ref.project) as entries:
             entry = IndexEntry()
             entry.feed(events)
-            entries[ref.id] = entry.to_json()
+            entries[ref.id] = stamped(entry, storage.log_size(ref))
     return ImportOutcome(ref.id, ref.project, state, len(events), list(plan.problems))
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from aerix.app.ports import SessionRef, SessionStorage
+from aerix.app.sessions.views import LOG_SIZE_KEY, stamped
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT
 from aerix.domain.session import CLAUDE_CODE_TAG
@@ -80,41 +81,64 @@ def latest_session(storage: SessionStorage, project: str) -> str | None:
 
 
 def list_sessions(
-    storage: SessionStorage, project: str | None = None, unreadable: list[str] | None = None
+    storage: SessionStorage, project: str | None = None, problems: list[str] | None = None
 ) -> list[IndexEntry]:
-    """Index entries, newest first; a log the index does not know yet is folded and added. A log
-    that cannot be read is left out (its error line joins ``unreadable``): one damaged log must
-    not hide every other session."""
+    """Index entries, newest first. A log the index does not know yet, or whose size is not the
+    one its entry was folded from (it grew, or lost or changed a line), is read and folded again
+    and checked as ``rebuild`` checks it. A log that cannot be read is left out, a log with a gap
+    in its ``seq`` or no events at all is listed with what is wrong; each such line joins
+    ``problems``: one damaged log must not hide every other session, nor pass unsaid."""
+    said = problems if problems is not None else []
     result: list[IndexEntry] = []
     projects = [project] if project else storage.projects()
     for name in projects:
         known = storage.load_index(name)
         refs = storage.refs(name)
-        missing = [ref for ref in refs if ref.id not in known]
+        changed = [ref for ref in refs if _changed(storage, ref, known.get(ref.id))]
         stale = set(known) - {ref.id for ref in refs}
-        if missing or stale:
+        if changed or stale:
             with storage.index_locked(name) as entries:
                 for session_id in stale:
                     entries.pop(session_id, None)
-                for ref in missing:
-                    entry = IndexEntry()
-                    try:
-                        entry.feed(storage.read(ref))
-                    except (SessionLogCorrupt, SessionSchemaTooNew) as error:
-                        if unreadable is not None:
-                            unreadable.append(f"{ref.project}/{ref.id} left out: {error}")
-                        continue
-                    if entry.id:
-                        entries[ref.id] = entry.to_json()
+                for ref in changed:
+                    _fold_again(storage, ref, entries, said)
                 known = dict(entries)
         result.extend(IndexEntry.from_json(entry) for entry in known.values())
     result.sort(key=lambda entry: (entry.updated or _EPOCH, entry.id), reverse=True)
     return result
 
 
-def show_session(storage: SessionStorage, session_id: str) -> tuple[SessionRef, list[ev.EventBase]]:
+def _changed(storage: SessionStorage, ref: SessionRef, entry: dict[str, Any] | None) -> bool:
+    return entry is None or entry.get(LOG_SIZE_KEY) != storage.log_size(ref)
+
+
+def _fold_again(
+    storage: SessionStorage, ref: SessionRef, entries: dict[str, dict[str, Any]], said: list[str]
+) -> None:
+    size = storage.log_size(ref)  # before the read: a line written meanwhile is read again later
+    try:
+        records = storage.read(ref)
+    except (SessionLogCorrupt, SessionSchemaTooNew) as error:
+        entries.pop(ref.id, None)
+        said.append(f"{ref.project}/{ref.id} left out: {error}")
+        return
+    if not records and storage.is_locked(ref):
+        return  # a session starting right now: its first line is on its way
+    problems = list(verify(records, ref.log))
+    said.extend(problems)  # each names the log's file
+    entry = IndexEntry()
+    entry.feed(records)
+    if entry.id:
+        entries[ref.id] = stamped(entry, None if problems else size)
+
+
+def show_session(
+    storage: SessionStorage, session_id: str
+) -> tuple[SessionRef, list[ev.EventBase], list[str]]:
+    """The session's events, and what is wrong with its log (as ``rebuild`` would say it)."""
     ref = storage.find(session_id)
-    return ref, storage.read(ref)
+    records = storage.read(ref)
+    return ref, records, list(verify(records, ref.log))
 
 
 RemoveHook = Callable[[SessionRef, ev.SessionStart | None], None]
@@ -171,13 +195,14 @@ def _rebuild_one(
         report.problems.append(str(exc))
         entries.pop(ref.id, None)
         return report
+    size = storage.log_size(ref)
     report.problems.extend(storage.notices())
     report.problems.extend(verify(records, ref.log))
     report.events = len(records)
     entry, transcript = IndexEntry(), ClaudeTranscript()
     feed_all([entry, transcript], records)
     if entry.id:
-        entries[ref.id] = entry.to_json()
+        entries[ref.id] = stamped(entry, None if report.problems else size)
     report.transcript = storage.write_transcript(
         ref, transcript_lines(transcript), subagent_lines(transcript)
     )
@@ -186,10 +211,21 @@ def _rebuild_one(
 
 def verify(records: list[ev.EventBase], log: Path) -> Iterator[str]:
     """What is wrong with a log's sequence (each line already parsed as an event)."""
-    if records and not isinstance(records[0], ev.SessionStart):
+    if not records:
+        yield (
+            f"{log}: empty: the session never recorded its session.start (stopped as it began); "
+            f"`aerix sessions rm {log.name.removesuffix('.jsonl')}` removes it"
+        )
+    elif not isinstance(records[0], ev.SessionStart):
         yield f"{log}:1: the first event is {records[0].type}, not session.start"
     expected = 1
     for number, record in enumerate(records, 1):
-        if record.seq != expected:
+        if record.seq > expected:
+            missing = record.seq - expected
+            yield (
+                f"{log}:{number}: seq {record.seq} where {expected} was expected: {missing} event(s) "
+                "missing (the log was edited or damaged)"
+            )
+        elif record.seq != expected:
             yield f"{log}:{number}: seq {record.seq} where {expected} was expected"
         expected = record.seq + 1
