@@ -243,7 +243,10 @@ def cmd_interactive(args: argparse.Namespace, first_prompt: str | None) -> int:
 def cmd_print(args: argparse.Namespace) -> int:
     # Bytes, not text: a prompt that is not valid UTF-8 is read with U+FFFD and its bytes kept.
     # (argv arrives decoded with surrogateescape; os.fsencode gives back its bytes.)
-    raw = sys.stdin.buffer.read() if args.print_prompt == STDIN_PROMPT else os.fsencode(args.print_prompt)
+    if args.print_prompt != STDIN_PROMPT:
+        raw = os.fsencode(args.print_prompt)
+    else:
+        raw = sys.stdin.buffer.read() if sys.stdin is not None else b""  # `aerix -p <&-`: no stdin
     decoded = decode_prompt(raw)
     prompt = decoded.text
     if not prompt.strip():

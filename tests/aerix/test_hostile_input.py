@@ -199,6 +199,20 @@ def test_an_empty_resume_id_is_refused_and_starts_nothing(world: World, project:
     assert session_logs(world) == [] and not world.socket.exists()  # no session, no pool
 
 
+def test_a_closed_stdin_is_an_empty_prompt(world: World, project: Path) -> None:
+    """``aerix -p <&-``: no stdin at all (Python's sys.stdin is None) once was a traceback."""
+    done = subprocess.run(
+        [AERIX, "-p"],
+        cwd=project,
+        env=world.env,
+        capture_output=True,
+        timeout=RUN_TIMEOUT_SECS,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == EXIT_USAGE
+    assert done.stderr.decode() == "aerix: the prompt is empty; give it after -p or on stdin\n"
+
+
 # ---- a gap in a log ------------------------------------------------------------------------------
 
 
