@@ -16,7 +16,7 @@ Exit codes: 0 done, 1 failed (or an error before the request could run), 2 budge
 the CLI's 64.
 
 A closed pipe (``aerix -p … --output-format stream-json | head -2``) is quiet: the first write
-that meets it points both streams at /dev/null and raises ``OutputClosed``, which stops the
+that meets it points that stream at /dev/null and raises ``OutputClosed``, which stops the
 request (recorded as ``cancelled``, exit 141); nothing more is printed.
 """
 
