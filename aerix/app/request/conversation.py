@@ -76,8 +76,8 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
     probe = RequestOptions(
         "",
         options.cwd,
-        options.resume,
-        options.continue_latest,
+        resume=options.resume,
+        continue_latest=options.continue_latest,
         profile=options.profile,
         profile_refresh=options.profile_refresh,
     )

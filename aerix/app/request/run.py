@@ -69,8 +69,6 @@ class RequestOptions:
 
     prompt: str
     cwd: Path
-    #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
-    prompt_bytes: bytes | None = None
     resume: str | None = None
     continue_latest: bool = False
     max_turns: int | None = None
@@ -78,6 +76,8 @@ class RequestOptions:
     profile_refresh: bool = False
     #: The id a new session gets (the screen shows it before the first request); None: a fresh one.
     session_id: str | None = None
+    #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
+    prompt_bytes: bytes | None = None
 
 
 @dataclass
