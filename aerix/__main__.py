@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from aerix.cli import main
+from aerix.entry import main
 
 sys.exit(main())

@@ -1,0 +1,43 @@
+"""The ``aerix`` console script's first module: Ctrl-C at any moment is one line, exit 130.
+
+Importing ``aerix.cli`` takes a good part of a second on a small machine (pydantic's event
+models, rich, anyio); a Ctrl-C meanwhile used to be a ``KeyboardInterrupt`` traceback. This module
+imports nothing heavy: while the rest is imported, Ctrl-C leaves at once (nothing has been
+recorded yet, so nothing can be lost); once the command runs, it is Python's usual
+``KeyboardInterrupt``, so a running request still ends cancelled and records it, and whatever
+escapes is the same one line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from types import FrameType
+
+from aerix.domain.bounds import EXIT_CANCELLED
+
+CANCELLED_LINE = "aerix: cancelled"
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, _leave_now)
+    from aerix.cli import main as cli_main
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return cli_main()
+    except KeyboardInterrupt:
+        return cancelled()
+
+
+def cancelled() -> int:
+    """Say so once: a second Ctrl-C while the line is written is ignored, not a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(CANCELLED_LINE, file=sys.stderr, flush=True)
+    return EXIT_CANCELLED
+
+
+def _leave_now(signum: int, frame: FrameType | None) -> None:
+    os.write(sys.stderr.fileno(), f"{CANCELLED_LINE}\n".encode())
+    os._exit(EXIT_CANCELLED)

@@ -1,0 +1,34 @@
+"""Ctrl-C at any moment of a real ``aerix`` process is ``aerix: cancelled``, exit 130."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.interrupts import interrupt_at
+
+AERIX = str(Path(sys.executable).with_name("aerix"))
+
+
+@pytest.mark.parametrize(
+    "checkpoint",
+    [
+        "rich.style",  # early: the first of aerix.cli's imports
+        "pydantic",  # the event models' library
+        "aerix.domain.events",  # the slowest of aerix's own modules
+        "aerix.wiring",  # the last import before the command runs
+        "aerix.cli",  # everything imported: -p is waiting for its prompt on stdin
+    ],
+)
+def test_ctrl_c_while_starting_is_one_line_and_130(checkpoint: str) -> None:
+    ended = interrupt_at([AERIX, "-p"], checkpoint)
+    assert ended.seen_checkpoint
+    assert (ended.returncode, ended.stderr) == (130, "aerix: cancelled\n")
+
+
+def test_ctrl_c_during_a_sessions_command_is_the_same_line() -> None:
+    ended = interrupt_at([AERIX, "sessions", "list"], "rich.table")
+    assert ended.seen_checkpoint
+    assert (ended.returncode, ended.stderr) == (130, "aerix: cancelled\n")
