@@ -8,6 +8,7 @@ The top level is where the agent's own flags go (``-p PROMPT``, ``--resume ID``,
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -37,7 +38,7 @@ from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.domain.profile import MAIN_BRANCH, PROFILE_NAME_RULE, model_branch, valid_profile_name
 from aerix.domain.prompt_bytes import decode_prompt
-from aerix.errors import AerixError, FileUnusable, OutputClosed, UsageError
+from aerix.errors import AerixError, FileUnusable, NotADirectory, OutputClosed, UsageError
 from aerix.wiring import (
     ProfileCommands,
     SessionCommands,
@@ -57,11 +58,31 @@ _OPTIONAL_VALUE_FLAGS = frozenset({"-p", "--print"})
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a refused command line exits with EXIT_USAGE: 2 is the budget's status."""
+    """argparse, but a refused command line exits with EXIT_USAGE (2 is the budget's status),
+    and a mistyped command or choice is answered with the nearest one."""
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is None or value in action.choices:
+            return
+        choices = [str(choice) for choice in action.choices]
+        raise argparse.ArgumentError(action, invalid_choice(str(value), choices))
+
+
+def invalid_choice(value: str, choices: Sequence[str]) -> str:
+    """``invalid choice 'session'; did you mean 'sessions'?``, or the choices when none is near."""
+    nearest = close_choice(value, choices)
+    if nearest is not None:
+        return f"invalid choice {value!r}; did you mean {nearest!r}?"
+    return f"invalid choice {value!r} (choose from {', '.join(choices)})"
+
+
+def close_choice(word: str, choices: Sequence[str]) -> str | None:
+    """The one choice ``word`` is most likely a typo of, if any is close."""
+    return next(iter(difflib.get_close_matches(word, choices, n=1)), None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -367,8 +388,11 @@ def _report_notices(sessions: SessionCommands) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    cwd = args.cwd or Path.cwd()
+    if not cwd.is_dir():
+        raise NotADirectory(cwd)
     with session_commands() as sessions:
-        entries, problems = sessions.listing(None if args.all else Path.cwd())
+        entries, problems = sessions.listing(None if args.all else cwd)
         _report_notices(sessions)
     for line in problems:
         print(f"aerix: {line}", file=sys.stderr)

@@ -7,6 +7,7 @@ into these at the adapter that met them and re-raised ``from`` the original.
 
     AerixError
     ├── UsageError                    bad command-line input
+    │   └── NotADirectory               --cwd (or the current directory) is not a folder
     ├── SettingsError                 a settings file that cannot be used
     ├── UnknownPrompt                 a prompt name the release does not embed
     ├── FileUnusable                  a file or folder aerix needs cannot be read or written
@@ -45,6 +46,13 @@ class UsageError(AerixError):
     """The command line asked for something that cannot be done as written."""
 
     exit_code = EXIT_USAGE
+
+
+class NotADirectory(UsageError):
+    """The folder aerix should work in is not one."""
+
+    def __init__(self, cwd: object) -> None:
+        super().__init__(f"{cwd} is not a directory; run aerix in your project or pass --cwd DIR")
 
 
 class SessionError(AerixError):

@@ -14,7 +14,7 @@ from aerix.adapters.skills import load_skills
 from aerix.app.ports import Project
 from aerix.domain.hook_contract import HookSource, unknown_events, unrunnable_handlers
 from aerix.domain.settings import hook_listing
-from aerix.errors import UsageError
+from aerix.errors import NotADirectory
 
 
 class ProjectFiles:
@@ -22,7 +22,7 @@ class ProjectFiles:
 
     def load(self, cwd: Path) -> Project:
         if not cwd.is_dir():
-            raise UsageError(f"{cwd} is not a directory; run aerix in your project or pass --cwd DIR")
+            raise NotADirectory(cwd)
         cwd = cwd.resolve()
         root = project_root(cwd)
         loaded = load_settings(root)

@@ -82,6 +82,33 @@ def test_list_shows_this_project_s_sessions(tmp_path: Path, native_session: str)
     assert "no sessions here" in elsewhere.stdout
 
 
+def test_cwd_names_the_project_listed(tmp_path: Path, native_session: str) -> None:
+    listed = aerix("--cwd", str(tmp_path), "sessions", "list", "--json", cwd=tmp_path.parent)
+    assert listed.returncode == 0, listed.stderr
+    assert [entry["id"] for entry in json.loads(listed.stdout)] == [native_session]
+    missing = aerix("--cwd", str(tmp_path / "gone"), "sessions", "list")
+    assert (missing.returncode, missing.stderr) == (
+        64,
+        f"aerix: {tmp_path / 'gone'} is not a directory; run aerix in your project or pass --cwd DIR\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["session", "list"], "argument COMMAND: invalid choice 'session'; did you mean 'sessions'?"),
+        (["sessions", "lst"], "argument SUBCOMMAND: invalid choice 'lst'; did you mean 'list'?"),
+        (["-p", "x", "--output-format", "jsn"], "invalid choice 'jsn'; did you mean 'json'?"),
+        (["frobnicate"], "invalid choice 'frobnicate' (choose from sessions, import)"),
+    ],
+)
+def test_a_mistyped_command_gets_the_nearest_one(words: list[str], said: str) -> None:
+    refused = aerix(*words)
+    assert refused.returncode == 64
+    assert "Traceback" not in refused.stderr
+    assert refused.stderr.splitlines()[-1].endswith(said), refused.stderr
+
+
 def test_show_replays_a_session(native_session: str) -> None:
     shown = aerix("sessions", "show", "5e551")
     assert shown.returncode == 0, shown.stderr
