@@ -379,7 +379,11 @@ class _PipeConsole(Console):
 
 
 def _console() -> Console:
-    return _PipeConsole(highlight=False)
+    """rich on stdout; in a pipe, long lines stay whole (``grep`` and ``less`` see one line an
+    event) instead of being wrapped at rich's default 80 columns."""
+    console = _PipeConsole(highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 def _report_notices(sessions: SessionCommands) -> None:

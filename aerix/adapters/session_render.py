@@ -5,16 +5,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from aerix.app.ports import SessionSummary
 from aerix.domain import events as ev
 from aerix.domain.pieces import agent_depth
 
-_MIN_WIDTHS = {"id": 8, "updated": 16, "req": 3, "state": 8}
-_MAX_WIDTHS = {"title": 40, "model": 16, "tags": 12}
+LIST_COLUMNS = ("id", "updated", "state", "req", "model", "tags", "title")
+"""``sessions list``'s columns: the narrow fixed ones first, the title last, taking what is left."""
+_MAX_WIDTHS = {"id": 8, "model": 14, "tags": 10}
+TITLE_MIN_WIDTH = 8
+"""With the other columns at their caps, the title still fits 80 columns."""
+TITLE_MAX_WIDTH = 40
+_GAP = "  "
+_STATE_STYLES = {"done": "green", "failed": "red", "killed": "red", "budget": "yellow", "cancelled": "yellow"}
 SHOW_TEXT_MAX_CHARS = 300
 """A replayed segment or result shows at most this much of its text."""
 SHOW_INDENT = "  "
@@ -29,26 +35,45 @@ def local_time(stamp: str | datetime | None) -> str:
 
 
 def render_list(console: Console, entries: Sequence[SessionSummary]) -> None:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("id", "updated", "title", "model", "req", "state", "tags"):
-        table.add_column(
-            column,
-            overflow="ellipsis",
-            no_wrap=True,
-            min_width=_MIN_WIDTHS.get(column),
-            max_width=_MAX_WIDTHS.get(column),
-        )
-    for entry in entries:
-        table.add_row(
-            entry.id[:8],
-            local_time(entry.updated),
-            entry.title or "(no prompt)",
-            entry.model,
-            str(entry.requests),
-            entry.state,
-            ",".join(entry.tags),
-        )
-    console.print(table)
+    """One line a session, never wrapped: the columns before the title are as wide as their
+    longest cell (model and tags capped), and the title gets the rest of the console's width
+    (80 in a pipe), cut with an ellipsis, so the state stays whole on any terminal."""
+    rows = [
+        {
+            "id": entry.id[:8],
+            "updated": local_time(entry.updated),
+            "state": entry.state,
+            "req": str(entry.requests),
+            "model": entry.model,
+            "tags": ",".join(entry.tags),
+            "title": entry.title or "(no prompt)",
+        }
+        for entry in entries
+    ]
+    columns = [name for name in LIST_COLUMNS if name != "tags" or any(row["tags"] for row in rows)]
+    widths = {name: max(len(name), *(cell_len(row[name]) for row in rows)) for name in columns}
+    widths.update((name, min(widths[name], cap)) for name, cap in _MAX_WIDTHS.items() if name in widths)
+    before_title = sum(widths[name] for name in columns if name != "title") + len(_GAP) * (len(columns) - 1)
+    room = console.width - before_title
+    widths["title"] = max(TITLE_MIN_WIDTH, min(TITLE_MAX_WIDTH, room, widths["title"]))
+    header = Text(style="bold")
+    for name in columns:
+        header.append_text(_cell(name, widths[name], last=name == columns[-1]))
+    console.print(header, no_wrap=True, soft_wrap=True)
+    for row in rows:
+        line = Text()
+        for name in columns:
+            style = _STATE_STYLES.get(row[name], "") if name == "state" else ""
+            line.append_text(_cell(row[name], widths[name], last=name == columns[-1], style=style))
+        console.print(line, no_wrap=True, soft_wrap=True)
+
+
+def _cell(text: str, width: int, last: bool, style: str = "") -> Text:
+    cell = Text(" ".join(text.split()), style=style)
+    cell.truncate(width, overflow="ellipsis", pad=not last)
+    if not last:
+        cell.append(_GAP)
+    return cell
 
 
 def render_replay(console: Console, session_id: str, records: list[ev.EventBase]) -> None:

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
-from aerix.adapters.session_render import render_replay
+from aerix.adapters.session_render import render_list, render_replay
 from aerix.domain import events as ev
+from aerix.projections.index import IndexEntry
 
 T = datetime(2026, 3, 1, 9, 12, 40, tzinfo=UTC)
 
@@ -39,4 +40,39 @@ def test_pieces_are_indented_one_step_per_level_of_delegation() -> None:
         "  a1.c1.v1 spawned (verifier on big)",
         "  a1.c1.v1 ended done (verdict pass)",
         "a1 ended budget: the turn budget ran out (2 turns)",
+    ]
+
+
+def test_the_list_keeps_every_state_whole_at_80_columns_and_cuts_the_title() -> None:
+    entries = [
+        IndexEntry(
+            id="5e551on-0001",
+            updated=T,
+            title="Explain the parser of the configuration files in detail",
+            model="qwen2.5-coder-1.5b-instruct",
+            requests=12,
+            state="cancelled",
+            tags=["refactor", "parser"],
+        ),
+        IndexEntry(
+            id="5e551on-0002", updated=T, title="short", model="smollm2-135m", requests=1, state="done"
+        ),
+    ]
+    out = io.StringIO()
+    render_list(Console(file=out, width=80, color_system=None), entries)
+    when = T.astimezone().strftime("%Y-%m-%d %H:%M")
+    assert out.getvalue().splitlines() == [
+        "id        updated           state      req  model           tags        title",
+        f"5e551on-  {when}  cancelled  12   qwen2.5-coder…  refactor,…  Explain…",
+        f"5e551on-  {when}  done       1    smollm2-135m                short",
+    ]
+    entries[0].requests = 999  # every fixed column at its widest: the title still fits
+    widest = io.StringIO()
+    render_list(Console(file=widest, width=80, color_system=None), entries)
+    assert max(len(line) for line in widest.getvalue().splitlines()) == 80
+    wide = io.StringIO()
+    render_list(Console(file=wide, width=120, color_system=None), entries[1:])
+    assert wide.getvalue().splitlines() == [
+        "id        updated           state  req  model         title",
+        f"5e551on-  {when}  done   1    smollm2-135m  short",
     ]

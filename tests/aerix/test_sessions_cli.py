@@ -28,7 +28,7 @@ def aerix(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=os.environ.copy(),
+        env={name: value for name, value in os.environ.items() if name != "COLUMNS"},  # a pipe's width
         timeout=120,
     )
 
@@ -107,6 +107,30 @@ def test_a_mistyped_command_gets_the_nearest_one(words: list[str], said: str) ->
     assert refused.returncode == 64
     assert "Traceback" not in refused.stderr
     assert refused.stderr.splitlines()[-1].endswith(said), refused.stderr
+
+
+def test_piped_list_and_show_keep_state_and_lines_whole(tmp_path: Path) -> None:
+    prompt = "Rename every helper of the parser " + "and its callers " * 10
+    writer = start_session(
+        SessionFiles(),
+        lambda: T0,
+        session="10n9-7171e",
+        cwd=str(tmp_path),
+        project=project_key(tmp_path),
+        model="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        prompt=prompt,
+        aerix_version=__version__,
+        tags=["refactor"],
+    )
+    writer.record(ev.SessionEnd, outcome="cancelled")
+    writer.close()
+    listed = aerix("sessions", "list", cwd=tmp_path)
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["id", "updated", "state", "req", "model", "tags", "title"]
+    assert " cancelled " in row and row.endswith("…") and len(row) <= 80, row
+    shown = aerix("sessions", "show", "10n9")
+    (start,) = [line for line in shown.stdout.splitlines() if "▶ request 1" in line]
+    assert start.endswith(" ".join(prompt.split())), start  # one line, as long as it is
 
 
 def test_show_replays_a_session(native_session: str) -> None:
