@@ -1,7 +1,8 @@
 """The headless output formats, shaped the way Claude Code's ``-p`` users expect.
 
 - ``text``: the final answer on stdout, then the diff of what the request changed (with
-  ``untracked: <path>`` lines). Notes and the one-line banner go to stderr.
+  ``untracked: <path>`` lines), in git's colours when stdout is a terminal. Notes and the
+  one-line banner go to stderr.
 - ``json``: one object at the end: ``type: "result"``, ``subtype``, ``is_error``, ``result``,
   ``session_id``, ``num_turns``, ``duration_ms``, ``usage``, and aerix's own ``outcome``,
   ``reason``, ``route``, ``exit_code``, ``model`` and ``diff``.
@@ -30,8 +31,12 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final, Literal, Protocol, TextIO
 
+from rich.console import Console
+
+from aerix.adapters.terminal.diff_view import diff_text
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
+from aerix.domain.diffs import RequestDiff
 from aerix.domain.segments import ROOT_AGENT
 from aerix.errors import OutputClosed
 
@@ -120,7 +125,20 @@ class HeadlessOutput(RequestObserver):
             self.note(f"{result.outcome}: {result.reason or 'no reason given'} (session {result.session_id})")
         text = result.result.rstrip("\n") + "\n" if result.result else ""
         diff = result.diff.render()
-        self._write(self.out, f"{text}\n{diff}" if diff else text)
+        self._write(self.out, text)
+        if diff:
+            self._write(self.out, "\n")
+            self._diff(result.diff, diff)
+
+    def _diff(self, diff: RequestDiff, plain: str) -> None:
+        """On a terminal in git's colours (rich follows NO_COLOR and TERM=dumb); anywhere else
+        the plain text, byte for byte what ``git diff`` prints, so it can be piped to ``git apply``."""
+        console = Console(file=self.out, highlight=False, soft_wrap=True, emoji=False, markup=False)
+        coloured = diff_text(diff)
+        if console.is_terminal and console.color_system is not None and coloured is not None:
+            console.print(coloured)  # a terminal: no reader that goes away mid-line
+        else:
+            self._write(self.out, plain)
 
     def json_line(self, value: dict[str, Any]) -> None:
         self._write(self.out, json.dumps(value, ensure_ascii=False) + "\n")

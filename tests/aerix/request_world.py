@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 import time
@@ -80,6 +81,27 @@ def aerix(world: World, cwd: Path, *args: str, stdin: str | None = None) -> subp
         input=stdin,
         stdin=None if stdin is not None else subprocess.DEVNULL,
     )
+
+
+def on_a_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run ``command`` with its stdout on a pseudo-terminal (stderr discarded); its exit code
+    and what the terminal received, with the terminal's CRLF line ends made plain again."""
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=terminal, stderr=subprocess.DEVNULL
+    )
+    os.close(terminal)
+    received = bytearray()
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # EIO: the child closed the terminal's last end
+            break
+        if not chunk:
+            break
+        received += chunk
+    os.close(controller)
+    return process.wait(timeout=RUN_TIMEOUT_SECS), received.decode().replace("\r\n", "\n")
 
 
 def session_events(world: World, session_id: str) -> list[dict[str, Any]]:

@@ -8,6 +8,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from aerix.adapters.output import HeadlessOutput, result_object, stream_lines
 from aerix.app.ports import RequestResult, RequestUsage
 from aerix.domain import events as ev
@@ -143,3 +145,33 @@ def test_the_banner_is_one_line_on_stderr() -> None:
         "request": 2,
         "resumed": True,
     }
+
+
+class TerminalOut(io.StringIO):
+    """stdout as a terminal sees it: rich asks ``isatty``."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_diff_is_in_git_s_colours(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    out = TerminalOut()
+    HeadlessOutput("text", out, io.StringIO()).finish(result())
+    bold, green, cyan, dim, reset = "\x1b[1m", "\x1b[32m", "\x1b[36m", "\x1b[2m", "\x1b[0m"
+    assert out.getvalue() == (
+        "Added two.\n\n"
+        f"{bold}diff --git a/a.txt b/a.txt{reset}\n"
+        f"{bold}--- a/a.txt{reset}\n"
+        f"{bold}+++ b/a.txt{reset}\n"
+        f"{cyan}@@ -1 +1,2 @@{reset}\n"
+        " one\n"
+        f"{green}+two{reset}\n"
+        f"{dim}untracked: new.py{reset}\n"
+    )
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = TerminalOut()
+    HeadlessOutput("text", plain, io.StringIO()).finish(result())
+    assert "\x1b[3" not in plain.getvalue()  # NO_COLOR: no colours (rich keeps bold and dim)

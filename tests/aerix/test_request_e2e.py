@@ -23,10 +23,12 @@ from aerix.app.sessions.writer import start_session
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.domain.session import CLAUDE_CODE_TAG
 from tests.aerix.request_world import (
+    AERIX,
     World,
     aerix,
     make_project,
     make_world,
+    on_a_terminal,
     session_events,
     start_scripted_pool,
     stop_pool,
@@ -263,6 +265,24 @@ def test_text_output_is_the_answer_then_the_diff(world: World, scripted: tuple[P
     assert done.returncode == 0, done.stderr
     assert done.stdout == "I wrote hello.txt.\n\nuntracked: hello.txt\n"
     assert (proj / "hello.txt").read_text() == "hi\n"
+
+
+EDIT_TURN = json.dumps(
+    {
+        "thought": "Add a line.",
+        "calls": [{"tool": "write", "input": {"path": "a.txt", "content": "one\ntwo\n"}}],
+    }
+)
+
+
+def test_on_a_terminal_the_diff_is_in_git_s_colours(world: World, scripted: tuple[Path, Path]) -> None:
+    proj, socket = scripted
+    start_scripted_pool(world, socket, ["answer", EDIT_TURN, FINAL_TURN])
+    env = {name: value for name, value in world.env.items() if name not in ("NO_COLOR", "FORCE_COLOR")}
+    code, out = on_a_terminal([AERIX, "-p", "add a line to a.txt"], proj, {**env, "TERM": "xterm-256color"})
+    assert code == 0
+    green, cyan, reset = "\x1b[32m", "\x1b[36m", "\x1b[0m"
+    assert f"{cyan}@@ -1 +1,2 @@{reset}\n one\n{green}+two{reset}\n" in out, out
 
 
 def test_out_of_turns_is_budget_with_exit_2(world: World, scripted: tuple[Path, Path]) -> None:
