@@ -34,6 +34,7 @@ from caldrix.members import MemoryPlan
 from caldrix.models.references import is_remote_reference, local_file, parse_reference
 from caldrix.pool import MAX_CONNECTIONS, Pool
 from caldrix.protocol.framing import FrameMode
+from caldrix.protocol.transport import unwritable_socket_folder
 
 logger = logging.getLogger("caldrix.pool")
 
@@ -68,7 +69,9 @@ def fetch_reference(reference: str) -> Path:
 
 def prepare_socket_folder(folder: Path) -> None:
     """Create ``folder`` with mode 0700, or accept it if it is ours; refuse a symlink or a
-    folder another user owns (someone else could then swap our socket)."""
+    folder another user owns (someone else could then swap our socket), and a folder of ours
+    that its mode keeps us from writing in (as aerix refuses to start a pool there). A folder
+    open to group or others is closed to 0700."""
     if folder.is_symlink():
         raise SocketRefused(f"the socket folder {folder} is a symlink; refusing to use it (use --socket)")
     try:
@@ -83,8 +86,11 @@ def prepare_socket_folder(folder: Path) -> None:
             f"the socket folder {folder} belongs to uid {info.st_uid}, not you "
             f"(uid {os.getuid()}); refusing to use it (use --socket)"
         )
-    if stat.S_IMODE(info.st_mode) != FOLDER_MODE:
-        os.chmod(folder, FOLDER_MODE)
+    unwritable = unwritable_socket_folder(folder)
+    if unwritable is not None:
+        raise SocketRefused(f"{unwritable} with --socket")
+    if stat.S_IMODE(info.st_mode) & ~FOLDER_MODE:
+        os.chmod(folder, FOLDER_MODE)  # only ever takes access away: group and others lose theirs
 
 
 def socket_answers(path: Path) -> bool:

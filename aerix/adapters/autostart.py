@@ -34,7 +34,13 @@ from aerix.app.ports import OpenedPool
 from aerix.domain.bounds import AUTOSTART_POLL_SECS
 from aerix.domain.settings import PoolSettings
 from aerix.errors import PoolStartFailed
-from caldrix.protocol import CaldrixError, ClientBounds, connect, default_socket_path
+from caldrix.protocol import (
+    CaldrixError,
+    ClientBounds,
+    connect,
+    default_socket_path,
+    unwritable_socket_folder,
+)
 
 POOL_START_LOG = "pool-start.log"
 
@@ -75,6 +81,9 @@ async def find_or_start_pool(settings: PoolSettings) -> PoolFound:
     if pid is not None:
         return PoolFound(socket, pid, started=False)
     socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    unwritable = unwritable_socket_folder(socket.parent)
+    if unwritable is not None:  # as caldrix pool refuses it: the same line, never a changed mode
+        raise PoolStartFailed(f"{unwritable} with the pool.socket setting")
     lock_path = socket.with_name(socket.name + ".start.lock")
     with lock_path.open("a+") as lock:
         await _acquire(lock.fileno(), settings.start_timeout_secs, lock_path)

@@ -43,7 +43,7 @@ from caldrix.protocol.framing import (
 )
 from caldrix.protocol.messages import DoneFrame, ProgressFrame, TokenFrame
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
-from caldrix.protocol.transport import default_socket_path
+from caldrix.protocol.transport import default_socket_path, unwritable_socket_folder
 
 __all__ = [
     "DECISION_MEMBER",
@@ -82,4 +82,5 @@ __all__ = [
     "default_socket_path",
     "encode_frame",
     "error_from_reply",
+    "unwritable_socket_folder",
 ]

@@ -1,9 +1,13 @@
-"""Where a client finds the pool: the default socket path of protocol.md's Transport section."""
+"""Where a client finds the pool: the default socket path of protocol.md's Transport section,
+and the one check of its folder that the pool and a client starting the pool (aerix) share."""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
+
+_OWNER_WRITES = stat.S_IWUSR | stat.S_IXUSR
 
 
 def default_socket_path() -> Path:
@@ -12,3 +16,23 @@ def default_socket_path() -> Path:
     if runtime:
         return Path(runtime) / "caldrix" / "pool.sock"
     return Path(f"/tmp/caldrix-{os.getuid()}") / "pool.sock"
+
+
+def unwritable_socket_folder(folder: Path) -> str | None:
+    """Why no socket can be made in ``folder``: an existing folder whose mode does not let its
+    owner write in it. None when it can be used (or does not exist yet: it will be made 0700).
+
+    Read from the mode bits, not ``os.access``, so root is told the same as anyone: a socket
+    folder made read-only was made so on purpose, and neither caldrix nor aerix changes it. The
+    line ends where each command names its own way out (``--socket``, ``pool.socket``)."""
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    mode = stat.S_IMODE(info.st_mode)
+    if not stat.S_ISDIR(info.st_mode) or mode & _OWNER_WRITES == _OWNER_WRITES:
+        return None
+    return (
+        f"the socket folder {folder} is not writable (mode {mode:03o}); "
+        f"make it writable (chmod u+wx {folder}) or choose another socket"
+    )

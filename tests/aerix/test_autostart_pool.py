@@ -26,6 +26,7 @@ from aerix.app.request.startup import BoundMembers, bind_members
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable
 from caldrix.protocol.messages import PoolStatusResult
+from tests.aerix.request_world import aerix, make_project, make_world
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
 
@@ -233,3 +234,20 @@ def test_a_decision_member_is_loaded_within_the_start_timeout_and_routes(world: 
     assert members.decision is not None and members.decision.name == "decision"
     assert members.router.name == "decision" and members.decision.n_ctx == 512
     assert route["member"] == "decision" and route["choice"] in ROUTES
+
+
+def test_an_unwritable_socket_folder_is_refused_as_caldrix_pool_refuses_it(tmp_path: Path) -> None:
+    """aerix does not start a pool in a socket folder its mode keeps from being written, and
+    says so in caldrix's own words (tests/caldrix/test_cli.py has caldrix's side); neither
+    changes the folder's mode."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o500)
+    world = make_world(tmp_path / "world", {"pool": {"socket": str(folder / "pool.sock")}})
+    project = make_project(tmp_path / "proj", {"a.txt": "one\n"})
+    refused = aerix(world, project, "-p", "hi")
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        f"aerix: the socket folder {folder} is not writable (mode 500); make it writable "
+        f"(chmod u+wx {folder}) or choose another socket with the pool.socket setting\n",
+    )
+    assert oct(folder.stat().st_mode & 0o777) == oct(0o500)
