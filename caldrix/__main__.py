@@ -2,6 +2,6 @@
 
 import sys
 
-from caldrix.cli.main import main
+from caldrix.cli.entry import main
 
 sys.exit(main())

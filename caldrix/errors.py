@@ -8,7 +8,8 @@ figures of a ``no_fit``) live in ``details``::
     CaldrixError                  (code)
     ├── InternalError             internal
     ├── BadRequest                bad_request
-    │   └── ScriptError           bad_request   the scripted engine's --script file
+    │   ├── ScriptError           bad_request   the scripted engine's --script file
+    │   └── UsageError            bad_request   a command-line value that cannot be used (exit 64)
     ├── UnknownOp                 unknown_op
     ├── BadFrame                  bad_frame
     ├── ProtocolMismatch          protocol_mismatch
@@ -59,6 +60,10 @@ class BadRequest(CaldrixError):
     """A request is missing a field or has one of the wrong type."""
 
     code = "bad_request"
+
+
+class UsageError(BadRequest):
+    """A command-line flag's value cannot be used as written; the CLI exits 64 for it."""
 
 
 class UnknownOp(CaldrixError):

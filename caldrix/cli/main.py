@@ -4,20 +4,45 @@ function elsewhere; nothing in this module does the work itself."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
 from caldrix import __version__
+from caldrix.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
 from caldrix.engines.base import ServingFlags
-from caldrix.errors import BadRequest, CaldrixError
+from caldrix.errors import CaldrixError, UsageError
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 
 #: The pool exits after this many seconds with no connection open (0 = never).
 DEFAULT_IDLE_TIMEOUT_SECS = 1800
+#: ``-p`` given without a prompt: read it from stdin.
+STDIN_PROMPT = "\0stdin"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a refused command line exits with EXIT_USAGE (64, as aerix's), and a
+    mistyped command or choice is answered with the nearest one."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is None or value in action.choices:
+            return
+        choices = [str(choice) for choice in action.choices]
+        nearest = next(iter(difflib.get_close_matches(str(value), choices, n=1)), None)
+        if nearest is not None:
+            message = f"invalid choice {value!r}; did you mean {nearest!r}?"
+        else:
+            message = f"invalid choice {value!r} (choose from {', '.join(choices)})"
+        raise argparse.ArgumentError(action, message)
 
 
 def add_serving_flags(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +112,7 @@ def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
     try:
         return ServingFlags.model_validate(values)
     except ValidationError as exc:
-        raise BadRequest(_flag_problem(exc)) from None
+        raise UsageError(_flag_problem(exc)) from None
 
 
 def _flag_problem(exc: ValidationError) -> str:
@@ -99,7 +124,7 @@ def _flag_problem(exc: ValidationError) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog="caldrix",
         description="caldrix serves local models: a pool daemon on a Unix socket, or one model in a shell.",
         epilog="Model references: a path to a .gguf file, the embedded name smollm2-135m, "
@@ -109,17 +134,44 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"caldrix {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    _add_run(commands)
+    _add_pool(commands)
+    models = commands.add_parser(
+        "models",
+        help="the model cache: list, pull, check",
+        description="Manage the model cache in $XDG_CACHE_HOME/caldrix/models.",
+    )
+    model_commands = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    model_commands.add_parser("list", help="list cached models")
+    pull = model_commands.add_parser("pull", help="download or copy a model into the cache")
+    pull.add_argument("model", metavar="MODEL")
+    check = model_commands.add_parser("check", help="precheck a model file and report its figures")
+    check.add_argument("model", metavar="MODEL")
+    check.add_argument("--ctx", type=int, metavar="N", help="window to size the footprint for")
+    return parser
+
+
+def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = commands.add_parser(
         "run",
         help="chat with a model in the terminal, or answer one prompt",
-        description="Open a model and chat with it, or answer one prompt with -p and exit.",
+        description="Open a model and chat with it, or answer one prompt and exit "
+        '(caldrix run MODEL "PROMPT", or -p PROMPT; -p alone reads the prompt from stdin).',
     )
     run.add_argument(
         "model",
         metavar="MODEL",
         help="model reference (path, smollm2-135m, URL, hf:…, openai+http://…#MODEL)",
     )
-    run.add_argument("-p", "--prompt", help="answer this prompt and exit")
+    run.add_argument("words", nargs="?", metavar="PROMPT", help="answer this prompt and exit")
+    run.add_argument(
+        "-p",
+        "--prompt",
+        nargs="?",
+        const=STDIN_PROMPT,
+        metavar="PROMPT",
+        help="answer this prompt and exit; without PROMPT, read it from stdin",
+    )
     run.add_argument("--system", help="a system message to start the chat with")
     run.add_argument(
         "--max-new-tokens", type=int, default=512, metavar="N", help="tokens per answer (default 512)"
@@ -128,21 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="sampling seed")
     add_serving_flags(run)
 
+
+def _add_pool(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``caldrix pool [flags]`` runs the daemon; ``pool stop`` and ``pool status`` are their
+    own subcommands, so their ``--help`` shows their two flags, not the daemon's serving flags."""
     pool = commands.add_parser(
         "pool",
         help="run the pool daemon, or stop it / ask its status",
-        description="Run the model-pool daemon on a Unix socket (caldrix-protocol 2).",
+        description="Run the model-pool daemon on a Unix socket (caldrix-protocol 2). "
+        "It stays up until 'caldrix pool stop' or --idle-timeout with no connection open.",
     )
-    pool.add_argument(
-        "action", nargs="?", choices=["stop", "status"], help="stop a running pool, or print its status"
-    )
-    pool.add_argument(
-        "--socket",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help=f"Unix socket path (default {default_socket_path()})",
-    )
+    socket_help = f"Unix socket path (default {default_socket_path()})"
+    pool.add_argument("--socket", type=Path, default=None, metavar="PATH", help=socket_help)
     pool.add_argument(
         "--load",
         action="append",
@@ -177,27 +226,29 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="concurrent generations served (default 4)",
     )
-    pool.add_argument("--json", action="store_true", help="with 'status': print the raw reply as JSON")
     add_serving_flags(pool)
-
-    models = commands.add_parser(
-        "models",
-        help="the model cache: list, pull, check",
-        description="Manage the model cache in $XDG_CACHE_HOME/caldrix/models.",
-    )
-    model_commands = models.add_subparsers(dest="models_command", metavar="ACTION", required=True)
-    model_commands.add_parser("list", help="list cached models")
-    pull = model_commands.add_parser("pull", help="download or copy a model into the cache")
-    pull.add_argument("model", metavar="MODEL")
-    check = model_commands.add_parser("check", help="precheck a model file and report its figures")
-    check.add_argument("model", metavar="MODEL")
-    check.add_argument("--ctx", type=int, metavar="N", help="window to size the footprint for")
-    return parser
+    pool.set_defaults(action=None)
+    actions = pool.add_subparsers(dest="action", metavar="ACTION")
+    # SUPPRESS: ``caldrix pool --socket P stop`` keeps P rather than the subcommand's default.
+    stop = actions.add_parser("stop", help="ask the running pool to stop, and wait until it has")
+    stop.add_argument("--socket", type=Path, default=argparse.SUPPRESS, metavar="PATH", help=socket_help)
+    status = actions.add_parser("status", help="members, contexts, connections, prefix-store figures")
+    status.add_argument("--socket", type=Path, default=argparse.SUPPRESS, metavar="PATH", help=socket_help)
+    status.add_argument("--json", action="store_true", help="print the raw reply as JSON")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    words = [word for word in extra if not word.startswith("-")]
+    if args.command == "run" and words == extra and extra:
+        # argparse takes MODEL and the optional PROMPT together, so a prompt given after
+        # serving flags (caldrix run MODEL --ctx 512 "hi") comes back unmatched: it is the prompt.
+        if args.words is not None or len(words) > 1:
+            parser.error('the prompt is one argument: quote it (caldrix run MODEL "PROMPT")')
+        args.words = words[0]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return 0
@@ -208,17 +259,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_command(args, serving_flags_from(args))
         if args.command == "pool":
-            from caldrix.cli.pool import pool_command
+            from caldrix.cli.pool import pool_command, pool_control
 
+            if args.action is not None:
+                return pool_control(args)
             return pool_command(args, serving_flags_from(args))
         from caldrix.cli.models import models_command
 
         return models_command(args)
     except CaldrixError as exc:
         print(f"caldrix: {exc.message}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Argument parsing lives in :mod:`caldrix.cli.main`; these functions check the values, run one thing
 and print its outcome. Refusals are :class:`~caldrix.errors.CaldrixError`\\ s, which the CLI
-prints as one line with exit status 1.
+prints as one line with exit status 1 (64 for a flag's value that cannot be used).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Final, TextIO
 import anyio
 
 from caldrix.engines.base import ServingFlags
-from caldrix.errors import BadRequest
+from caldrix.errors import UsageError
 from caldrix.log import setup_pool_logging
 from caldrix.members import MemoryPlan
 from caldrix.pool import MAX_CONNECTIONS
@@ -32,17 +32,29 @@ MIB = 1024 * 1024
 #: but control requests, so every bound is this one.
 COMMAND_WAIT_SECS: Final = 30.0
 COMMAND_BOUNDS: Final = ClientBounds(COMMAND_WAIT_SECS, COMMAND_WAIT_SECS, COMMAND_WAIT_SECS)
+#: A pool started with no --load serves nothing until a client loads a member: say so, once.
+NO_MODEL_WARNING: Final = (
+    "caldrix: warning: no --load given, so the pool serves no model until a client loads one "
+    "(member.load); start it with --load MODEL to serve one"
+)
 
 
 def pool_command(args: argparse.Namespace, flags: ServingFlags) -> int:
+    """Run the daemon until it is stopped or idle."""
+    socket_path: Path = args.socket or default_socket_path()
+    settings = pool_settings(args, flags, socket_path)
+    if not settings.loads:
+        print(NO_MODEL_WARNING, file=sys.stderr, flush=True)
+    setup_pool_logging()
+    return anyio.run(PoolServer(settings).run)
+
+
+def pool_control(args: argparse.Namespace) -> int:
+    """``caldrix pool stop`` and ``caldrix pool status``: a client of the running pool."""
     socket_path: Path = args.socket or default_socket_path()
     if args.action == "stop":
         return anyio.run(stop_pool, socket_path)
-    if args.action == "status":
-        return anyio.run(show_status, socket_path, args.json)
-    settings = pool_settings(args, flags, socket_path)
-    setup_pool_logging()
-    return anyio.run(PoolServer(settings).run)
+    return anyio.run(show_status, socket_path, args.json)
 
 
 def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Path) -> PoolSettings:
@@ -76,7 +88,7 @@ def member_names(loads: list[str], decision: str | None) -> list[tuple[str, str]
 
 def _require(condition: bool, message: str) -> None:
     if not condition:
-        raise BadRequest(message)
+        raise UsageError(message)
 
 
 async def stop_pool(socket_path: Path) -> int:

@@ -1,9 +1,11 @@
-"""``caldrix run MODEL [-p PROMPT]``: one model in the terminal.
+"""``caldrix run MODEL [PROMPT]``: one model in the terminal.
 
 The model is opened the way the pool opens a member — the same reference resolution (with a
 download progress bar), precheck, memory fit and serving flags; a model on a server
 (``openai+http://…#MODEL``) is prechecked there and needs no fit — then either answers one
-prompt and exits, or runs a chat. The chat keeps the conversation as segments and renders it
+prompt and exits (given after the model, after ``-p``, or on stdin with ``-p`` alone), or runs
+a chat. The chat answers its own ``/commands`` (``/help`` lists them) and sends nothing else that
+looks like one to the model. The chat keeps the conversation as segments and renders it
 through the model's own template each turn; the engine's live rows hold the conversation so
 far, so a turn computes only the new message (the generation loop resumes from the longest
 common prefix of the live rows and the new prompt).
@@ -12,6 +14,7 @@ common prefix of the live rows and the new prompt).
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -22,6 +25,8 @@ from typing import TextIO, cast
 
 from rich.console import Console
 
+from caldrix.cli.exit_codes import EXIT_CANCELLED, EXIT_OK
+from caldrix.cli.main import STDIN_PROMPT
 from caldrix.engines.base import (
     Engine,
     GenerationCancelled,
@@ -33,7 +38,7 @@ from caldrix.engines.base import (
 )
 from caldrix.engines.loader import open_engine
 from caldrix.engines.openai_remote import open_remote
-from caldrix.errors import ContextOverflow
+from caldrix.errors import ContextOverflow, UsageError
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
@@ -43,11 +48,23 @@ from caldrix.models.references import ResolvedModel, is_remote_reference, resolv
 EXIT_COMMANDS: tuple[str, ...] = ("/exit", "/quit")
 #: Typed at the chat prompt to forget the conversation (the system message stays).
 CLEAR_COMMAND = "/clear"
-#: Exit status after Ctrl-C, as shells report a SIGINT.
-EXIT_INTERRUPTED = 130
+#: Typed at the chat prompt to list the chat's commands.
+HELP_COMMANDS: tuple[str, ...] = ("/help", "/?")
+_HELP_ROWS = (
+    (", ".join(HELP_COMMANDS), "these commands"),
+    (CLEAR_COMMAND, "forget the conversation (the system message stays)"),
+    (", ".join(EXIT_COMMANDS), "leave (Ctrl-D does the same)"),
+    ("Ctrl-C", "stop the answer being written"),
+    ("//text", "send a message that starts with / (as /text)"),
+)
+CHAT_HELP = "\n".join(f"{keys:<14}{meaning}" for keys, meaning in _HELP_ROWS)
+CLEARED_LINE = "(conversation cleared; the system message stays)"
+#: A chat command: a slash and a word, alone (``/etc/hosts is…`` is a message, not a command).
+_COMMAND = re.compile(r"^/[A-Za-z?]+$")
 
 
 def run_command(args: argparse.Namespace, flags: ServingFlags) -> int:
+    prompt = one_prompt(args.words, args.prompt)  # before the model opens: a usage error is quick
     engine: ServedModel
     if is_remote_reference(args.model):
         engine = open_remote(args.model, flags)
@@ -62,11 +79,26 @@ def run_command(args: argparse.Namespace, flags: ServingFlags) -> int:
             max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed
         )
         chat = Chat(engine, params, system=args.system)
-        if args.prompt is not None:
-            return _answer_once(chat, args.prompt)
+        if prompt is not None:
+            return _answer_once(chat, prompt)
         return _interactive(chat, title)
     finally:
         engine.close()
+
+
+def one_prompt(words: str | None, flag: str | None) -> str | None:
+    """The prompt to answer once (``caldrix run MODEL "PROMPT"``, ``-p PROMPT``, or ``-p`` with
+    the prompt on stdin), or None for a chat."""
+    if words is not None and flag is not None:
+        raise UsageError("give the prompt once: after the model or after -p, not both")
+    if flag == STDIN_PROMPT:
+        flag = sys.stdin.read()
+        if not flag.strip():
+            raise UsageError("the prompt is empty; give it after -p or on stdin")
+    prompt = words if words is not None else flag
+    if prompt is not None and not prompt.strip():
+        raise UsageError("the prompt is empty; give it after the model or after -p")
+    return prompt
 
 
 def check_run_fit(resolved: ResolvedModel, flags: ServingFlags, memory_limit: int | None) -> None:
@@ -180,10 +212,20 @@ class TerminalSink:
 def _answer_once(chat: Chat, prompt: str) -> int:
     sink = TerminalSink(sys.stdout)
     with sink.interruptible():
-        chat.ask(prompt, sink)
+        result = chat.ask(prompt, sink)
     sys.stdout.write("\n")
     sys.stdout.flush()
-    return EXIT_INTERRUPTED if sink.cancelled() else 0
+    if sink.cancelled():
+        print("caldrix: cancelled", file=sys.stderr)
+        return EXIT_CANCELLED
+    if result.finish == "length":  # on stderr: stdout holds the answer alone, for a pipe
+        print(f"caldrix: {stopped_note(result)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def stopped_note(result: GenerationResult) -> str:
+    """What a cut answer says: it ended at the token limit, not because it was done."""
+    return f"[stopped at {result.completion_tokens} tokens]"
 
 
 def _interactive(chat: Chat, title: str) -> int:
@@ -199,6 +241,8 @@ def _interactive(chat: Chat, title: str) -> int:
         try:
             line = console.input("[bold cyan]>[/] " if tty else "")
         except EOFError:
+            if tty:  # Ctrl-D left the cursor after "> ": the shell's prompt gets its own line
+                console.print()
             break
         except KeyboardInterrupt:
             console.print()
@@ -206,25 +250,42 @@ def _interactive(chat: Chat, title: str) -> int:
         text = line.strip()
         if text in EXIT_COMMANDS:
             break
-        if text == CLEAR_COMMAND:
-            chat.clear()
-            continue
-        if text:
-            _chat_turn(chat, text, console)
-    return 0
+        if _COMMAND.match(text):
+            chat_command(chat, text, console)
+        elif text:
+            _chat_turn(chat, text.removeprefix("/") if text.startswith("//") else text, console)
+    return EXIT_OK
+
+
+def chat_command(chat: Chat, command: str, console: Console) -> None:
+    """Answer one of the chat's own commands; an unknown one is refused, never sent."""
+    if command in HELP_COMMANDS:
+        console.print(CHAT_HELP, markup=False)
+    elif command == CLEAR_COMMAND:
+        chat.clear()
+        console.print(CLEARED_LINE, style="dim", markup=False)
+    else:
+        console.print(
+            f"unknown command {command}; {HELP_COMMANDS[0]} lists the chat's commands",
+            style="yellow",
+            markup=False,
+        )
 
 
 def _chat_turn(chat: Chat, text: str, console: Console) -> None:
     sink = TerminalSink(sys.stdout)
     try:
         with sink.interruptible():
-            chat.ask(text, sink)
+            result = chat.ask(text, sink)
     except ContextOverflow as exc:
-        console.print(f"[red]{exc.message}[/]")
+        console.print(exc.message, style="red", markup=False)
         return
     sys.stdout.write("\n")
+    sys.stdout.flush()
     if sink.cancelled():
-        console.print("[dim](interrupted)[/]")
+        console.print("(interrupted)", style="dim")
+    elif result.finish == "length":
+        console.print(stopped_note(result), style="dim", markup=False)
     sys.stdout.flush()
 
 

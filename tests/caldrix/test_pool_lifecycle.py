@@ -40,8 +40,8 @@ def _run(*args: str, timeout: float = EXIT_TIMEOUT_SECS) -> subprocess.Completed
     )
 
 
-def _one_line_refusal(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    assert result.returncode == 1, result
+def _one_line_refusal(result: subprocess.CompletedProcess[str], *fragments: str, code: int = 1) -> None:
+    assert result.returncode == code, result
     lines = result.stderr.strip().splitlines()
     assert lines and lines[-1].startswith("caldrix: "), result.stderr
     assert "Traceback" not in result.stderr
@@ -306,9 +306,9 @@ def test_a_load_that_does_not_fit_exits_1(tmp_path: Path) -> None:
         ("--batch", "0", "--batch"),
     ],
 )
-def test_bad_flag_values_are_one_line(tmp_path: Path, flag: str, value: str, says: str) -> None:
+def test_bad_flag_values_are_one_line_and_64(tmp_path: Path, flag: str, value: str, says: str) -> None:
     result = _run("--socket", str(tmp_path / "pool.sock"), flag, value)
-    _one_line_refusal(result, says)
+    _one_line_refusal(result, says, code=64)
 
 
 def test_launch_without_waiting_then_connect_when_ready(tmp_path: Path) -> None:

@@ -30,8 +30,8 @@ def caldrix(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     )
 
 
-def assert_one_line_error(done: subprocess.CompletedProcess[str], expected: str) -> None:
-    assert done.returncode == 1
+def assert_one_line_error(done: subprocess.CompletedProcess[str], expected: str, code: int = 1) -> None:
+    assert done.returncode == code
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -76,7 +76,7 @@ def test_a_damaged_file_is_one_precheck_line(tmp_path: Path) -> None:
 )
 def test_a_bad_serving_flag_is_one_line_naming_it(flag: str, value: str) -> None:
     # Refused before any model is opened: llama.cpp's own complaint would blame the file.
-    assert_one_line_error(caldrix("run", MODEL, flag, value, "-p", "hi"), f"{flag}: ")
+    assert_one_line_error(caldrix("run", MODEL, flag, value, "-p", "hi"), f"{flag}: ", code=64)
 
 
 def test_a_model_over_the_memory_limit_is_refused_with_figures() -> None:

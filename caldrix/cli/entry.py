@@ -1,0 +1,42 @@
+"""The ``caldrix`` console script's first module: Ctrl-C at any moment is one line, exit 130.
+
+Importing the command line pulls in pydantic, rich and anyio, and ``caldrix run`` then
+llama.cpp; a Ctrl-C meanwhile used to be a ``KeyboardInterrupt`` traceback. While those imports
+run, Ctrl-C leaves at once (nothing has started that needs stopping); once the command runs it
+is Python's usual ``KeyboardInterrupt``, so the pool still shuts down in order and a chat still
+cancels only its answer, and whatever escapes is the same one line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from types import FrameType
+
+from caldrix.cli.exit_codes import EXIT_CANCELLED
+
+CANCELLED_LINE = "caldrix: cancelled"
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, _leave_now)
+    from caldrix.cli.main import main as cli_main
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return cli_main()
+    except KeyboardInterrupt:
+        return cancelled()
+
+
+def cancelled() -> int:
+    """Say so once: a second Ctrl-C while the line is written is ignored, not a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(CANCELLED_LINE, file=sys.stderr, flush=True)
+    return EXIT_CANCELLED
+
+
+def _leave_now(signum: int, frame: FrameType | None) -> None:
+    os.write(sys.stderr.fileno(), f"{CANCELLED_LINE}\n".encode())
+    os._exit(EXIT_CANCELLED)
