@@ -14,7 +14,6 @@ import os
 import pty
 import select
 import subprocess
-import sys
 import termios
 import time
 from pathlib import Path
@@ -23,23 +22,11 @@ import pytest
 
 from caldrix.cli.pool import NO_MODEL_WARNING
 from caldrix.cli.run import CHAT_HELP, CLEARED_LINE
+from tests.caldrix.test_run_cli import CALDRIX, MODEL, caldrix
 from tests.interrupts import interrupt_at
 
-CALDRIX = str(Path(sys.executable).with_name("caldrix"))
-MODEL = "smollm2-135m"
 FIRST = "Paris is the capital of France."
 LONG = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
-
-
-def caldrix(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CALDRIX, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
 
 
 @pytest.fixture
