@@ -228,7 +228,7 @@ def _add_pool(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     add_serving_flags(pool)
     pool.set_defaults(action=None)
-    actions = pool.add_subparsers(dest="action", metavar="ACTION")
+    actions = pool.add_subparsers(dest="action", metavar="ACTION", title="or, to a running pool")
     # SUPPRESS: ``caldrix pool --socket P stop`` keeps P rather than the subcommand's default.
     stop = actions.add_parser("stop", help="ask the running pool to stop, and wait until it has")
     stop.add_argument("--socket", type=Path, default=argparse.SUPPRESS, metavar="PATH", help=socket_help)
