@@ -26,9 +26,3 @@ def test_ctrl_c_while_starting_is_one_line_and_130(checkpoint: str) -> None:
     ended = interrupt_at([AERIX, "-p"], checkpoint)
     assert ended.seen_checkpoint
     assert (ended.returncode, ended.stderr) == (130, "aerix: cancelled\n")
-
-
-def test_ctrl_c_during_a_sessions_command_is_the_same_line() -> None:
-    ended = interrupt_at([AERIX, "sessions", "list"], "rich.table")
-    assert ended.seen_checkpoint
-    assert (ended.returncode, ended.stderr) == (130, "aerix: cancelled\n")
