@@ -80,6 +80,11 @@ def invalid_choice(value: str, choices: Sequence[str]) -> str:
     return f"invalid choice {value!r} (choose from {', '.join(choices)})"
 
 
+#: How alike a lone first word must be to a command to be taken as its typo, not as a prompt
+#: (difflib's ratio; "session" → sessions is 0.93, while "more" → import, 0.6, stays a prompt).
+TYPO_CUTOFF = 0.8
+
+
 def close_choice(word: str, choices: Sequence[str]) -> str | None:
     """The one choice ``word`` is most likely a typo of, if any is close."""
     return next(iter(difflib.get_close_matches(word, choices, n=1)), None)
@@ -316,7 +321,11 @@ def split_prompt(argv: Sequence[str], commands: Sequence[str]) -> tuple[list[str
         if word.startswith("-"):
             index += 1
             continue
-        if word in commands:
+        # A one-word near miss of a command (`aerix session list`) is a typo, not a prompt: it
+        # stays for the parser, which names the command meant.
+        if word in commands or (
+            " " not in word and difflib.get_close_matches(word, commands, 1, TYPO_CUTOFF)
+        ):
             return words, None
         return words[:index] + words[index + 1 :], word
     return words, None

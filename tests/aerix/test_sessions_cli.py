@@ -343,6 +343,9 @@ def test_files_that_are_not_claude_code_transcripts_are_left_out(tmp_path: Path)
             "more",
         ),
         (["sessions", "list"], ["sessions", "list"], None),
+        # A near miss of a command is left for the parser's "did you mean"; a mere likeness is not.
+        (["session", "list"], ["session", "list"], None),
+        (["more"], [], "more"),
         (["-p", "hi"], ["-p", "hi"], None),
         (["-p", "--output-format", "json", "hi"], ["-p", "--output-format", "json"], "hi"),
         (["--", "-starts with a dash"], [], "-starts with a dash"),
