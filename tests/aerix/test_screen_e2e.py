@@ -134,6 +134,8 @@ def tmux(world: World, project: Path) -> Iterator[Tmux]:
     env["TERM"] = "tmux-256color"
     terminal.start([AERIX], project, env, WIDTH, HEIGHT)
     try:
+        # Keys typed before the editor runs would race the startup (a busy CPU opens it later).
+        terminal.wait_for("✓ ready in")
         yield terminal
     finally:
         terminal.stop()

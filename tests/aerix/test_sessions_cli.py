@@ -99,7 +99,6 @@ def test_cwd_names_the_project_listed(tmp_path: Path, native_session: str) -> No
         (["session", "list"], "argument COMMAND: invalid choice 'session'; did you mean 'sessions'?"),
         (["sessions", "lst"], "argument SUBCOMMAND: invalid choice 'lst'; did you mean 'list'?"),
         (["-p", "x", "--output-format", "jsn"], "invalid choice 'jsn'; did you mean 'json'?"),
-        (["frobnicate"], "invalid choice 'frobnicate' (choose from sessions, import)"),
     ],
 )
 def test_a_mistyped_command_gets_the_nearest_one(words: list[str], said: str) -> None:
