@@ -18,6 +18,26 @@ MAX_CALLS_PER_TURN: Final = 8
 #: A turn's thought is cut to this many characters (also the schema's maxLength).
 THOUGHT_MAX_CHARS: Final = 600
 
+# --- Aerix's own bounds for small models (not in the spec) ------------------------------------
+# A small model on a CPU degenerates (the same few tokens over and over, a string that never
+# closes) and loops (the same call every turn). These stop both early instead of spending the
+# whole turn budget on them; docs/agent-loop.md, "Aerix's own bounds", lists them.
+#: A re-ask after a cut or stopped turn asks for this fraction of the last ask (1/2), never less
+#: than MIN_CUT_TURN_TOKENS: the same budget would only be cut again.
+CUT_RETRY_DIVISOR: Final = 2
+#: A streaming turn is stopped when one span of at most this many tokens repeats back to back …
+DEGENERATE_SPAN_MAX_TOKENS: Final = 40
+#: … at least this many times in a row …
+DEGENERATE_REPEATS: Final = 4
+#: … over at least this many tokens (so a short repeated span must repeat longer).
+DEGENERATE_RUN_MIN_TOKENS: Final = 64
+#: A streaming turn is stopped when one JSON string runs this many characters without closing
+#: or breaking its line (a ``\n`` escape): no file's line and no answer's paragraph is that long.
+OPEN_STRING_LINE_MAX_CHARS: Final = 2000
+#: The same call with the same input as the agent's previous turn is not run again; the turn
+#: that asks for nothing but such calls this many turns in a row ends the agent ``failed``.
+IDENTICAL_TURNS: Final = 3
+
 # --- Context management ---------------------------------------------------------------------
 #: Hard-limit hits before an agent is killed with "context floor: no room …".
 HARD_LIMIT_HITS: Final = 2

@@ -161,3 +161,9 @@ def check_room(tokens: int, budget: ContextBudget, hard_limit_hits: int) -> Room
         f"{room} left; hard-limit hit {hits})"
     )
     return RoomCheck("floor", 0, hits, reason)
+
+
+def retry_ask(asked: int) -> int:
+    """The ``max_new_tokens`` of a re-ask after a turn that was cut or stopped at ``asked``:
+    less (1 / CUT_RETRY_DIVISOR of it), but never under MIN_CUT_TURN_TOKENS."""
+    return max(bounds.MIN_CUT_TURN_TOKENS, asked // bounds.CUT_RETRY_DIVISOR)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,6 +153,10 @@ class AgentRun:
     def of(self, event_type: type[ev.EventBase]) -> list[Any]:
         return [event for event in self.events() if isinstance(event, event_type)]
 
+    def messages(self, role: str = "assistant") -> list[ev.Message]:
+        """The agent's turns (``assistant``) or its results (``tool``), in order."""
+        return [m for m in self.of(ev.Message) if m.role == role]
+
     async def pool_segments(self) -> list[dict[str, Any]]:
         """The context as the pool holds it (ids, roles, texts, pinned flags, counts)."""
         client = await connect(self.socket, bounds=client_bounds(PoolSettings()))
@@ -169,6 +173,10 @@ class AgentRun:
         assert [(s.id, s.role, s.text, s.pinned, s.tokens) for s in rebuilt] == [
             (s["id"], s["role"], s["text"], s["pinned"], s["tokens"]) for s in pool
         ]
+
+
+#: The ``make`` fixture (tests/aerix/conftest.py): ``await make(completions, prompt=…, ctx=…)``.
+Make = Callable[..., Awaitable[AgentRun]]
 
 
 async def load_member(

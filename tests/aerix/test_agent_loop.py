@@ -4,79 +4,30 @@ turns, the call limit, the turn budget, tool errors, background jobs and cancel.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 import anyio
 import jsonschema
 import pytest
 
-from aerix.adapters.pool import CaldrixPool
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.tools import TOOLS
 from aerix.domain.turns import turn_schema
 from tests.aerix.agent_harness import (
-    AgentRun,
+    Make,
     final,
-    load_member,
-    new_writer,
-    opening,
     settings_with,
     turn,
-    unload_member,
 )
-from tests.caldrix.pool_harness import PoolProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-Make = Callable[..., Awaitable[AgentRun]]
-
-
-@pytest.fixture
-async def make(pool_process: PoolProcess, tmp_path: Path) -> AsyncIterator[Make]:
-    """``await make(completions, prompt=…, ctx=…)``: a member with that script, a session and
-    the agent's opening context in the pool."""
-    pool = CaldrixPool(pool_process.socket_path)
-    loaded: list[str] = []
-    writers = []
-    work = tmp_path / "work"
-    work.mkdir()
-
-    async def build(
-        completions: Sequence[str],
-        *,
-        prompt: str = "Do the task.",
-        ctx: int = 2048,
-        constraints: Sequence[str] | None = None,
-        segments: Any = None,
-    ) -> AgentRun:
-        name, window = await load_member(pool, tmp_path, completions, ctx=ctx, constraints=constraints)
-        loaded.append(name)
-        writer = new_writer(tmp_path, work)
-        writers.append(writer)
-        run = AgentRun(pool, pool_process.socket_path, name, window, writer, work)
-        await run.start(segments if segments is not None else opening(prompt))
-        return run
-
-    yield build
-    for writer in writers:
-        writer.close()
-    for name in loaded:
-        await unload_member(pool_process.socket_path, name)
-    await pool.aclose()
-
-
-def _messages(run: AgentRun, role: str = "assistant") -> list[ev.Message]:
-    return [m for m in run.of(ev.Message) if m.role == role]
 
 
 async def test_a_final_on_the_first_turn_ends_the_agent_done(make: Make) -> None:
     run = await make([final("Simple arithmetic.", "2 + 2 = 4")])
     result = await run.run()
     assert (result.outcome, result.final, result.turns) == ("done", "2 + 2 = 4", 1)
-    [message] = _messages(run)
+    [message] = run.messages()
     assert (message.turn, message.final, message.segment, message.attempt) == (1, "2 + 2 = 4", "a1.m1", 0)
     usage = message.usage
     assert usage is not None and usage.member == run.member
@@ -93,13 +44,13 @@ async def test_the_json_constraint_wins_over_a_script_that_breaks_it(make: Make)
     # what it emits is still one valid turn each time.
     run = await make(["Sure! " + final("ok", "first") + " Hope that helps.", "no JSON here at all"], ctx=1024)
     result = await run.run(max_turns=1)
-    [message] = _messages(run)
+    [message] = run.messages()
     assert json.loads(message.text) == {"thought": "ok", "final": "first"}
     assert result.outcome == "done"
 
     run = await make(["no JSON here at all"])
     await run.run(max_turns=1)
-    [message] = _messages(run)
+    [message] = run.messages()
     assert message.parse_error is None
     jsonschema.validate(json.loads(message.text), turn_schema(TOOLS))
 
@@ -118,14 +69,14 @@ async def test_a_call_then_a_final_runs_the_tools_on_real_files(make: Make) -> N
     result = await run.run()
     assert (run.cwd / "notes" / "hello.txt").read_text() == "hello\nworld\n"
     assert (result.outcome, result.turns, result.files_touched) == ("done", 2, ("notes/hello.txt",))
-    results = _messages(run, "tool")
+    results = run.messages("tool")
     assert [(m.call, m.tool, m.segment) for m in results] == [
         ("c1", "write", "a1.c1"),
         ("c2", "read", "a1.c2"),
     ]
     assert results[0].text.startswith("[write c1]\ncreated notes/hello.txt")
     assert results[1].text == "[read c2]\n1\thello\n2\tworld"
-    first = _messages(run)[0]
+    first = run.messages()[0]
     assert [(c.id, c.tool) for c in first.calls] == [("c1", "write"), ("c2", "read")]
     segments = {s.id: s for s in run.of(ev.Segment)}
     assert segments["a1.c2"].kind == "tool_result" and segments["a1.c2"].tokens
@@ -145,7 +96,7 @@ async def test_a_tool_error_is_a_result_and_the_loop_goes_on(make: Make) -> None
     )
     result = await run.run()
     assert result.outcome == "done"
-    errors = _messages(run, "tool")
+    errors = run.messages("tool")
     assert [m.is_error for m in errors] == [True, True]
     assert errors[0].text.startswith("[read c1]\nerror: no such file: missing.txt")
 
@@ -163,7 +114,7 @@ async def test_a_member_without_the_json_constraint_is_told_the_parse_error_and_
     )
     result = await run.run()
     assert (result.outcome, result.final, result.turns) == ("done", "4", 1)
-    attempts = _messages(run)
+    attempts = run.messages()
     assert [(m.turn, m.attempt) for m in attempts] == [(1, 0), (1, 1), (1, 2)]
     assert attempts[0].parse_error == "no JSON object found"
     # An input the schema forbids, caught without the constraint: read's offset counts from 1.
@@ -181,7 +132,7 @@ async def test_three_answers_that_never_parse_fail_the_agent(make: Make) -> None
     result = await run.run()
     assert result.outcome == "failed"
     assert result.reason == "turn 1 was asked 3 times and never parsed: no JSON object found"
-    assert len(_messages(run)) == bounds.TURN_RETRIES + 1
+    assert len(run.messages()) == bounds.TURN_RETRIES + 1
     [end] = run.of(ev.AgentEnd)
     assert (end.outcome, end.reason) == ("failed", result.reason)
 
@@ -191,7 +142,7 @@ async def test_a_turn_cut_by_max_new_tokens_is_removed_and_asked_again(make: Mak
     run = await make([final(long_thought, "never seen"), final("Short now.", "done")])
     result = await run.run(settings=settings_with(max_new_tokens=64))
     assert (result.outcome, result.final) == ("done", "done")
-    cut, kept = _messages(run)
+    cut, kept = run.messages()
     assert cut.parse_error == "cut at max_new_tokens (64) before its JSON closed"
     assert cut.usage is not None and cut.usage.completion_tokens == 64 and cut.segment is None
     assert (kept.attempt, kept.segment) == (1, "a1.m1")
@@ -207,9 +158,9 @@ async def test_more_than_eight_calls_keeps_eight_and_tells_the_model(make: Make)
     run = await make([turn("Look everywhere.", *calls), final("Nothing there.", "no files")])
     result = await run.run()
     assert result.outcome == "done"
-    first = _messages(run)[0]
+    first = run.messages()[0]
     assert [c.id for c in first.calls] == [f"c{n}" for n in range(1, 9)]
-    assert [m.call for m in _messages(run, "tool")] == [f"c{n}" for n in range(1, 9)]
+    assert [m.call for m in run.messages("tool")] == [f"c{n}" for n in range(1, 9)]
     notes = [s for s in run.of(ev.Segment) if s.label == "note"]
     assert len(notes) == 1 and notes[0].text.startswith("2 calls after the first 8 were dropped and not run")
     await run.assert_log_rebuilds_the_context()
@@ -224,8 +175,8 @@ async def test_call_ids_continue_across_turns(make: Make) -> None:
         ]
     )
     await run.run()
-    assert [m.call for m in _messages(run, "tool")] == ["c1", "c2", "c3"]
-    assert [m.turn for m in _messages(run)] == [1, 2, 3]
+    assert [m.call for m in run.messages("tool")] == ["c1", "c2", "c3"]
+    assert [m.turn for m in run.messages()] == [1, 2, 3]
 
 
 async def test_the_turn_budget_ends_the_agent_with_budget(make: Make) -> None:
@@ -249,7 +200,7 @@ async def test_agent_calls_without_a_delegator_are_refused(make: Make) -> None:
         ]
     )
     await run.run()
-    results = _messages(run, "tool")
+    results = run.messages("tool")
     assert [(m.call, m.tool) for m in results] == [("c1", "agent"), ("c2", "glob")]
     assert results[0].text == "[agent c1]\nerror: delegation is not available yet"
 
@@ -269,7 +220,7 @@ async def test_a_final_waits_for_a_running_background_job(make: Make) -> None:
         ("j1", "started", None, "c1"),
         ("j1", "exited", 0, "c1"),
     ]
-    report = [m for m in _messages(run, "tool") if m.segment == "a1.c1.j1"]
+    report = [m for m in run.messages("tool") if m.segment == "a1.c1.j1"]
     assert len(report) == 1 and report[0].text == "[job j1 exited 0]\nbuilt"
     await run.assert_log_rebuilds_the_context()
 

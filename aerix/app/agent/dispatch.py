@@ -105,15 +105,23 @@ class Dispatcher:
     def agent_id(self) -> str:
         return self.live.agent_id
 
-    async def run_turn(self, turn: Turn, turn_number: int) -> None:
-        """Run the turn's calls, then append their results, its notes and finished jobs."""
+    async def run_turn(
+        self, turn: Turn, turn_number: int, unchanged: Mapping[str, str] | None = None
+    ) -> bool:
+        """Run the turn's calls, then append their results, its notes and finished jobs; a call
+        in ``unchanged`` is not run, its text there is its result. True when jobs reported."""
         context_tool = ContextTool(self.live)
-        results: dict[str, Result] = {}
-        self.calls_run += len(turn.calls)
-        for call in turn.calls:
+        results = {
+            call.id: Result(call.id, call.tool, unchanged[call.id])
+            for call in turn.calls
+            if unchanged and call.id in unchanged
+        }
+        to_run = [call for call in turn.calls if call.id not in results]
+        self.calls_run += len(to_run)
+        for call in to_run:
             if call.tool != "agent":
                 results[call.id] = Result(call.id, call.tool, await self._run(call, context_tool))
-        agent_calls = [call for call in turn.calls if call.tool == "agent"]
+        agent_calls = [call for call in to_run if call.tool == "agent"]
         if agent_calls:
             if self.delegate is None:
                 texts = [DELEGATION_UNAVAILABLE] * len(agent_calls)
@@ -125,7 +133,9 @@ class Dispatcher:
             await self.append(results[call.id], turn_number)
         for note in turn.notes:
             await self.live.add_note(note)
-        await self.append_jobs(self.runner.jobs.take_finished(), turn_number)
+        reports = self.runner.jobs.take_finished()
+        await self.append_jobs(reports, turn_number)
+        return bool(reports)
 
     async def _run(self, call: ToolCall, context_tool: ContextTool) -> str:
         async def run(args: dict[str, Any]) -> str:

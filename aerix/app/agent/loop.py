@@ -8,13 +8,16 @@ Each turn:
    compacted; still no room is a hard-limit hit (the first cuts this turn's ``max_new_tokens``
    to the room left when that is at least 64; the second ends the agent ``killed`` with
    ``context floor: no room …``). A turn asks ``min(context.max_new_tokens, W / 4)``.
-3. One generation, under the ``json`` constraint built from the callable tools when the member
-   has it, appended to the context as the assistant segment ``<agent>.m<turn>``. A ``message``
-   event carries the answer and the pool's usage.
+3. One generation (:mod:`aerix.app.agent.asking`), under the ``json`` constraint built from the
+   callable tools when the member has it, appended to the context as the assistant segment
+   ``<agent>.m<turn>``. A ``message`` event carries the answer and the pool's usage. A turn
+   that degenerates while it streams (a span of tokens repeating, a string that never closes)
+   is stopped there: the generation is closed.
 4. Parsing (``aerix.domain.turns.parse_turn``). An answer that does not parse (a member without
-   the constraint), or that hit ``max_new_tokens`` before its JSON closed, is removed from the
-   context, a note tells the model what went wrong (for a cut: to answer shorter), and the turn
-   is asked again — at most TURN_RETRIES more times, then the agent ends ``failed``.
+   the constraint), that hit ``max_new_tokens`` before its JSON closed, or that was stopped, is
+   removed from the context, a note tells the model what went wrong (for a cut or a stop: to
+   answer shorter, and the re-ask asks for fewer tokens), and the turn is asked again — at most
+   TURN_RETRIES more times, then the agent ends ``failed``.
 5. A final ends the agent ``done`` unless background jobs are still running (their reports are
    waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
    SubagentStop) hook blocks (``AgentLifecycle.finishing``): its reason becomes the agent's
@@ -22,7 +25,9 @@ Each turn:
    each time after the first. Otherwise the calls run (:mod:`aerix.app.agent.dispatch`;
    ``agent`` calls through the environment's ``Delegator``, with this agent as their
    ``Caller``, each between its PreToolUse and PostToolUse hooks) and their results are
-   appended.
+   appended. A call with the same input as one of the previous turn, with nothing changed
+   since, is not run again (``aerix.domain.repeats``): its result says it is unchanged, and
+   the IDENTICAL_TURNS-th turn in a row of nothing but such calls ends the agent ``failed``.
 
 A hook's ``continue: false`` (any event the agent fires) ends it ``killed`` with the hook's
 ``stopReason``.
@@ -34,23 +39,25 @@ errors end the agent ``failed`` with the error's line as the reason.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 
+from aerix.app.agent.asking import AskEnded, GenerationCancelled, TurnAsker
 from aerix.app.agent.dispatch import Dispatcher
-from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, Outcome, UsageTotals
+from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, Outcome
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
 from aerix.app.hooks.fire import HookStopped
-from aerix.app.ports import Caller, GenerationDone, SegmentAppend, ToolHooks
+from aerix.app.ports import Caller, ToolHooks
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
-from aerix.domain.segments import ContextSegment, SegmentKind
-from aerix.domain.turns import ToolCall, Turn, TurnParseError, parse_turn, turn_schema
+from aerix.domain.repeats import RepeatWatch, unchanged_result
+from aerix.domain.segments import SegmentKind
+from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
 CANCELLED = "cancelled"
@@ -68,22 +75,10 @@ class _Ended:
     verdict: ev.Verdict | None = None
 
 
-class _Cancelled(Exception):
-    """The run's cancel event was set while a generation streamed."""
-
-
 async def run_agent(spec: AgentSpec, env: AgentEnvironment) -> AgentResult:
     """Run ``spec``'s turns on its pool context until a final, its budget or a named failure;
     record ``agent.end`` and return how it ended."""
     return await _AgentRun(spec, env).run()
-
-
-def cut_turn_note(max_new_tokens: int) -> str:
-    return (
-        f"Your last answer was cut off at {max_new_tokens} tokens, before its JSON object closed, and "
-        "was removed. Answer again, shorter: a brief thought and fewer or smaller calls (write a long "
-        "file in several steps)."
-    )
 
 
 class _AgentRun:
@@ -110,11 +105,11 @@ class _AgentRun:
             delegate=self._delegate if env.delegator is not None else None,
             plan_gate=env.plan_gate,
         )
+        self.asker = TurnAsker(spec, env, self.live)
+        self.repeats = RepeatWatch()
         self.stop_continues = 0
-        self.usage = UsageTotals()
         self.turns = 0
         self.hard_limit_hits = 0
-        self._generation_scope: anyio.CancelScope | None = None
 
     @property
     def agent_id(self) -> str:
@@ -128,7 +123,7 @@ class _AgentRun:
                 tasks.start_soon(self._watch_cancel)
                 try:
                     ended = await self._turns()
-                except _Cancelled:
+                except GenerationCancelled:
                     ended = _Ended("killed", CANCELLED)
                 except HookStopped as stopped:
                     ended = _Ended("killed", stopped.reason)
@@ -155,8 +150,7 @@ class _AgentRun:
             # Also when the run is cancelled from outside (Ctrl-C): a tool running on a worker
             # thread (a foreground bash) stops and kills its process group instead of running on.
             self.thread_cancel.set()
-        if self._generation_scope is not None:
-            self._generation_scope.cancel()
+        self.asker.cancel_generation()
 
     async def _delegate(self, calls: Sequence[ToolCall], hooks: ToolHooks) -> list[str]:
         delegator = self.env.delegator
@@ -190,16 +184,32 @@ class _AgentRun:
                 return asked
             self.turns += 1
             turn_number = self.live.next_number("m")
-            turn = await self._ask(turn_number, asked, constraint)
-            if isinstance(turn, _Ended):
-                return turn
+            turn = await self.asker.ask(turn_number, asked, constraint)
+            if isinstance(turn, AskEnded):
+                return _Ended(turn.outcome, turn.reason)
             if turn.is_final:
-                if await self._jobs_reported(turn_number):
-                    continue
-                if await self._stop_hook_continues(turn):
+                if await self._jobs_reported(turn_number) or await self._stop_hook_continues(turn):
+                    self.repeats.reset()  # the agent was told something new
                     continue
                 return _final(turn)
-            await self.dispatcher.run_turn(turn, turn_number)
+            ended = await self._run_calls(turn, turn_number)
+            if ended is not None:
+                return ended
+
+    async def _run_calls(self, turn: Turn, turn_number: int) -> _Ended | None:
+        """Run the turn's calls, except those that repeat the previous turn's unchanged (their
+        result says so); the IDENTICAL_TURNS-th turn in a row of nothing else ends the agent."""
+        if self.runner.jobs.running_ids():
+            self.repeats.reset()  # a background job may change what any call sees
+        check = self.repeats.check(turn.calls)
+        unchanged = {
+            call.id: unchanged_result(call.tool, check.unchanged[call.id])
+            for call in turn.calls
+            if call.id in check.unchanged
+        }
+        if await self.dispatcher.run_turn(turn, turn_number, unchanged):
+            self.repeats.reset()  # finished jobs reported after the results
+        return _Ended("failed", check.failure) if check.failure is not None else None
 
     async def _constraint(self) -> dict[str, Any] | None:
         supported = self.spec.json_constraint
@@ -219,115 +229,6 @@ class _AgentRun:
         if check.outcome == "floor":
             return _Ended("killed", check.reason)
         return check.max_new_tokens
-
-    # -- one turn, re-asked ----------------------------------------------------------------
-
-    async def _ask(
-        self, turn_number: int, max_new_tokens: int, constraint: Mapping[str, Any] | None
-    ) -> Turn | _Ended:
-        problem = ""
-        for attempt in range(bounds.TURN_RETRIES + 1):
-            room = min(max_new_tokens, self.live.room)
-            if room < bounds.MIN_CUT_TURN_TOKENS:
-                reason = f"context floor: no room to ask turn {turn_number} again ({room} tokens left)"
-                return _Ended("killed", reason)
-            segment_id = f"{self.agent_id}.m{turn_number}"
-            done = await self._generate(segment_id, room, constraint)
-            if done.finish == "length":
-                problem = f"cut at max_new_tokens ({room}) before its JSON closed"
-                note = cut_turn_note(room)
-            else:
-                try:
-                    turn = parse_turn(
-                        done.text,
-                        self.spec.tools,
-                        verifier=self.spec.verifier,
-                        first_call_number=self.live.peek("c"),
-                    )
-                except TurnParseError as exc:
-                    problem, note = exc.problem, exc.message
-                else:
-                    self._record_turn(turn_number, attempt, done, turn)
-                    return turn
-            self._record_attempt(turn_number, attempt, done, problem)
-            await self.live.remove([segment_id])
-            if attempt < bounds.TURN_RETRIES:
-                await self.live.add_note(note)
-        asked = bounds.TURN_RETRIES + 1
-        return _Ended("failed", f"turn {turn_number} was asked {asked} times and never parsed: {problem}")
-
-    async def _generate(
-        self, segment_id: str, max_new_tokens: int, constraint: Mapping[str, Any] | None
-    ) -> GenerationDone:
-        on_token = None
-        if self.env.on_token is not None:
-            sink, agent_id = self.env.on_token, self.agent_id
-            on_token = lambda text: sink(agent_id, text)  # noqa: E731
-        with anyio.CancelScope() as scope:
-            self._generation_scope = scope
-            if self.env.cancel.is_set():
-                scope.cancel()
-            done = await self.env.pool.generate(
-                self.spec.context_id,
-                max_new_tokens,
-                constraint,
-                append=SegmentAppend(segment_id),
-                on_token=on_token,
-            )
-        self._generation_scope = None
-        if scope.cancelled_caught:
-            raise _Cancelled
-        self.usage = self.usage.plus(done.prompt_tokens, done.completion_tokens)
-        turn_label = f"turn {segment_id.rsplit('.m', 1)[-1]}"
-        self.live.adopt(
-            ContextSegment(segment_id, "assistant", SegmentKind.ASSISTANT, done.text, label=turn_label)
-        )
-        await self.live.refresh()
-        return done
-
-    def _usage(self, done: GenerationDone) -> ev.Usage:
-        return ev.Usage(
-            prompt_tokens=done.prompt_tokens,
-            completion_tokens=done.completion_tokens,
-            recomputed_from=done.recomputed_from,
-            prefill_ms=done.timings.prefill_ms,
-            decode_ms=done.timings.decode_ms,
-            member=self.spec.member,
-        )
-
-    def _record_attempt(self, turn_number: int, attempt: int, done: GenerationDone, problem: str) -> None:
-        self.env.events.record(
-            ev.Message,
-            agent=self.agent_id,
-            role="assistant",
-            turn=turn_number,
-            text=done.text,
-            attempt=attempt,
-            parse_error=problem,
-            usage=self._usage(done),
-        )
-
-    def _record_turn(self, turn_number: int, attempt: int, done: GenerationDone, turn: Turn) -> None:
-        self.live.reserve("c", len(turn.calls))
-        segment = self.live.get(f"{self.agent_id}.m{turn_number}")
-        if segment is not None:
-            self.live.record_segment(segment)
-        verdict = turn.verdict
-        self.env.events.record(
-            ev.Message,
-            agent=self.agent_id,
-            role="assistant",
-            turn=turn_number,
-            text=done.text,
-            segment=segment.id if segment else None,
-            thought=turn.thought,
-            calls=[ev.ToolCall(id=c.id, tool=c.tool, input=dict(c.input)) for c in turn.calls],
-            final=turn.final,
-            verdict=verdict.verdict if verdict else None,
-            reason=verdict.reason if verdict else None,
-            attempt=attempt,
-            usage=self._usage(done),
-        )
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -378,7 +279,7 @@ class _AgentRun:
             final=ended.final,
             reason=ended.reason,
             turns=self.turns,
-            usage=self.usage,
+            usage=self.asker.usage,
             verdict=ended.verdict,
             files_touched=tuple(self.dispatcher.files_touched),
             checks_run=tuple(self.dispatcher.checks_run),

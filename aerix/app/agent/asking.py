@@ -1,0 +1,221 @@
+"""Asking the model for one turn: the generation, the watch on it while it streams, the re-asks.
+
+A turn is one generation on the agent's context, appended as the assistant segment
+``<agent>.m<turn>``. Three things make it asked again (at most TURN_RETRIES more times, then the
+agent ends ``failed``), each time with the answer removed and a note telling the model why:
+
+- **cut**: it hit ``max_new_tokens`` before its JSON closed;
+- **stopped**: it was degenerating (``aerix.domain.degeneration``: a span of tokens repeating, a
+  string that never closes), so the loop closed the generation as soon as that showed, instead
+  of letting it run to ``max_new_tokens``. The pool sends no done frame for a closed
+  generation, so a stopped attempt has no usage: the pool's figures are never estimated here;
+- **unparsed**: only a member without the JSON constraint can answer something that is no turn.
+
+After a cut or a stop the re-ask asks for less (``aerix.domain.compaction.retry_ask``: half the
+last ask, at least MIN_CUT_TURN_TOKENS): the same budget would only be spent again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from aerix.app.agent.env import AgentEnvironment, AgentSpec, Outcome, UsageTotals
+from aerix.app.agent.live_context import LiveContext
+from aerix.app.ports import GenerationDone, SegmentAppend
+from aerix.domain import bounds
+from aerix.domain import events as ev
+from aerix.domain.compaction import retry_ask
+from aerix.domain.degeneration import DegenerationWatch
+from aerix.domain.segments import ContextSegment, SegmentKind
+from aerix.domain.turns import Turn, TurnParseError, parse_turn
+
+
+class GenerationCancelled(Exception):
+    """The run's cancel event was set while a generation streamed."""
+
+
+@dataclass(frozen=True)
+class AskEnded:
+    """A turn that could not be had: how the agent ends."""
+
+    outcome: Outcome
+    reason: str
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A generation the loop closed because it was degenerating."""
+
+    text: str  # what streamed before it was closed
+    tokens: int  # token frames received
+    reason: str
+
+
+def cut_turn_note(max_new_tokens: int, next_ask: int) -> str:
+    return (
+        f"Your last answer was cut off at {max_new_tokens} tokens, before its JSON object closed, and "
+        f"was removed. Answer again, shorter (at most {next_ask} tokens): a brief thought and fewer or "
+        "smaller calls (write a long file in several steps)."
+    )
+
+
+def stopped_turn_note(stopped: Stopped, next_ask: int) -> str:
+    return (
+        f"Your last answer was stopped after {stopped.tokens} tokens because it was going nowhere "
+        f"({stopped.reason}), and was removed. Answer again, shorter (at most {next_ask} tokens) and "
+        "without repeating yourself: a brief thought and fewer or smaller calls."
+    )
+
+
+class TurnAsker:
+    """Asks an agent's turns; one per agent run. ``usage`` sums the pool's figures."""
+
+    def __init__(self, spec: AgentSpec, env: AgentEnvironment, live: LiveContext) -> None:
+        self.spec = spec
+        self.env = env
+        self.live = live
+        self.usage = UsageTotals()
+        self._scope: anyio.CancelScope | None = None
+
+    @property
+    def agent_id(self) -> str:
+        return self.spec.agent_id
+
+    def cancel_generation(self) -> None:
+        """Close the running generation, if any (the run's cancel event was set)."""
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def ask(
+        self, turn_number: int, max_new_tokens: int, constraint: Mapping[str, Any] | None
+    ) -> Turn | AskEnded:
+        problem = ""
+        ask = max_new_tokens
+        segment_id = f"{self.agent_id}.m{turn_number}"
+        for attempt in range(bounds.TURN_RETRIES + 1):
+            room = min(ask, self.live.room)
+            if room < bounds.MIN_CUT_TURN_TOKENS:
+                reason = f"context floor: no room to ask turn {turn_number} again ({room} tokens left)"
+                return AskEnded("killed", reason)
+            generated = await self._generate(segment_id, room, constraint)
+            if isinstance(generated, Stopped):
+                problem = f"stopped after {generated.tokens} tokens: {generated.reason}"
+                self._record_attempt(turn_number, attempt, generated.text, problem, None)
+                await self.live.discard(segment_id)
+                ask = retry_ask(room)
+                note = stopped_turn_note(generated, ask)
+            else:
+                if generated.finish == "length":
+                    problem = f"cut at max_new_tokens ({room}) before its JSON closed"
+                    ask = retry_ask(room)
+                    note = cut_turn_note(room, ask)
+                else:
+                    try:
+                        turn = parse_turn(
+                            generated.text,
+                            self.spec.tools,
+                            verifier=self.spec.verifier,
+                            first_call_number=self.live.peek("c"),
+                        )
+                    except TurnParseError as exc:
+                        problem, note = exc.problem, exc.message
+                    else:
+                        self._record_turn(turn_number, attempt, generated, turn)
+                        return turn
+                self._record_attempt(turn_number, attempt, generated.text, problem, self._usage(generated))
+                await self.live.remove([segment_id])
+            if attempt < bounds.TURN_RETRIES:
+                await self.live.add_note(note)
+        asked = bounds.TURN_RETRIES + 1
+        return AskEnded("failed", f"turn {turn_number} was asked {asked} times and never parsed: {problem}")
+
+    async def _generate(
+        self, segment_id: str, max_new_tokens: int, constraint: Mapping[str, Any] | None
+    ) -> GenerationDone | Stopped:
+        watch = DegenerationWatch()
+        stop: list[str] = []
+        sink, agent_id = self.env.on_token, self.agent_id
+
+        def on_token(text: str) -> None:
+            if sink is not None:
+                sink(agent_id, text)
+            if not stop:
+                reason = watch.feed(text)
+                if reason is not None:
+                    stop.append(reason)
+                    scope.cancel()  # closes the generation's connection: the pool stops at once
+
+        done: GenerationDone | None = None
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self.env.cancel.is_set():
+                scope.cancel()
+            done = await self.env.pool.generate(
+                self.spec.context_id,
+                max_new_tokens,
+                constraint,
+                append=SegmentAppend(segment_id),
+                on_token=on_token,
+            )
+        self._scope = None
+        if done is None:  # the scope caught its cancel before the done frame
+            if self.env.cancel.is_set() or not stop:
+                raise GenerationCancelled
+            return Stopped("".join(watch.tokens), watch.count, stop[0])
+        self.usage = self.usage.plus(done.prompt_tokens, done.completion_tokens)
+        turn_label = f"turn {segment_id.rsplit('.m', 1)[-1]}"
+        self.live.adopt(
+            ContextSegment(segment_id, "assistant", SegmentKind.ASSISTANT, done.text, label=turn_label)
+        )
+        await self.live.refresh()
+        return done
+
+    def _usage(self, done: GenerationDone) -> ev.Usage:
+        return ev.Usage(
+            prompt_tokens=done.prompt_tokens,
+            completion_tokens=done.completion_tokens,
+            recomputed_from=done.recomputed_from,
+            prefill_ms=done.timings.prefill_ms,
+            decode_ms=done.timings.decode_ms,
+            member=self.spec.member,
+        )
+
+    def _record_attempt(
+        self, turn_number: int, attempt: int, text: str, problem: str, usage: ev.Usage | None
+    ) -> None:
+        self.env.events.record(
+            ev.Message,
+            agent=self.agent_id,
+            role="assistant",
+            turn=turn_number,
+            text=text,
+            attempt=attempt,
+            parse_error=problem,
+            usage=usage,
+        )
+
+    def _record_turn(self, turn_number: int, attempt: int, done: GenerationDone, turn: Turn) -> None:
+        self.live.reserve("c", len(turn.calls))
+        segment = self.live.get(f"{self.agent_id}.m{turn_number}")
+        if segment is not None:
+            self.live.record_segment(segment)
+        verdict = turn.verdict
+        self.env.events.record(
+            ev.Message,
+            agent=self.agent_id,
+            role="assistant",
+            turn=turn_number,
+            text=done.text,
+            segment=segment.id if segment else None,
+            thought=turn.thought,
+            calls=[ev.ToolCall(id=c.id, tool=c.tool, input=dict(c.input)) for c in turn.calls],
+            final=turn.final,
+            verdict=verdict.verdict if verdict else None,
+            reason=verdict.reason if verdict else None,
+            attempt=attempt,
+            usage=self._usage(done),
+        )

@@ -1,0 +1,110 @@
+"""The same call as the previous turn, asked again (aerix's own bound, not the spec's).
+
+A small model that is stuck asks for the same call turn after turn (``read README.md``, forty
+times). Running it again tells it nothing new, so a call with the same tool and input as one of
+the agent's previous turn is not run when nothing could have changed its result since: no call
+that changes things (``write``, ``edit``, ``bash``, ``agent``, a plan write, a context edit) ran
+after it in that turn or before it in this one, and no background job ran or reported meanwhile.
+Its result says so (``unchanged since call c1 …``) and asks for something else. A turn that asks
+for nothing but such calls IDENTICAL_TURNS turns in a row ends the agent ``failed``.
+
+``RepeatWatch`` is pure: the loop tells it each calls turn (and when the world moved under it)
+and it answers which calls are unchanged repeats, and whether the agent should end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from aerix.domain import bounds
+from aerix.domain.turns import ToolCall
+
+#: Tools that only look: running one changes nothing another call could see.
+LOOKING_TOOLS = frozenset({"read", "glob", "grep", "repo_map", "skill", "web_fetch", "web_search"})
+#: The ops of ``plan`` and ``context`` that only look.
+_LOOKING_OPS = {"plan": "read", "context": "status"}
+
+
+def changes_things(call: ToolCall) -> bool:
+    """Whether running ``call`` may change what another call sees (files, processes, the plan,
+    the context)."""
+    if call.tool in LOOKING_TOOLS:
+        return False
+    looking_op = _LOOKING_OPS.get(call.tool)
+    return looking_op is None or call.input.get("op") != looking_op
+
+
+def call_key(call: ToolCall) -> str:
+    """The tool and its input, the same for the same call whatever its id or key order."""
+    return call.tool + " " + json.dumps(call.input, sort_keys=True, ensure_ascii=False)
+
+
+def unchanged_result(tool: str, since: str) -> str:
+    """The result of a call that was not run again."""
+    return (
+        f"unchanged since call {since}: the same {tool} with the same input ran in your previous turn "
+        "and nothing has changed since, so it was not run again (its result is above). "
+        "Do something else: a different call, or your final answer."
+    )
+
+
+@dataclass(frozen=True)
+class RepeatCheck:
+    """What to do with one calls turn."""
+
+    #: Call id -> the id of the earlier call it repeats (the one that ran).
+    unchanged: Mapping[str, str]
+    #: Set when this is the IDENTICAL_TURNS-th turn in a row of nothing but repeats.
+    failure: str | None = None
+
+
+@dataclass
+class RepeatWatch:
+    """The agent's previous calls turn, as far as repeats go."""
+
+    limit: int = bounds.IDENTICAL_TURNS
+    #: Each call of the previous turn that nothing changed after: its key -> the call that ran.
+    _still: dict[str, str] = field(default_factory=dict)
+    #: Turns in a row that were nothing but repeats, counting the turn they repeat.
+    _identical: int = 1
+
+    def reset(self) -> None:
+        """Something changed between turns (a job's report, a hook's message): nothing repeats."""
+        self._still, self._identical = {}, 1
+
+    def check(self, calls: Sequence[ToolCall]) -> RepeatCheck:
+        """Which of this turn's calls repeat the previous turn's unchanged; remembers this turn."""
+        unchanged: dict[str, str] = {}
+        changed = False
+        for call in calls:
+            key = call_key(call)
+            since = None if changed else self._still.get(key)
+            if since is not None:
+                unchanged[call.id] = since
+            elif changes_things(call):
+                changed = True
+        self._identical = self._identical + 1 if calls and len(unchanged) == len(calls) else 1
+        self._still = _still_after(calls, unchanged)
+        failure = None
+        if self._identical >= self.limit:
+            first = calls[0]
+            since = unchanged[first.id]
+            failure = (
+                f"the same call {self._identical} turns in a row, unchanged since call {since}: "
+                f"{call_key(first)}"
+            )
+        return RepeatCheck(unchanged, failure)
+
+
+def _still_after(calls: Sequence[ToolCall], unchanged: Mapping[str, str]) -> dict[str, str]:
+    """The calls of a turn whose results nothing after them in it changed (the last calls after
+    the last call that changes things), each with the call that ran it."""
+    still: dict[str, str] = {}
+    for call in calls:
+        ran = call.id not in unchanged
+        if ran and changes_things(call):
+            still = {}  # what came before may have changed
+        still.setdefault(call_key(call), unchanged.get(call.id, call.id))
+    return still

@@ -1,0 +1,159 @@
+"""Aerix's own bounds for small models, against the real daemon with scripted members: a turn that
+degenerates while it streams is stopped there and asked again shorter, a cut turn's re-ask asks
+for fewer tokens, and a call repeated from the previous turn is not run again (the third such
+turn in a row ends the agent)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from aerix.domain import bounds
+from aerix.domain import events as ev
+from tests.aerix.agent_harness import Make, final, settings_with, turn
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+_STOPPED = re.compile(r"stopped after (\d+) tokens: (.+)")
+
+
+def _prose(words: int, seed: int = 7) -> str:
+    """A long line of words in no repeating order (nothing the repeat watch would catch)."""
+    vocabulary = (
+        "the parser reads each token and keeps a small table of names while the checker walks "
+        "every branch of the tree looking for calls that never return values to callers"
+    ).split()
+    chooser = random.Random(seed)
+    return " ".join(chooser.choice(vocabulary) for _ in range(words))
+
+
+async def test_a_repeating_turn_is_stopped_early_removed_and_asked_again_shorter(make: Make) -> None:
+    degenerate = final("Answer.", "make " * 400)
+    run = await make([degenerate, final("Short now.", "done")])
+    result = await run.run(settings=settings_with(max_new_tokens=512))
+    assert (result.outcome, result.final) == ("done", "done")
+    stopped, kept = run.messages()
+    match = _STOPPED.fullmatch(stopped.parse_error or "")
+    assert match is not None, stopped.parse_error
+    received = int(match.group(1))
+    # Stopped once the run of repeats was long enough, not at the 512 tokens it asked for.
+    assert bounds.DEGENERATE_RUN_MIN_TOKENS <= received < 2 * bounds.DEGENERATE_RUN_MIN_TOKENS
+    assert match.group(2).startswith("the same ") and "repeated" in match.group(2)
+    assert stopped.text.startswith('{"thought": "Answer.", "final": "make make')
+    assert len(stopped.text) < len(degenerate) // 2
+    # The pool sends no done frame for a closed generation: no figures rather than guessed ones.
+    assert (stopped.usage, stopped.segment, stopped.attempt) == (None, None, 0)
+    assert (kept.attempt, kept.segment) == (1, "a1.m1")
+    pool = await run.pool_segments()
+    assert [s["id"] for s in pool] == ["a1.system", "a1.p1", "a1.n1", "a1.m1"]
+    note = pool[2]["text"]
+    assert note.startswith(f"Your last answer was stopped after {received} tokens")
+    assert "at most 256 tokens" in note
+    assert "make make" not in json.dumps(pool)
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_string_that_never_closes_is_stopped(make: Make) -> None:
+    endless = final("Answer.", _prose(700))
+    run = await make([endless, final("Short now.", "done")], ctx=4096)
+    result = await run.run(settings=settings_with(max_new_tokens=1024))
+    assert result.outcome == "done"
+    stopped, _kept = run.messages()
+    line = bounds.OPEN_STRING_LINE_MAX_CHARS
+    match = _STOPPED.fullmatch(stopped.parse_error or "")
+    assert match is not None, stopped.parse_error
+    assert match.group(2) == f"a string ran {line} characters without closing or a line break"
+    final_text = json.loads(endless)["final"]
+    assert len(stopped.text) < len(final_text) and final_text[:line] in stopped.text
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_long_answer_with_line_breaks_is_not_stopped(make: Make) -> None:
+    """A string that keeps breaking its lines is a file being written, not a degenerating turn."""
+    lines = "\n".join(_prose(12, seed) for seed in range(32))
+    assert len(lines) > bounds.OPEN_STRING_LINE_MAX_CHARS
+    run = await make(
+        [turn("Write it.", ("write", {"path": "notes.txt", "content": lines})), final("Ok.", "wrote")],
+        ctx=4096,
+    )
+    result = await run.run(settings=settings_with(max_new_tokens=1024), max_turns=3)
+    assert result.outcome == "done"
+    assert [m.parse_error for m in run.messages()] == [None, None]
+    assert (run.cwd / "notes.txt").read_text() == lines
+
+
+async def test_a_cut_turn_is_asked_again_with_fewer_tokens(make: Make) -> None:
+    rambling = final("Think first.", _prose(300))
+    run = await make([rambling, rambling, final("Short.", "done")])
+    result = await run.run(settings=settings_with(max_new_tokens=128))
+    assert (result.outcome, result.final) == ("done", "done")
+    first, second, kept = run.messages()
+    assert first.parse_error == "cut at max_new_tokens (128) before its JSON closed"
+    assert second.parse_error == "cut at max_new_tokens (64) before its JSON closed"
+    assert [m.usage.completion_tokens for m in (first, second) if m.usage] == [128, 64]
+    notes = [s.text for s in run.of(ev.Segment) if s.label == "note"]
+    assert "at most 64 tokens" in notes[0] and notes[1].startswith(
+        "Your last answer was cut off at 64 tokens"
+    )
+    assert kept.attempt == 2
+
+
+async def test_the_same_call_as_the_previous_turn_is_not_run_again(make: Make) -> None:
+    run = await make(
+        [
+            turn("Look.", ("read", {"path": "a.txt"})),
+            turn("Look again.", ("read", {"path": "a.txt"})),
+            turn("Change it.", ("write", {"path": "a.txt", "content": "two\n"})),
+            turn("Look after the change.", ("read", {"path": "a.txt"})),
+            final("Done.", "a.txt holds two"),
+        ]
+    )
+    (run.cwd / "a.txt").write_text("one\n")
+    result = await run.run()
+    assert result.outcome == "done"
+    results = {m.call: m.text for m in run.messages("tool")}
+    assert results["c1"] == "[read c1]\n1\tone"
+    assert results["c2"].startswith("[read c2]\nunchanged since call c1: the same read with the same input")
+    assert "Do something else" in results["c2"]
+    # After a write, the same read is a new question: it runs.
+    assert results["c4"] == "[read c4]\n1\ttwo"
+    assert result.tool_calls == 3  # c2 was not run
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_third_identical_turn_ends_the_agent_failed(make: Make) -> None:
+    looking = turn("Read the README.", ("read", {"path": "README.md"}))
+    run = await make([looking, looking, looking, final("Never.", "never reached")])
+    (run.cwd / "README.md").write_text("# Demo\n")
+    result = await run.run()
+    reason = 'the same call 3 turns in a row, unchanged since call c1: read {"path": "README.md"}'
+    assert (result.outcome, result.reason, result.turns) == ("failed", reason, bounds.IDENTICAL_TURNS)
+    results = [m.text for m in run.messages("tool")]
+    assert results[0] == "[read c1]\n1\t# Demo"
+    assert [r.split("\n", 1)[1].split(":")[0] for r in results[1:]] == ["unchanged since call c1"] * 2
+    [end] = run.of(ev.AgentEnd)
+    assert (end.outcome, end.reason) == ("failed", reason)
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> None:
+    """``bash`` may change things; nothing in between changed, so the same command is not rerun,
+    but a write before it makes it run again."""
+    count = ("bash", {"command": "wc -l < log.txt"})
+    run = await make(
+        [
+            turn("Count.", count),
+            turn("Count again.", count),
+            turn("Add a line, then count.", ("write", {"path": "log.txt", "content": "a\nb\n"}), count),
+            final("Done.", "two lines"),
+        ]
+    )
+    (run.cwd / "log.txt").write_text("a\n")
+    result = await run.run()
+    assert result.outcome == "done"
+    results = {m.call: m.text for m in run.messages("tool")}
+    assert results["c2"].startswith("[bash c2]\nunchanged since call c1")
+    assert not results["c4"].startswith("[bash c4]\nunchanged") and "2" in results["c4"]

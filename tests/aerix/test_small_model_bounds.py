@@ -1,0 +1,122 @@
+"""The pure rules behind aerix's own bounds for small models: the degeneration watch, the repeat
+watch and the shorter re-ask."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aerix.domain import bounds
+from aerix.domain.compaction import retry_ask
+from aerix.domain.degeneration import DegenerationWatch
+from aerix.domain.repeats import RepeatCheck, RepeatWatch, changes_things
+from aerix.domain.turns import ToolCall
+
+
+def _feed(watch: DegenerationWatch, pieces: list[str]) -> tuple[int, str] | None:
+    """(how many pieces it took, the reason) once the watch stops, else None."""
+    for index, piece in enumerate(pieces, 1):
+        reason = watch.feed(piece)
+        if reason is not None:
+            return index, reason
+    return None
+
+
+def test_one_token_over_and_over_stops_after_the_minimum_run() -> None:
+    stopped = _feed(DegenerationWatch(), ['{"', "final", '":', ' "', *["\\n"] * 200])
+    assert stopped == (4 + bounds.DEGENERATE_RUN_MIN_TOKENS, "the same token repeated 64 times")
+
+
+def test_a_repeating_span_stops_once_it_has_repeated_often_and_long_enough() -> None:
+    span = [" The", " project", " builds", " with", " make", "."]
+    stopped = _feed(DegenerationWatch(), ['"', *span * 30])
+    # The quote, then 64 tokens of the span repeated back to back (ten and a bit times).
+    assert stopped == (1 + bounds.DEGENERATE_RUN_MIN_TOKENS, "the same 6-token span repeated 10 times")
+
+
+def test_a_long_span_needs_its_four_repeats() -> None:
+    span = [f" w{n}" for n in range(30)]
+    stopped = _feed(DegenerationWatch(), [*span * 3, *span[:29]])
+    assert stopped is None  # 119 tokens, but not four repeats of the 30-token span yet
+    assert DegenerationWatch().feed("x") is None
+
+
+def test_varied_text_and_short_repeats_go_on() -> None:
+    words = [f" word{n % 7}{n % 11}" if n % 20 else "\\n" for n in range(500)]
+    assert _feed(DegenerationWatch(), ['"', *words, '"']) is None
+    assert _feed(DegenerationWatch(), ['"', *["-"] * 40, '"', *["="] * 40]) is None
+
+
+def test_a_string_that_never_closes_or_breaks_its_line_stops() -> None:
+    line = bounds.OPEN_STRING_LINE_MAX_CHARS
+    watch = DegenerationWatch(span_max=0)  # only the string rule
+    assert watch.feed('{"final": "' + "a" * (line - 1)) is None
+    assert watch.feed("b") == f"a string ran {line} characters without closing or a line break"
+
+
+def test_line_breaks_and_closing_quotes_reset_the_open_string() -> None:
+    line = bounds.OPEN_STRING_LINE_MAX_CHARS
+    watch = DegenerationWatch(span_max=0)
+    chunk = "x" * (line - 10)
+    assert watch.feed('{"content": "' + chunk + "\\n" + chunk + '", "more": "' + chunk) is None
+    # An escaped quote does not close the string.
+    assert watch.feed('\\" ' + "y" * 20) is not None
+
+
+def test_a_retry_asks_half_but_never_under_the_cut_minimum() -> None:
+    assert [retry_ask(n) for n in (2048, 512, 100, 64)] == [1024, 256, 64, 64]
+    assert bounds.CUT_RETRY_DIVISOR == 2 and bounds.MIN_CUT_TURN_TOKENS == 64
+
+
+def _call(number: int, tool: str, **tool_input: Any) -> ToolCall:
+    return ToolCall(f"c{number}", tool, tool_input)
+
+
+def test_a_call_repeated_from_the_previous_turn_is_unchanged_since_the_one_that_ran() -> None:
+    watch = RepeatWatch()
+    assert watch.check([_call(1, "read", path="a"), _call(2, "grep", pattern="x")]).unchanged == {}
+    second = watch.check([_call(3, "grep", pattern="x"), _call(4, "read", path="b")])
+    assert (second.unchanged, second.failure) == ({"c3": "c2"}, None)
+    # Two turns back does not count: only the previous turn's calls.
+    assert watch.check([_call(5, "read", path="a")]).unchanged == {}
+
+
+def test_the_same_input_in_another_key_order_is_the_same_call() -> None:
+    watch = RepeatWatch()
+    watch.check([ToolCall("c1", "grep", {"pattern": "x", "path": "src"})])
+    assert watch.check([ToolCall("c2", "grep", {"path": "src", "pattern": "x"})]).unchanged == {"c2": "c1"}
+
+
+def test_a_change_after_a_call_or_before_its_repeat_makes_it_a_new_question() -> None:
+    watch = RepeatWatch()
+    watch.check([_call(1, "read", path="a"), _call(2, "edit", path="a", old_string="1", new_string="2")])
+    # The read came before the edit: its result may have changed. The edit itself repeats.
+    assert watch.check([_call(3, "read", path="a")]).unchanged == {}
+    again = watch.check([_call(4, "write", path="b", content=""), _call(5, "read", path="a")])
+    assert again.unchanged == {}  # the write ran first in this turn
+    assert watch.check([_call(6, "read", path="a"), _call(7, "write", path="b", content="")]).unchanged == {
+        "c6": "c5",
+        "c7": "c4",
+    }
+
+
+def test_the_third_identical_turn_in_a_row_fails_and_a_reset_forgets() -> None:
+    watch = RepeatWatch()
+    looking = [_call(1, "read", path="README.md")]
+    assert watch.check(looking).failure is None
+    assert watch.check([_call(2, "read", path="README.md")]).failure is None
+    third = watch.check([_call(3, "read", path="README.md")])
+    assert third.unchanged == {"c3": "c1"}
+    assert (
+        third.failure == 'the same call 3 turns in a row, unchanged since call c1: read {"path": "README.md"}'
+    )
+    watch.reset()  # say a background job reported: the same read is worth running again
+    assert watch.check([_call(4, "read", path="README.md")]) == RepeatCheck({})
+
+
+def test_only_looking_calls_change_nothing() -> None:
+    assert not changes_things(_call(1, "read", path="a"))
+    assert not changes_things(_call(1, "plan", op="read"))
+    assert not changes_things(_call(1, "context", op="status"))
+    assert changes_things(_call(1, "plan", op="write", text="x"))
+    assert changes_things(_call(1, "context", op="drop", ids=["a1.c1"]))
+    assert all(changes_things(_call(1, tool)) for tool in ("bash", "write", "edit", "agent"))
