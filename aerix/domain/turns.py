@@ -142,18 +142,26 @@ def turn_schema(callable_tools: Sequence[ToolSpec], *, verifier: bool = False) -
 
 # --- The # Turns section --------------------------------------------------------------------
 
+# The examples are placeholders a model cannot pass off as an answer: a small model copies the
+# example it was shown, and a plausible one ("The project builds with `make`; I read README.md
+# to check.") came back as the answer to requests it had nothing to do with. Under the JSON
+# constraint "<tool name>" cannot be a tool and "<pass or fail>" cannot be a verdict; a final
+# that only echoes its placeholder does not parse (``ECHOED_PLACEHOLDER``).
+#: The final's placeholder in the # Turns section.
+FINAL_PLACEHOLDER = "<what you did and what you checked>"
+#: The verdict reason's placeholder.
+REASON_PLACEHOLDER = "<the checks you ran and what they showed>"
 _CALL_EXAMPLE = {
-    "thought": "I should read the README before answering.",
-    "calls": [{"tool": "read", "input": {"path": "README.md"}}],
+    "thought": "<why these calls>",
+    "calls": [{"tool": "<tool name>", "input": {"<field>": "<value>"}}],
 }
-_FINAL_EXAMPLE = {
-    "thought": "The README names the build command.",
-    "final": "The project builds with `make`; I read README.md to check.",
-}
+_FINAL_EXAMPLE = {"thought": "<why you are done>", "final": FINAL_PLACEHOLDER}
 _VERDICT_EXAMPLE = {
-    "thought": "The check passes.",
-    "final": {"verdict": "pass", "reason": "`make test` ran and all tests passed."},
+    "thought": "<what you found>",
+    "final": {"verdict": "<pass or fail>", "reason": REASON_PLACEHOLDER},
 }
+_PLACEHOLDERS = frozenset({FINAL_PLACEHOLDER, REASON_PLACEHOLDER})
+ECHOED_PLACEHOLDER = "the final only repeats the example's placeholder; write your own answer"
 
 
 def render_turns_section() -> str:
@@ -174,6 +182,7 @@ def render_turns_section() -> str:
             "  listed for its tool under # Tools.",
             "- Each result comes back as a user message headed with the tool and the call's id, such as",
             '  [read c1]. A result starting with "error:" means the call failed; adjust and go on.',
+            "- Words in <angle brackets> are placeholders: write your own in their place.",
             "- final: ends your work. Say what you did and what you checked.",
             "- A verifier's final is a verdict instead of text:",
             "  " + dumps_compact(_VERDICT_EXAMPLE),
@@ -239,12 +248,16 @@ def _json_object(text: str, verifier: bool) -> dict[str, Any]:
 def _final_turn(thought: str, final: Any, verifier: bool) -> Turn:
     if not verifier:
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
+        if text.strip() in _PLACEHOLDERS:
+            raise TurnParseError(ECHOED_PLACEHOLDER)
         return Turn(thought=thought, final=text)
     if not isinstance(final, dict) or final.get("verdict") not in VERDICTS:
         raise TurnParseError(
             'a verifier\'s "final" must be {"verdict": "pass"|"fail", "reason": ...}', verifier=True
         )
     reason = final.get("reason", "")
+    if isinstance(reason, str) and reason.strip() in _PLACEHOLDERS:
+        raise TurnParseError(ECHOED_PLACEHOLDER, verifier=True)
     return Turn(
         thought=thought, verdict=Verdict(final["verdict"], reason if isinstance(reason, str) else str(reason))
     )

@@ -13,6 +13,7 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
+from aerix.domain.turns import ECHOED_PLACEHOLDER, FINAL_PLACEHOLDER
 from tests.aerix.agent_harness import Make, final, settings_with, turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -20,12 +21,15 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 _STOPPED = re.compile(r"stopped after (\d+) tokens: (.+)")
 
 
+_SENTENCE = (
+    "the parser reads each token and keeps a small table of names while the checker walks every "
+    "branch of the tree looking for calls that never return values to callers"
+)
+
+
 def _prose(words: int, seed: int = 7) -> str:
     """A long line of words in no repeating order (nothing the repeat watch would catch)."""
-    vocabulary = (
-        "the parser reads each token and keeps a small table of names while the checker walks "
-        "every branch of the tree looking for calls that never return values to callers"
-    ).split()
+    vocabulary = _SENTENCE.split(" ")
     chooser = random.Random(seed)
     return " ".join(chooser.choice(vocabulary) for _ in range(words))
 
@@ -157,3 +161,11 @@ async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> No
     results = {m.call: m.text for m in run.messages("tool")}
     assert results["c2"].startswith("[bash c2]\nunchanged since call c1")
     assert not results["c4"].startswith("[bash c4]\nunchanged") and "2" in results["c4"]
+
+
+async def test_a_final_that_echoes_the_examples_placeholder_is_asked_again(make: Make) -> None:
+    run = await make([final("<why you are done>", FINAL_PLACEHOLDER), final("Read it.", "a.txt is empty")])
+    result = await run.run()
+    assert (result.outcome, result.final) == ("done", "a.txt is empty")
+    echoed, kept = run.messages()
+    assert (echoed.parse_error, echoed.final, kept.attempt) == (ECHOED_PLACEHOLDER, None, 1)

@@ -18,7 +18,13 @@ from aerix.domain.tools import (
     VERIFIER_TOOLS,
     render_tool_descriptions,
 )
-from aerix.domain.turns import TurnParseError, parse_turn, render_turns_section, turn_schema
+from aerix.domain.turns import (
+    ECHOED_PLACEHOLDER,
+    TurnParseError,
+    parse_turn,
+    render_turns_section,
+    turn_schema,
+)
 
 PLANNER = [TOOLS_BY_NAME[name] for name in DEFAULT_PLANNER_TOOLS]
 VERIFIER = [TOOLS_BY_NAME[name] for name in VERIFIER_TOOLS]
@@ -43,14 +49,44 @@ def test_schema_compiles_in_llguidance(tools: list, verifier: bool) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
 
 
-def test_the_examples_shown_to_the_model_are_valid_turns() -> None:
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in (*_strings(key), *_strings(item))]
+    return [s for item in value for s in _strings(item)] if isinstance(value, list) else []
+
+
+def test_the_examples_shown_to_the_model_are_placeholders_it_cannot_pass_off_as_answers() -> None:
+    """A small model echoes its example: "The project builds with `make`; I read README.md to
+    check." came back as the answer to five different requests."""
     section = render_turns_section()
     examples = [line.strip() for line in section.splitlines() if line.strip().startswith("{")]
     assert len(examples) == 3
-    assert accepts(turn_schema(TOOLS), examples[0]) and accepts(turn_schema(TOOLS), examples[1])
-    assert accepts(turn_schema(VERIFIER, verifier=True), examples[2])
-    for example in examples[:2]:
-        jsonschema.validate(json.loads(example), turn_schema(TOOLS))
+    call, final, verdict = (json.loads(example) for example in examples)
+    assert (set(call), set(final), set(verdict)) == (
+        {"thought", "calls"},
+        {"thought", "final"},
+        {"thought", "final"},
+    )
+    values = [
+        s for s in _strings([call, final, verdict]) if s not in ("thought", "calls", "final", "tool", "input")
+    ]
+    assert values and all(
+        s.startswith("<") and s.endswith(">") for s in values if s not in ("verdict", "reason")
+    )
+    # Under the constraint the call's tool and the verdict cannot be written as shown …
+    assert not accepts(turn_schema(TOOLS), examples[0])
+    assert not accepts(turn_schema(VERIFIER, verifier=True), examples[2])
+    # … and a final (or a verdict's reason) that only echoes its placeholder does not parse.
+    assert accepts(turn_schema(TOOLS), examples[1])
+    with pytest.raises(TurnParseError, match="only repeats the example's placeholder") as raised:
+        parse_turn(examples[1], TOOLS)
+    assert raised.value.problem == ECHOED_PLACEHOLDER
+    echoed = json.dumps({"thought": "ok", "final": {"verdict": "pass", "reason": verdict["final"]["reason"]}})
+    with pytest.raises(TurnParseError, match="placeholder"):
+        parse_turn(echoed, VERIFIER, verifier=True)
+    assert parse_turn('{"thought": "ok", "final": "I read <a.txt>."}', TOOLS).final == "I read <a.txt>."
 
 
 def test_schema_refuses_what_the_spec_refuses() -> None:
