@@ -1,16 +1,23 @@
 """The headless output formats, shaped the way Claude Code's ``-p`` users expect.
 
 - ``text``: the final answer on stdout, then the diff of what the request changed (with
-  ``untracked: <path>`` lines), in git's colours when stdout is a terminal. Notes and the
-  one-line banner go to stderr.
+  ``untracked: <path>`` lines) in git's colours when stdout is a terminal, or ``no files
+  changed`` when it changed none (as git says "nothing to commit"). Notes, the one-line banner
+  and the outcome line go to stderr.
 - ``json``: one object at the end: ``type: "result"``, ``subtype``, ``is_error``, ``result``,
   ``session_id``, ``num_turns``, ``duration_ms``, ``usage``, and aerix's own ``outcome``,
-  ``reason``, ``route``, ``exit_code``, ``model`` and ``diff``.
+  ``reason``, ``route``, ``exit_code``, ``model``, ``files_changed``, ``pieces``,
+  ``outcome_line`` and ``diff``. A request that did not end ``done`` also prints its outcome
+  line on stderr, in every format.
 - ``stream-json``: one JSON object a line as things happen: ``system``/``init`` when the session
   starts (with what startup found: tools, skills, agents, plugins, hooks, instruction files),
   ``assistant`` for each turn (thinking, text and ``tool_use`` blocks), ``user`` for each tool
   result, ``system`` with the event's type for every other session event, and the same
   ``result`` object as ``json`` last.
+
+The outcome line says what happened, so a ``done`` that did nothing shows as such:
+``done · route answer · 1 turn · no pieces · no files changed``, or
+``failed: <reason> · route edit · 4 turns · pieces a1.c2 done, a1.c5 failed · 2 files changed``.
 
 Exit codes: 0 done, 1 failed (or an error before the request could run), 2 budget, 3 killed,
 130 cancelled (Ctrl-C), 141 the output was closed (a broken pipe); a refused command line is
@@ -52,6 +59,8 @@ RESULT_SUBTYPES: Final = {
     "cancelled": "error_during_execution",
 }
 _RETRY_OR_VERIFY = re.compile(r"\.[rv]\d+$")
+#: The end of a request's text output when it changed no file (git's "nothing to commit").
+NO_FILES_CHANGED: Final = "no files changed"
 
 
 class StatusLine(Protocol):
@@ -114,6 +123,8 @@ class HeadlessOutput(RequestObserver):
             self.status = None
         for line in result.notes:
             self.note(line)
+        if self.format == "text" or result.outcome != "done":
+            self.note(f"{outcome_line(result)} (session {result.session_id})")
         if self.format == "text":
             self._text(result)
         else:
@@ -121,14 +132,15 @@ class HeadlessOutput(RequestObserver):
         return result.exit_code
 
     def _text(self, result: RequestResult) -> None:
-        if result.outcome != "done":
-            self.note(f"{result.outcome}: {result.reason or 'no reason given'} (session {result.session_id})")
         text = result.result.rstrip("\n") + "\n" if result.result else ""
         diff = result.diff.render()
         self._write(self.out, text)
-        if diff:
+        if text:
             self._write(self.out, "\n")
+        if diff:
             self._diff(result.diff, diff)
+        else:
+            self._write(self.out, NO_FILES_CHANGED + "\n")
 
     def _diff(self, diff: RequestDiff, plain: str) -> None:
         """On a terminal in git's colours (rich follows NO_COLOR and TERM=dumb); anywhere else
@@ -183,6 +195,30 @@ def banner(start: ev.SessionStart) -> str:
     return f"aerix {start.aerix_version} · {start.model}{window} · session {start.session} ({state})"
 
 
+def changed_phrase(diff: RequestDiff) -> str:
+    """``no files changed``, ``1 file changed``, ``3 files changed`` (outside git: touched)."""
+    if diff.files == 0:
+        return NO_FILES_CHANGED
+    verb = "changed" if diff.in_git else "touched"
+    return f"{diff.files} file {verb}" if diff.files == 1 else f"{diff.files} files {verb}"
+
+
+def outcome_line(result: RequestResult) -> str:
+    """What the request did, in one line: the outcome (and why, unless done), the route, the
+    root's turns, its pieces with their outcomes, and how many files changed."""
+    head = (
+        result.outcome
+        if result.outcome == "done"
+        else f"{result.outcome}: {result.reason or 'no reason given'}"
+    )
+    turns = f"{result.turns} turn" if result.turns == 1 else f"{result.turns} turns"
+    pieces = "no pieces"
+    if result.pieces:
+        pieces = "pieces " + ", ".join(f"{piece.id} {piece.outcome or 'not run'}" for piece in result.pieces)
+    route = f"route {result.route}" if result.route else "not routed"
+    return " · ".join([head, route, turns, pieces, changed_phrase(result.diff)])
+
+
 def result_object(result: RequestResult) -> dict[str, Any]:
     """The ``json`` format's object, and ``stream-json``'s last line."""
     diff = result.diff
@@ -206,6 +242,9 @@ def result_object(result: RequestResult) -> dict[str, Any]:
         "model": result.model,
         "request": result.request,
         "resumed": result.resumed,
+        "files_changed": diff.files,
+        "pieces": [{"id": piece.id, "outcome": piece.outcome} for piece in result.pieces],
+        "outcome_line": outcome_line(result),
         "diff": {
             "text": diff.text,
             "added": diff.added,

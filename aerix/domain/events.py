@@ -175,6 +175,9 @@ class Message(EventBase):
     tool: str | None = None
     is_error: bool = False
     spool: str | None = Field(default=None, description="Spool file holding the untruncated result.")
+    outcome: AgentOutcome | None = Field(
+        default=None, description="An agent call's result: the outcome of the piece it ran (null: none ran)."
+    )
 
 
 class ContextOp(EventBase):

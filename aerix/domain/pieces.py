@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, cast, get_args
 
 #: A definition's ``model`` values that are Claude Code's own names, not models a pool can
 #: load: an agent definition written for Claude Code runs on the caller's member.
@@ -92,3 +92,16 @@ class PieceResult:
             },
             ensure_ascii=False,
         )
+
+
+def piece_outcome(result: str) -> PieceOutcome | None:
+    """The outcome an ``agent`` call's result names (``PieceResult.text``, perhaps followed by a
+    hook's feedback); None when the call ran no piece (an ``error:`` or ``refused:`` result)."""
+    if not result.startswith("{"):
+        return None
+    try:
+        value, _end = json.JSONDecoder().raw_decode(result)
+    except json.JSONDecodeError:
+        return None
+    outcome = value.get("outcome") if isinstance(value, dict) else None
+    return cast(PieceOutcome, outcome) if outcome in get_args(PieceOutcome) else None

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.output import HeadlessOutput, result_object, stream_lines
-from aerix.app.ports import RequestResult, RequestUsage
+from aerix.adapters.output import HeadlessOutput, outcome_line, result_object, stream_lines
+from aerix.app.ports import RequestPiece, RequestResult, RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.diffs import FileStat, RequestDiff
 
@@ -52,20 +52,39 @@ def test_text_is_the_answer_a_blank_line_and_the_diff() -> None:
         "Added two.\n\ndiff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n one\n+two\n"
         "untracked: new.py\n"
     )
-    assert (err, code) == ("", 0)
+    assert (err, code) == (
+        "aerix: done · route edit · 2 turns · no pieces · 2 files changed (session s1)\n",
+        0,
+    )
 
 
-def test_text_without_changes_is_the_answer_alone_and_a_budget_says_why_on_stderr() -> None:
+def test_a_request_that_changed_nothing_says_so_and_a_budget_says_why_on_stderr() -> None:
     budget = dataclasses.replace(
         result(), outcome="budget", exit_code=2, reason="out of turns (1)", diff=RequestDiff()
     )
     out, err, code = render("text", budget)
-    assert out == "Added two.\n"
-    assert err == "aerix: budget: out of turns (1) (session s1)\n" and code == 2
+    assert out == "Added two.\n\nno files changed\n"
+    line = "budget: out of turns (1) · route edit · 2 turns · no pieces · no files changed"
+    assert err == f"aerix: {line} (session s1)\n"
+    assert code == 2
+    silent = dataclasses.replace(result(), result="", diff=RequestDiff())
+    assert render("text", silent)[0] == "no files changed\n"
+
+
+def test_the_outcome_line_names_the_pieces_and_their_outcomes() -> None:
+    pieces = (RequestPiece("a1.c2", "done"), RequestPiece("a1.c4", "failed"), RequestPiece("a1.c5", None))
+    one_file = RequestDiff(stats=(FileStat("a.txt", 1, 0),))
+    value = dataclasses.replace(result(), turns=1, pieces=pieces, diff=one_file)
+    line = "done · route edit · 1 turn · pieces a1.c2 done, a1.c4 failed, a1.c5 not run · 1 file changed"
+    assert outcome_line(value) == line
+    outside_git = RequestDiff(touched=("a.txt", "b.txt"), in_git=False)
+    assert outcome_line(dataclasses.replace(value, diff=outside_git)).endswith(" · 2 files touched")
+    unrouted = dataclasses.replace(value, route=None, outcome="failed", reason=None, turns=0)
+    assert outcome_line(unrouted).startswith("failed: no reason given · not routed · 0 turns · ")
 
 
 def test_json_is_one_object_with_claude_codes_keys_first() -> None:
-    out, _, code = render("json", result("budget", 2))
+    out, err, code = render("json", result("budget", 2))
     value = json.loads(out)
     assert out.count("\n") == 1 and code == 2
     claude_keys = ["type", "subtype", "is_error", "result", "session_id", "num_turns", "duration_ms", "usage"]
@@ -74,7 +93,29 @@ def test_json_is_one_object_with_claude_codes_keys_first() -> None:
     assert value["usage"] == {"input_tokens": 900, "output_tokens": 40, "generations": 2}
     assert value["diff"]["numstat"] == [{"path": "a.txt", "added": 1, "removed": 0}]
     assert (value["diff"]["files"], value["diff"]["untracked"]) == (2, ["new.py"])
+    assert (value["files_changed"], value["pieces"]) == (2, [])
+    assert (
+        value["outcome_line"]
+        == "budget: no reason given · route edit · 2 turns · no pieces · 2 files changed"
+    )
+    # A failure's one line reaches stderr in json too, as it does in text.
+    assert err == f"aerix: {value['outcome_line']} (session s1)\n"
     assert result_object(result())["subtype"] == "success"
+
+
+def test_json_and_stream_json_keep_stderr_quiet_when_done_and_carry_no_files_changed() -> None:
+    pieces = (RequestPiece("a1.c1", "done"),)
+    nothing = dataclasses.replace(result(), diff=RequestDiff(), pieces=pieces)
+    for fmt in ("json", "stream-json"):
+        out, err, code = render(fmt, nothing)
+        value = json.loads(out)
+        assert (err, code) == ("", 0)
+        assert (value["files_changed"], value["pieces"]) == (0, [{"id": "a1.c1", "outcome": "done"}])
+        assert value["outcome_line"] == "done · route edit · 2 turns · pieces a1.c1 done · no files changed"
+    failed = dataclasses.replace(nothing, outcome="failed", exit_code=1, reason="the pool went away")
+    _, err, code = render("stream-json", failed)
+    assert err.startswith("aerix: failed: the pool went away · route edit") and err.count("\n") == 1
+    assert code == 1
 
 
 def test_stream_json_lines_shape_turns_like_claude_code() -> None:

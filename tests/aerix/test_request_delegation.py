@@ -118,9 +118,14 @@ def test_an_edit_request_delegates_and_its_output_includes_the_piece(
     ]
     assert piece["tool_use_id"] == "a1.c1"
     assert json.loads(piece["content"].split("\n", 1)[1])["outcome"] == "done"
+    # The result names the piece and how it ended, and so does its outcome line.
+    assert (result["pieces"], result["files_changed"]) == ([{"id": "a1.c1", "outcome": "done"}], 1)
+    assert result["outcome_line"] == "done · route edit · 2 turns · pieces a1.c1 done · 1 file changed"
 
     session = result["session_id"]
     events = session_events(world, session)
+    [agent_result] = [e for e in by_type(events, "message") if e.get("tool") == "agent"]
+    assert (agent_result["agent"], agent_result["call"], agent_result["outcome"]) == ("a1", "c1", "done")
     system = next(e for e in by_type(events, "segment") if e["kind"] == "system")
     assert "# Agent definitions" in system["text"] and "- tidy: Tidies files" in system["text"]
     # Every segment and message names its agent.

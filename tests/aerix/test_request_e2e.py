@@ -285,12 +285,35 @@ def test_on_a_terminal_the_diff_is_in_git_s_colours(world: World, scripted: tupl
     assert f"{cyan}@@ -1 +1,2 @@{reset}\n one\n{green}+two{reset}\n" in out, out
 
 
+def test_a_request_that_changed_no_file_says_so(world: World, scripted: tuple[Path, Path]) -> None:
+    """A ``done`` that did nothing is visible: text ends ``no files changed`` and the outcome
+    line on stderr names the route, the turns and the pieces (none)."""
+    proj, socket = scripted
+    read_turn = json.dumps({"thought": "Look.", "calls": [{"tool": "read", "input": {"path": "a.txt"}}]})
+    answer = json.dumps({"thought": "Read it.", "final": "a.txt holds one."})
+    start_scripted_pool(world, socket, ["answer", read_turn, answer, "answer", answer])
+    done = aerix(world, proj, "-p", "add a --verbose flag")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "a.txt holds one.\n\nno files changed\n"
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("aerix: done")]
+    assert line.startswith("aerix: done · route answer · 2 turns · no pieces · no files changed (session ")
+    done = aerix(world, proj, "-p", "add a --verbose flag", "--output-format", "json")
+    result = json.loads(done.stdout)
+    assert (result["outcome"], result["files_changed"], result["pieces"]) == ("done", 0, [])
+    assert result["outcome_line"] == "done · route answer · 1 turn · no pieces · no files changed"
+    assert "aerix: done" not in done.stderr  # json that ended done keeps stderr to the banner
+
+
 def test_out_of_turns_is_budget_with_exit_2(world: World, scripted: tuple[Path, Path]) -> None:
     proj, socket = scripted
     start_scripted_pool(world, socket, ["investigate", WRITE_TURN, WRITE_TURN])
     done = aerix(world, proj, "-p", "write hello.txt", "--max-turns", "1", "--output-format", "json")
     result = json.loads(done.stdout)
     assert done.returncode == 2
+    # The failure's one line is on stderr in json too (docs/commands.md promises it).
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("aerix: budget")]
+    assert line.startswith("aerix: budget: the turn budget ran out (1 turns) · route investigate · 1 turn · ")
+    assert result["outcome_line"] in line
     assert (result["outcome"], result["subtype"], result["exit_code"]) == ("budget", "error_max_turns", 2)
     assert result["route"] == "investigate" and result["diff"]["untracked"] == ["hello.txt"]
     [end] = by_type(session_events(world, result["session_id"]), "session.end")

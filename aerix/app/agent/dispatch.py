@@ -49,6 +49,7 @@ from aerix.domain import events as ev
 from aerix.domain.claude_tools import tool_name_aliases
 from aerix.domain.hook_answers import HookVerdict
 from aerix.domain.hook_payloads import tool_error, tool_fields, tool_response, updated_input
+from aerix.domain.pieces import piece_outcome
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ToolCaps
 from aerix.domain.turns import ToolCall, Turn
@@ -231,8 +232,9 @@ class Dispatcher:
         header = f"[{result.tool} {result.call_id}]"
         segment_id = f"{self.agent_id}.{result.call_id}"
         output = ToolOutput(result.text, self.caps.cap_for(result.tool), self.spool, segment_id)
+        outcome = piece_outcome(result.text) if result.tool == "agent" else None
         await self._append_output(
-            output, segment_id, header, result.tool, result.call_id, turn_number, result.is_error
+            output, segment_id, header, result.tool, result.call_id, turn_number, result.is_error, outcome
         )
 
     async def append_jobs(self, reports: Sequence[JobReportLike], turn_number: int) -> None:
@@ -271,6 +273,7 @@ class Dispatcher:
         call_id: str | None,
         turn_number: int,
         is_error: bool,
+        piece: ev.AgentOutcome | None = None,
     ) -> None:
         target = _ResultTarget(self.live, self.prompts, segment_id, header, tool, call_id)
         outcome = await append_result(target, output)
@@ -292,6 +295,7 @@ class Dispatcher:
             tool=tool,
             is_error=is_error,
             spool=str(output.spool_path) if output.spool_path else None,
+            outcome=piece,
         )
 
 

@@ -15,8 +15,8 @@ test them. Nothing from a third-party library appears in a port's signature.
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
     diffs     DiffSource, DiffFigures
     hooks     HookRunner, HookRunnerFactory, TranscriptSync
-    request   RequestObserver, RequestResult, RequestUsage; RequestControls, CancelSignal,
-              PlanGate, PlanReview (how the screen steers a running request)
+    request   RequestObserver, RequestPiece, RequestResult, RequestUsage; RequestControls,
+              CancelSignal, PlanGate, PlanReview (how the screen steers a running request)
     screen    ConversationScreen, Opening, StartupNote, Prompt, Command, the live figures'
               shapes (StatusView, StatusFactory …)
     profiles  ProfileStore, ProfileRepository, ProfileCommit, TextEditor, Edited, and what the
@@ -72,6 +72,7 @@ from aerix.app.ports.request import (
     PlanReview,
     RequestControls,
     RequestObserver,
+    RequestPiece,
     RequestResult,
     RequestUsage,
 )
@@ -164,6 +165,7 @@ __all__ = [
     "ReplaceOutcome",
     "RequestControls",
     "RequestObserver",
+    "RequestPiece",
     "RequestResult",
     "RequestUsage",
     "ResultTarget",

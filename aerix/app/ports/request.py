@@ -42,6 +42,14 @@ class RequestUsage:
 
 
 @dataclass(frozen=True)
+class RequestPiece:
+    """One of the root's ``agent`` calls: the piece it ran and how that ended."""
+
+    id: str  # "a1.c3"
+    outcome: str | None  # done | failed | killed | budget; None: no piece ran (an error, a refusal)
+
+
+@dataclass(frozen=True)
 class RequestResult:
     """What a request ended with: everything the output formats print."""
 
@@ -60,6 +68,8 @@ class RequestResult:
     model: str | None = None
     log: Path | None = None
     notes: tuple[str, ...] = ()
+    #: The root's pieces, in call order.
+    pieces: tuple[RequestPiece, ...] = ()
 
 
 # ---- steering a running request (the screen; ``-p`` uses none of it) -------------------------

@@ -7,21 +7,24 @@ from pathlib import Path
 from typing import Any
 
 from aerix.app.hooks.transcript import TranscriptFollower
-from aerix.app.ports import RequestObserver, RequestUsage
+from aerix.app.ports import RequestObserver, RequestPiece, RequestUsage
 from aerix.app.ports.sessions import E
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain import events as ev
+from aerix.domain.segments import ROOT_AGENT
 
 
 class RequestRecorder:
     """Records the request's events through its session writer (an ``EventRecorder``): every
     event goes on to the observer, and the recorder keeps the request's usage totals and the
-    paths its write/edit calls touched. It is the request's spool too (the writer's)."""
+    paths its write/edit calls touched, and the root's pieces with their outcomes. It is the
+    request's spool too (the writer's)."""
 
     def __init__(self, writer: SessionWriter, observer: RequestObserver) -> None:
         self.writer = writer
         self.observer = observer
         self.touched: list[str] = []
+        self.pieces: list[RequestPiece] = []
         self.prompt_tokens = self.completion_tokens = self.generations = 0
         #: Keeps the Claude Code transcript up to date for hooks (set when the request has hooks).
         self.transcript: TranscriptFollower | None = None
@@ -44,6 +47,8 @@ class RequestRecorder:
         return self.writer.write_spool(name, text)
 
     def _message(self, record: ev.Message) -> None:
+        if record.role == "tool" and record.tool == "agent" and record.agent == ROOT_AGENT:
+            self.pieces.append(RequestPiece(f"{record.agent}.{record.call}", record.outcome))
         if record.usage is not None:
             self.prompt_tokens += record.usage.prompt_tokens
             self.completion_tokens += record.usage.completion_tokens

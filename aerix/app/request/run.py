@@ -416,6 +416,7 @@ class _Request:
             model=self.members.main.model,
             log=tap.writer.log_path,
             notes=(*ended.notes, *diff.notes),
+            pieces=tuple(tap.pieces),
         )
 
 
