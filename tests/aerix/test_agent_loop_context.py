@@ -5,7 +5,6 @@ hold exactly what the pool holds."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,59 +15,21 @@ from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget
 from tests.aerix.agent_harness import (
     SYSTEM_TEXT,
-    AgentRun,
+    Make,
     OpeningSegment,
     final,
-    load_member,
-    new_writer,
     opening,
     settings_with,
     turn,
-    unload_member,
 )
-from tests.caldrix.pool_harness import PoolProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-Make = Callable[..., Awaitable[AgentRun]]
-
-
-@pytest.fixture
-async def make(pool_process: PoolProcess, pool: CaldrixPool, tmp_path: Path) -> AsyncIterator[Make]:
-    loaded: list[str] = []
-    writers = []
-    work = tmp_path / "work"
-    work.mkdir()
-
-    async def build(
-        completions: Sequence[str],
-        *,
-        ctx: int = 2048,
-        segments: Sequence[OpeningSegment] | None = None,
-    ) -> AgentRun:
-        name, window = await load_member(pool, tmp_path, completions, ctx=ctx)
-        loaded.append(name)
-        writer = new_writer(tmp_path, work)
-        writers.append(writer)
-        run = AgentRun(pool, pool_process.socket_path, name, window, writer, work)
-        await run.start(segments if segments is not None else opening("Do the task."))
-        return run
-
-    yield build
-    for writer in writers:
-        writer.close()
-    for name in loaded:
-        await unload_member(pool_process.socket_path, name)
 
 
 def _write_lines(path: Path, lines: int, words: str = "alpha beta gamma delta epsilon") -> str:
     text = "".join(f"{words} {n}\n" for n in range(lines))
     path.write_text(text)
     return text
-
-
-def _tool_messages(run: AgentRun) -> list[ev.Message]:
-    return [m for m in run.of(ev.Message) if m.role == "tool"]
 
 
 async def test_compaction_replaces_the_oldest_tool_results_with_markers(make: Make) -> None:
@@ -109,7 +70,7 @@ async def test_a_result_over_its_tool_cap_is_cut_and_spooled_whole(make: Make) -
     run = await make([turn("Read it.", ("read", {"path": "big.txt"})), final("Read.", "cut")])
     _write_lines(run.cwd / "big.txt", 80)
     await run.run(settings=settings_with(read=400))
-    [message] = _tool_messages(run)
+    [message] = run.messages("tool")
     assert message.spool is not None
     spooled = Path(message.spool).read_text()
     assert spooled.startswith(" 1\talpha beta gamma delta epsilon 0\n") and spooled.endswith("epsilon 79")
@@ -129,7 +90,7 @@ async def test_a_result_is_fitted_to_the_room_the_window_leaves(make: Make) -> N
     budget = ContextBudget.from_settings(run.window, settings.context)
     result = await run.run(settings=settings)
     assert result.outcome == "done"
-    [message] = _tool_messages(run)
+    [message] = run.messages("tool")
     assert message.spool is not None and "[truncated: " in message.text
     result_segment = next(s for s in run.of(ev.Segment) if s.id == "a1.c1")
     assert result_segment.tokens is not None and result_segment.tokens < budget.window - budget.ask
@@ -215,7 +176,7 @@ async def test_the_context_tool_notes_pins_summarizes_and_drops(make: Make) -> N
     ]
     assert ops[3].refused == "drop refuses the system, instructions and scratchpad segments (a1.system)"
     assert ops[4].segment == "a1.m1" and ops[4].tokens
-    results = {m.call: m.text for m in _tool_messages(run)}
+    results = {m.call: m.text for m in run.messages("tool")}
     assert results["c4"].startswith("[context c4]\ncontext: ")
     assert "a1.c1  glob c1" in results["c4"] and ", pinned" in results["c4"]
     assert results["c5"].startswith("[context c5]\nerror: drop refuses")
@@ -238,7 +199,7 @@ async def test_the_plan_tool_reads_and_writes_with_a_plan_event(make: Make) -> N
     result = await run.run()
     assert result.plan == "1. look\n2. fix"
     assert [p.text for p in run.of(ev.Plan)] == ["1. look\n2. fix"]
-    texts = [m.text.split("\n", 1)[1] for m in _tool_messages(run)]
+    texts = [m.text.split("\n", 1)[1] for m in run.messages("tool")]
     assert texts == [
         "(no plan yet; write one with op write)",
         "plan saved (2 lines)",
@@ -258,4 +219,4 @@ async def test_a_resumed_context_continues_its_turn_and_call_numbers(make: Make)
     await run.run()
     assistant = [m for m in run.of(ev.Message) if m.role == "assistant"]
     assert [(m.turn, m.segment) for m in assistant] == [(4, "a1.m4"), (5, "a1.m5")]
-    assert [m.call for m in _tool_messages(run)] == ["c6"]
+    assert [m.call for m in run.messages("tool")] == ["c6"]
