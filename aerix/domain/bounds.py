@@ -37,6 +37,8 @@ OPEN_STRING_LINE_MAX_CHARS: Final = 2000
 #: The same call with the same input as the agent's previous turn is not run again; the turn
 #: that asks for nothing but such calls this many turns in a row ends the agent ``failed``.
 IDENTICAL_TURNS: Final = 3
+#: The repeated call that ended an agent is named in its reason cut to this many characters.
+REPEATED_CALL_SHOWN_CHARS: Final = 120
 
 # --- Context management ---------------------------------------------------------------------
 #: Hard-limit hits before an agent is killed with "context floor: no room …".

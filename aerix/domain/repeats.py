@@ -93,9 +93,16 @@ class RepeatWatch:
             since = unchanged[first.id]
             failure = (
                 f"the same call {self._identical} turns in a row, unchanged since call {since}: "
-                f"{call_key(first)}"
+                f"{_shortened(call_key(first))}"
             )
         return RepeatCheck(unchanged, failure)
+
+
+def _shortened(text: str) -> str:
+    """The call as a reason names it: one line, its input cut (a write's content can be long)."""
+    line = " ".join(text.split())
+    limit = bounds.REPEATED_CALL_SHOWN_CHARS
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _still_after(calls: Sequence[ToolCall], unchanged: Mapping[str, str]) -> dict[str, str]:

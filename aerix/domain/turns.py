@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -160,7 +161,9 @@ _VERDICT_EXAMPLE = {
     "thought": "<what you found>",
     "final": {"verdict": "<pass or fail>", "reason": REASON_PLACEHOLDER},
 }
-_PLACEHOLDERS = frozenset({FINAL_PLACEHOLDER, REASON_PLACEHOLDER})
+#: A final that is nothing but one <placeholder>: the examples' own, or a mix of their words
+#: (a 135M model answered "<what you checked and what they showed>").
+_PLACEHOLDER = re.compile(r"<[^<>\n]{1,120}>")
 ECHOED_PLACEHOLDER = "the final only repeats the example's placeholder; write your own answer"
 
 
@@ -248,7 +251,7 @@ def _json_object(text: str, verifier: bool) -> dict[str, Any]:
 def _final_turn(thought: str, final: Any, verifier: bool) -> Turn:
     if not verifier:
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
-        if text.strip() in _PLACEHOLDERS:
+        if _PLACEHOLDER.fullmatch(text.strip()):
             raise TurnParseError(ECHOED_PLACEHOLDER)
         return Turn(thought=thought, final=text)
     if not isinstance(final, dict) or final.get("verdict") not in VERDICTS:
@@ -256,7 +259,7 @@ def _final_turn(thought: str, final: Any, verifier: bool) -> Turn:
             'a verifier\'s "final" must be {"verdict": "pass"|"fail", "reason": ...}', verifier=True
         )
     reason = final.get("reason", "")
-    if isinstance(reason, str) and reason.strip() in _PLACEHOLDERS:
+    if isinstance(reason, str) and _PLACEHOLDER.fullmatch(reason.strip()):
         raise TurnParseError(ECHOED_PLACEHOLDER, verifier=True)
     return Turn(
         thought=thought, verdict=Verdict(final["verdict"], reason if isinstance(reason, str) else str(reason))

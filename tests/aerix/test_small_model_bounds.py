@@ -120,3 +120,14 @@ def test_only_looking_calls_change_nothing() -> None:
     assert changes_things(_call(1, "plan", op="write", text="x"))
     assert changes_things(_call(1, "context", op="drop", ids=["a1.c1"]))
     assert all(changes_things(_call(1, tool)) for tool in ("bash", "write", "edit", "agent"))
+
+
+def test_the_reason_names_a_long_repeated_call_shortened_to_one_line() -> None:
+    watch = RepeatWatch()
+    content = "This is a new version of your favorite game. " * 10
+    for number in (1, 2, 3):
+        check = watch.check([_call(number, "write", path="w.txt", content=content)])
+    assert check.failure is not None
+    shown = check.failure.split(": ", 1)[1]
+    assert shown.startswith('write {"content": "This is a new version') and shown.endswith("…")
+    assert len(shown) == bounds.REPEATED_CALL_SHOWN_CHARS

@@ -86,6 +86,11 @@ def test_the_examples_shown_to_the_model_are_placeholders_it_cannot_pass_off_as_
     echoed = json.dumps({"thought": "ok", "final": {"verdict": "pass", "reason": verdict["final"]["reason"]}})
     with pytest.raises(TurnParseError, match="placeholder"):
         parse_turn(echoed, VERIFIER, verifier=True)
+    # A mix of the examples' words is no answer either (smollm2-135m answered this one).
+    with pytest.raises(TurnParseError, match="placeholder"):
+        parse_turn(
+            '{"thought": "<what you found>", "final": "<what you checked and what they showed>"}', TOOLS
+        )
     assert parse_turn('{"thought": "ok", "final": "I read <a.txt>."}', TOOLS).final == "I read <a.txt>."
 
 
