@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from tests.aerix.request_world import World, aerix, make_project, make_world, session_events, stop_pool
+from tests.aerix.request_world import (
+    World,
+    aerix,
+    make_project,
+    make_world,
+    reported_turns,
+    session_events,
+    stop_pool,
+)
 from tests.openai_server import OpenAIServer, start_server
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
@@ -73,8 +81,8 @@ def test_a_request_runs_end_to_end_on_a_remote_main(world: World, server: OpenAI
     assert segments[0]["kind"] == "system" and "prompt" in [s["kind"] for s in segments]
     assert all(isinstance(s["tokens"], int) and s["tokens"] > 0 for s in segments)
     turns = [e for e in events if e["type"] == "message" and e["role"] == "assistant" and e["agent"] == "a1"]
-    assert turns and all(t["usage"]["prompt_tokens"] > 0 for t in turns)
-    # The generations reached the server: it logged a completion request for each.
+    assert turns and all(t["usage"]["prompt_tokens"] > 0 for t in reported_turns(events, "a1"))
+    # The generations reached the server (a stopped one too): it logged a completion request for each.
     assert server.log().count("POST /v1/completions") >= len(turns) + 1  # and routing's
     assert KEY not in json.dumps(events)
     assert "Traceback" not in Path(world.pool_start_log).read_text()

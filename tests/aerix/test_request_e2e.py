@@ -29,6 +29,7 @@ from tests.aerix.request_world import (
     make_project,
     make_world,
     on_a_terminal,
+    reported_turns,
     session_events,
     start_scripted_pool,
     stop_pool,
@@ -93,7 +94,7 @@ def test_first_request_writes_a_complete_session(world: World, first: dict[str, 
     assert "# Tools" in segments[0]["text"] and "# Turns" in segments[0]["text"]
     assert "Be brief." in segments[1]["text"]
 
-    turns = [m for m in by_type(events, "message") if m["role"] == "assistant" and m["agent"] == "a1"]
+    turns = reported_turns(events, "a1")
     assert turns and all(m["usage"]["prompt_tokens"] > 0 for m in turns)
     assert turns[0]["usage"]["recomputed_from"] is not None
     [end] = by_type(events, "session.end")
@@ -116,8 +117,7 @@ def test_a_new_session_in_the_same_directory_resumes_after_the_shared_prefix(
     assert second["session_id"] != first["session_id"]
     events = session_events(world, second["session_id"])
     shared = sum(s["tokens"] for s in by_type(events, "segment") if s["kind"] in ("system", "instructions"))
-    first_turn = next(m for m in by_type(events, "message") if m["role"] == "assistant")
-    usage = first_turn["usage"]
+    usage = reported_turns(events)[0]["usage"]
     # The system and instruction rows come from the prefix store; only the prompt is computed.
     assert usage["recomputed_from"] >= shared - 8
     assert usage["prompt_tokens"] - usage["recomputed_from"] < usage["prompt_tokens"] // 4
@@ -140,7 +140,7 @@ def test_continue_appends_to_the_latest_session_as_stream_json(world: World, pro
     assert len(by_type(events, "session.end")) == len(starts)
     # The rebuilt root starts with the rows the earlier requests left in the prefix store.
     latest = [e for e in events if e["seq"] > starts[-1]["seq"]]
-    first_turn = next(m for m in by_type(latest, "message") if m["role"] == "assistant")
+    first_turn = reported_turns(latest)[0]
     system = next(s for s in by_type(events, "segment") if s["kind"] == "system")
     assert first_turn["usage"]["recomputed_from"] >= system["tokens"]
 
@@ -225,9 +225,8 @@ def test_an_edit_request_on_the_embedded_model_delegates_a_piece(world: World) -
         if s["agent"] == "a1" and s["kind"] in ("system", "instructions")
     )
     firsts: dict[str, dict[str, Any]] = {}
-    for message in by_type(events, "message"):
-        if message["role"] == "assistant":
-            firsts.setdefault(message["agent"], message["usage"])
+    for message in reported_turns(events):
+        firsts.setdefault(message["agent"], message["usage"])
     for piece in pieces:
         assert firsts[piece["agent"]]["recomputed_from"] >= shared, piece["agent"]
 
