@@ -105,7 +105,7 @@ def test_a_prompt_that_is_not_utf8_is_kept_said_once_and_recorded(
         done = run(world, project, b"-p", NOT_UTF8)
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr
-    assert done.stdout.decode() == "Said hello.\n"
+    assert done.stdout.decode() == "Said hello.\n\nno files changed\n"
     assert stderr.splitlines()[0] == NOT_UTF8_NOTE and stderr.count("not valid UTF-8") == 1
     [log] = session_logs(world)
     [start] = [event for event in session_events(world, log.stem) if event["type"] == "session.start"]
@@ -349,8 +349,9 @@ def test_a_closed_stdout_after_a_text_request_is_quiet(world: World, project: Pa
         done = run(world, project, "-p", "say hello", stdout=stdout)
     finally:
         os.close(stdout)
-    [banner] = done.stderr.decode().splitlines()
+    banner, outcome = done.stderr.decode().splitlines()  # stderr still has its reader
     assert done.returncode == EXIT_BROKEN_PIPE and banner.startswith("aerix 0.1.0 · ")
+    assert outcome.startswith("aerix: done · route answer · ")
     [log] = session_logs(world)
     end, _ = _result_events(world, log.stem)
     assert (end["outcome"], end["exit_code"]) == ("done", 0)
