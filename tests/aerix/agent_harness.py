@@ -213,7 +213,7 @@ def new_writer(folder: Path, cwd: Path) -> SessionWriter:
     return start_session(
         files,
         utc_now,
-        session=uuid.uuid4().hex,
+        session=str(uuid.uuid4()),
         cwd=str(cwd),
         project="agent-tests",
         model=MODEL_REFERENCE,

@@ -118,7 +118,7 @@ async def run_request(
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
-        session_id = resume.session if resume is not None else (options.session_id or uuid.uuid4().hex)
+        session_id = resume.session if resume is not None else (options.session_id or str(uuid.uuid4()))
         profile = attach_session_profile(options, deps, project, members, resume, session_id)
         for line in profile.notes:
             observer.note(line)
