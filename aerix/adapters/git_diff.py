@@ -37,8 +37,16 @@ def take_snapshot(cwd: Path) -> Snapshot:
         base = base or head
         untracked = frozenset(_untracked(root))
     except GitFailed as exc:
-        return Snapshot(cwd, root, None, notes=(f"no diff for this request: {exc}",))
-    return Snapshot(cwd, root, base, untracked)
+        return Snapshot(cwd, root, None, notes=(f"no diff for this request: {exc}",), branch=_branch(root))
+    return Snapshot(cwd, root, base, untracked, branch=_branch(root))
+
+
+def _branch(root: Path) -> str:
+    """The checked-out branch's short name; "" on a detached HEAD or when git fails."""
+    try:
+        return run_git(root, "symbolic-ref", "--short", "-q", "HEAD").strip()
+    except GitFailed:
+        return ""
 
 
 def _head(root: Path) -> str:

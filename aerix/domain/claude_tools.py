@@ -8,8 +8,10 @@ field that is already aerix's passes through unchanged.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -45,6 +47,13 @@ _FIELD_NAMES: Final[Mapping[str, Mapping[str, str]]] = {
     "skill": {"name": "skill"},
 }
 _PATH_FIELDS: Final = frozenset({"path"})
+#: The Claude Code release whose transcript format aerix writes (the ``version`` of every
+#: record): the release of the real transcripts the projection is compared with
+#: (tests/fixtures/claude-code). Readers check it is semver and pick the 2.1 layout by it.
+CLAUDE_CODE_VERSION: Final = "2.1.39"
+#: Claude Code cuts a project folder name past this many characters and adds a hash.
+PROJECT_DIR_NAME_CHARS: Final = 200
+_NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
 #: Claude Code's subagent type when an Agent call names no definition.
 GENERAL_PURPOSE: Final = "general-purpose"
 #: The longest ``description`` of an Agent call made from a brief (Claude Code's are a few words).
@@ -127,3 +136,15 @@ def from_claude_input(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any
 def _known_fields(tool: str) -> tuple[str, ...]:
     spec = TOOLS_BY_NAME.get(tool)
     return tuple(spec.properties) if spec else ()
+
+
+def claude_project_dir_name(cwd: str) -> str:
+    """The folder under Claude Code's ``projects/`` for a working directory: each character
+    that is not a letter or digit becomes ``-``; a name past PROJECT_DIR_NAME_CHARS is cut there
+    and given a hash of the whole path (Claude Code's own hash is not documented, so such a
+    folder is aerix's, not the one Claude Code would pick)."""
+    name = _NOT_ALPHANUMERIC.sub("-", cwd)
+    if len(name) <= PROJECT_DIR_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(cwd.encode()).hexdigest()[:12]
+    return f"{name[:PROJECT_DIR_NAME_CHARS]}-{digest}"

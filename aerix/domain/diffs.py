@@ -21,6 +21,7 @@ class Snapshot:
     base: str | None = None  # the commit (or tree) the diff compares with
     untracked: frozenset[str] = frozenset()  # untracked files (repo-relative) at the start
     notes: tuple[str, ...] = ()
+    branch: str = ""  # the branch checked out ("" outside git or on a detached HEAD)
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,9 @@ class SessionStart(EventBase):
     tags: list[str] = Field(default_factory=list)
     window: int | None = Field(default=None, description="The main member's context window, in tokens.")
     base_commit: str | None = Field(default=None, description="The commit the diff line compares with.")
+    git_branch: str | None = Field(
+        default=None, description="The branch checked out at the start (empty: none; null: older logs)."
+    )
     imported_from: str | None = Field(default=None, description="Source transcript of an imported session.")
     loaded: Loaded | None = Field(
         default=None, description="What startup loaded; null for imported sessions and older logs."
@@ -143,6 +146,9 @@ class Usage(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     recomputed_from: int | None = Field(default=None, description="Where the prefix store resumed.")
+    cache_creation_tokens: int | None = Field(
+        default=None, description="Of the prompt tokens, those Claude Code cached (imported turns)."
+    )
     prefill_ms: float | None = None
     decode_ms: float | None = Field(default=None, description="Time spent streaming tokens.")
     member: str | None = None
@@ -178,6 +184,8 @@ class Message(EventBase):
     outcome: AgentOutcome | None = Field(
         default=None, description="An agent call's result: the outcome of the piece it ran (null: none ran)."
     )
+    message_id: str | None = Field(default=None, description="Claude Code's message.id (imported turns).")
+    request_id: str | None = Field(default=None, description="Claude Code's requestId (imported turns).")
 
 
 class ContextOp(EventBase):

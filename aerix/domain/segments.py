@@ -33,6 +33,18 @@ class SegmentKind(StrEnum):
     MARKER = "marker"
 
 
+def note_segment_id(agent: str, number: int) -> str:
+    """The id of the runtime's ``number``-th note to an agent (a re-ask, the note after a
+    compaction, a Stop hook's reason): ``a1.n3``. Notes are ``prompt`` segments too."""
+    return f"{agent}.n{number}"
+
+
+def is_note_segment(segment_id: str) -> bool:
+    """Whether a segment id is a runtime note's (``note_segment_id``), not the user's prompt."""
+    last = segment_id.rsplit(".", 1)[-1]
+    return len(last) > 1 and last[0] == "n" and last[1:].isdigit()
+
+
 #: Kinds ``context drop`` and ``context summarize`` refuse.
 PROTECTED_KINDS: Final = frozenset({SegmentKind.SYSTEM, SegmentKind.INSTRUCTIONS, SegmentKind.SCRATCHPAD})
 

@@ -1,23 +1,39 @@
 """The Claude Code transcript of a session (``<id>.claude.jsonl``), for hooks that read
-``transcript_path`` and for tools that read Claude Code transcripts.
+``transcript_path`` and for the tools that read Claude Code's projects (ccusage, transcript
+viewers, the Claude Agent SDK's session reader).
 
-Records follow Claude Code's shape: ``user`` and ``assistant`` records chained by
-``uuid``/``parentUuid`` per agent, ``tool_use`` blocks in assistant records and their
-``tool_result`` blocks in the next user records (linked by ``tool_use_id``),
-``compact_boundary`` system records where the runtime compacted, usage on each assistant
-record. UUIDs are derived from the session id and the event's seq, so a rebuild writes the same
-bytes.
+Records follow Claude Code 2.1's shape (``CLAUDE_CODE_VERSION``, compared with the real
+transcripts in tests/fixtures/claude-code):
+
+- ``user`` and ``assistant`` records chained by ``uuid``/``parentUuid``, each record's parent the
+  record before it in its file, so a reader walking back from the last record sees everything;
+- one assistant record per content block (thinking with its ``signature``, text, tool_use), all
+  of one generation sharing ``message.id`` and ``requestId``; the generation's usage and its
+  ``stop_reason`` on the last of them only, so a reader that sums usage counts it once. Usage is
+  Claude's: the prefix the pool reused (``recomputed_from``) as ``cache_read_input_tokens``,
+  ``input_tokens`` the prompt rows it computed. A turn that failed to parse is recorded too (its
+  raw text), since its tokens were spent;
+- each tool_result in a user record with ``sourceToolAssistantUUID`` (the record holding its
+  tool_use) and a ``toolUseResult`` of the tool's shape (``claude_results``); inputs in Claude's
+  vocabulary with absolute file paths;
+- the runtime's notes (re-asks, the note after a compaction, a Stop hook's reason) and hook
+  context as ``isMeta`` user records; ``compact_boundary`` system records where the runtime
+  compacted; summary segments as ``isCompactSummary`` user records;
+- ``model`` the agent's model id, ``gitBranch`` the branch the request started on.
+
+UUIDs, message and request ids are derived from the session id and the event's seq, so a
+rebuild writes the same bytes. An imported session keeps Claude Code's own ``message.id``,
+``requestId`` and cache figures.
 
 Subagents are written the way Claude Code 2.1 writes them: each agent other than the root has
-records of its own (``subagents[agent]``, the file ``<session>/subagents/agent-<id>.jsonl``),
-``isSidechain: true`` with its ``agentId``, rooted at ``parentUuid: null``. The parent's
-``agent`` call is Claude's ``Agent`` (formerly ``Task``) tool_use (``description``, ``prompt``,
-``subagent_type``), and its result carries Claude's ``toolUseResult`` for it: ``status``,
-``prompt``, ``agentId`` and the result as ``content``.
+records of its own (``subagents[agent id]``, the file ``<session>/subagents/agent-<id>.jsonl``),
+``isSidechain: true`` with its ``agentId`` (``claude_agent``), rooted at
+``parentUuid: null``. The parent's ``agent`` call is Claude's ``Agent`` tool_use
+(``description``, ``prompt``, ``subagent_type``), and its result carries Claude's
+``toolUseResult`` for it: ``status``, ``prompt``, ``agentId`` and the result as ``content``.
 
-Which events become records: prompt and brief segments (user), summary segments (user,
-``isCompactSummary``), parsed assistant turns, tool results, compactions. The rest of the log
-(hooks, jobs, plans, context ops) has no place in Claude Code's format and is left out.
+The rest of the log (hooks, jobs, plans, context ops) has no place in Claude Code's format and
+is left out.
 """
 
 from __future__ import annotations
@@ -28,18 +44,18 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from aerix.domain import events as ev
-from aerix.domain.claude_tools import claude_tool_name, to_claude_input
-from aerix.domain.segments import ROOT_AGENT
+from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name, to_claude_input
+from aerix.domain.segments import ROOT_AGENT, is_note_segment
 from aerix.projections.base import Handlers, Projection
+from aerix.projections.claude_results import tool_use_result
 
 _NAMESPACE = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
-_NO_USAGE = ev.Usage()
 _UTC = timedelta(0)
 _DIGITS_2 = tuple(f"{number:02d}" for number in range(100))
 _DIGITS_3 = tuple(f"{number:03d}" for number in range(1000))
 
-TRANSCRIPT_VERSION = "aerix"
-"""The ``version`` field of every record (Claude Code writes its own semver there)."""
+TRANSCRIPT_VERSION = CLAUDE_CODE_VERSION
+"""The ``version`` field of every record: the Claude Code release whose format this is."""
 
 
 def claude_tool_id(agent: str, call: str) -> str:
@@ -58,11 +74,16 @@ class ClaudeTranscript(Projection):
         self._session = ""
         self._cwd = ""
         self._model = ""
-        self._uuid_prefix = ""
-        #: Every agent but the root: its own records, in the order the agents first wrote.
+        self._branch = ""
+        self._imported = False
+        self._ids = _NAMESPACE
+        #: Every agent but the root, by its Claude agent id: its records, in the order the
+        #: agents first wrote.
         self.subagents: dict[str, list[dict[str, Any]]] = {}
+        self._models: dict[str, str] = {}
         self._last: dict[str, str | None] = {}
-        self._call_owner: dict[str, str] = {}
+        #: A tool_use id -> the uuid of the record holding it, its tool and its Claude input.
+        self._calls: dict[str, tuple[str, str, dict[str, Any]]] = {}
         #: An agent call's tool_use id -> its brief; (parent, call id) -> the agent it spawned.
         self._briefs: dict[str, str] = {}
         self._spawned: dict[tuple[str, str], str] = {}
@@ -74,128 +95,165 @@ class ClaudeTranscript(Projection):
             other.subagents,
         )
 
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def cwd(self) -> str:
+        """The session's working directory (its first ``session.start``'s)."""
+        return self._cwd
+
+    def claude_agent(self, agent: str) -> str:
+        """The id ``agent`` goes by in Claude Code's files (``agentId``, ``agent-<id>.jsonl``):
+        aerix's own (``a1.c3``), the id hooks are given as ``agent_id``, so a hook finds the
+        file of the agent it was told about; an imported subagent keeps Claude Code's."""
+        if self._imported and agent.startswith(f"{ROOT_AGENT}."):
+            return agent.removeprefix(f"{ROOT_AGENT}.")
+        return agent
+
     def _add(self, agent: str, record: dict[str, Any]) -> None:
         if agent == ROOT_AGENT:
             self.records.append(record)
         else:
-            records = self.subagents.get(agent)
+            records = self.subagents.get(agent_id := self.claude_agent(agent))
             if records is None:
-                records = self.subagents[agent] = []
+                records = self.subagents[agent_id] = []
             records.append(record)
-
-    __hash__ = None  # type: ignore[assignment]
+        self._last[agent] = record["uuid"]
 
     def _start(self, event: ev.SessionStart) -> None:
         self._session, self._cwd, self._model = event.session, event.cwd, event.model
-        self._uuid_prefix = str(uuid.uuid5(_NAMESPACE, event.session))[:24]
+        self._branch = event.git_branch or ""
+        self._imported = event.imported_from is not None
+        self._ids = uuid.uuid5(_NAMESPACE, event.session)
+
+    def _spawn(self, event: ev.AgentSpawn) -> None:
+        if event.model:
+            self._models[event.agent] = event.model
+        if event.parent is not None and event.call is not None:
+            self._spawned.setdefault((event.parent, event.call), event.agent)
 
     def _message(self, event: ev.Message) -> None:
-        if event.role != "assistant":
-            self._tool_result(event)
-        elif event.parse_error is None:
+        if event.role == "assistant":
             self._assistant(event)
+        else:
+            self._tool_result(event)
 
     # ---- records ------------------------------------------------------------------------------
 
-    def _envelope(self, event: ev.EventBase, agent: str, kind: str, parent: str | None) -> dict[str, Any]:
-        # Each event makes at most one record, so its uuid is the session's own with the seq as
-        # its node. The key order is Claude Code's.
-        if agent == ROOT_AGENT:
-            return {
-                "parentUuid": parent,
-                "isSidechain": False,
-                "userType": "external",
-                "cwd": self._cwd,
-                "sessionId": self._session,
-                "version": TRANSCRIPT_VERSION,
-                "gitBranch": "",
-                "type": kind,
-                "uuid": f"{self._uuid_prefix}{event.seq:012x}",
-                "timestamp": stamp(event.time),
-            }
-        return {
+    def _uuid(self, event: ev.EventBase, part: int = 0) -> str:
+        # Each record is one event's (an assistant event makes one per block): uuid5 of the
+        # seq and block under the session's namespace, so uuids differ from the first character.
+        return str(uuid.uuid5(self._ids, f"{event.seq}.{part}"))
+
+    def _envelope(self, agent: str, parent: str | None) -> dict[str, Any]:
+        """The keys every record starts with, in Claude Code's order; the caller adds its own,
+        then ``_stamp`` adds ``uuid`` and ``timestamp`` where Claude Code puts them."""
+        record: dict[str, Any] = {
             "parentUuid": parent,
-            "isSidechain": True,
+            "isSidechain": agent != ROOT_AGENT,
             "userType": "external",
             "cwd": self._cwd,
             "sessionId": self._session,
             "version": TRANSCRIPT_VERSION,
-            "gitBranch": "",
-            "agentId": agent,
-            "type": kind,
-            "uuid": f"{self._uuid_prefix}{event.seq:012x}",
-            "timestamp": stamp(event.time),
+            "gitBranch": self._branch,
         }
+        if agent != ROOT_AGENT:
+            record["agentId"] = self.claude_agent(agent)
+        return record
+
+    def _stamp(self, record: dict[str, Any], event: ev.EventBase, part: int = 0) -> None:
+        record["uuid"] = self._uuid(event, part)
+        record["timestamp"] = stamp(event.time)
 
     def _segment(self, event: ev.Segment) -> None:
         kind = event.kind
-        if kind != "prompt" and kind != "brief" and kind != "summary":
+        meta = kind == "hook" or (kind == "prompt" and is_note_segment(event.id))
+        if kind == "brief":
+            meta = event.id.endswith(".retry")  # a retry's note from its verifier
+        elif kind != "prompt" and kind != "summary" and kind != "hook":
             return
         agent = event.agent
-        record = self._envelope(event, agent, "user", self._last.get(agent))
+        record = self._envelope(agent, self._last.get(agent))
+        record["type"] = "user"
         record["message"] = {"role": "user", "content": event.text}
+        if meta:
+            record["isMeta"] = True
         if kind == "summary":
+            record["isVisibleInTranscriptOnly"] = True
             record["isCompactSummary"] = True
+        self._stamp(record, event)
         self._add(agent, record)
-        self._last[agent] = record["uuid"]
 
     def _assistant(self, event: ev.Message) -> None:
         agent = event.agent
-        content: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = []
+        tools: dict[str, str] = {}  # tool_use id -> aerix tool
         if event.thought:
-            content.append({"type": "thinking", "thinking": event.thought, "signature": ""})
-        if event.final is not None:
-            content.append({"type": "text", "text": event.final})
-        if event.verdict is not None:
-            verdict = {"verdict": event.verdict, "reason": event.reason or ""}
-            content.append({"type": "text", "text": _json(verdict)})
-        tool_ids = [claude_tool_id(agent, call.id) for call in event.calls]
-        for call, tool_id in zip(event.calls, tool_ids, strict=True):
-            if call.tool == "agent":
-                self._briefs[tool_id] = str(call.input.get("brief", ""))
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": tool_id,
-                    "name": claude_tool_name(call.tool),
-                    "input": to_claude_input(call.tool, call.input, None),
-                }
-            )
-        if not content:
-            content.append({"type": "text", "text": event.text})
-        record = self._envelope(event, agent, "assistant", self._last.get(agent))
-        usage = event.usage or _NO_USAGE
-        record["message"] = {
-            "model": usage.member or self._model,
-            "id": f"msg_aerix_{self._session[:8]}_{event.seq}",
-            "type": "message",
-            "role": "assistant",
-            "content": content,
-            "stop_reason": "tool_use" if tool_ids else "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens},
-        }
-        self._add(agent, record)
-        self._last[agent] = owner = record["uuid"]
-        for tool_id in tool_ids:
-            self._call_owner[tool_id] = owner
+            blocks.append({"type": "thinking", "thinking": event.thought, "signature": ""})
+        if event.parse_error is None:
+            if event.final is not None:
+                blocks.append({"type": "text", "text": event.final})
+            if event.verdict is not None:
+                verdict = {"verdict": event.verdict, "reason": event.reason or ""}
+                blocks.append({"type": "text", "text": _json(verdict)})
+            for call in event.calls:
+                tool_id = claude_tool_id(agent, call.id)
+                tools[tool_id] = call.tool
+                if call.tool == "agent":
+                    self._briefs[tool_id] = str(call.input.get("brief", ""))
+                claude_input = to_claude_input(call.tool, call.input, self._cwd or None)
+                name = claude_tool_name(call.tool)
+                blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": claude_input})
+        if len(blocks) == (1 if event.thought else 0):
+            blocks.append({"type": "text", "text": event.text})  # unparsed, or nothing but text
+        usage = event.usage
+        imported_model = usage.member if self._imported and usage is not None else None
+        model = self._models.get(agent) or imported_model or self._model
+        message_id = event.message_id or f"msg_{self._uuid(event, -1).replace('-', '')[:24]}"
+        request_id = event.request_id or f"req_{self._uuid(event, -2).replace('-', '')[:24]}"
+        last = len(blocks) - 1
+        for part, block in enumerate(blocks):
+            message: dict[str, Any] = {
+                "model": model,
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [block],
+                "stop_reason": None,
+                "stop_sequence": None,
+            }
+            if part == last:
+                message["stop_reason"] = "tool_use" if tools else "end_turn"
+                if usage is not None:
+                    message["usage"] = claude_usage(usage)
+            record = self._envelope(agent, self._last.get(agent))
+            record["message"] = message
+            record["requestId"] = request_id
+            record["type"] = "assistant"
+            self._stamp(record, event, part)
+            self._add(agent, record)
+            if block["type"] == "tool_use":
+                self._calls[block["id"]] = (record["uuid"], tools[block["id"]], block["input"])
 
     def _tool_result(self, event: ev.Message) -> None:
         agent = event.agent
         tool_id = claude_tool_id(agent, event.call or f"seq{event.seq}")
-        owner = self._call_owner.get(tool_id)
-        record = self._envelope(event, agent, "user", owner or self._last.get(agent))
+        owner, tool, claude_input = self._calls.get(tool_id, (None, event.tool or "", {}))
+        record = self._envelope(agent, self._last.get(agent))
+        record["type"] = "user"
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": event.text}
         if event.is_error:
             block["is_error"] = True
         record["message"] = {"role": "user", "content": [block]}
-        record["toolUseResult"] = event.text
+        self._stamp(record, event)
         if event.tool == "agent" and event.call is not None:
             record["toolUseResult"] = self._task_result(event, agent, event.call, tool_id)
+        else:
+            tool_name = tool or event.tool or ""
+            record["toolUseResult"] = tool_use_result(tool_name, claude_input, event.text, event.is_error)
         if owner is not None:
             record["sourceToolAssistantUUID"] = owner
         self._add(agent, record)
-        self._last[agent] = record["uuid"]
 
     def _task_result(self, event: ev.Message, agent: str, call: str, tool_id: str) -> dict[str, Any]:
         """Claude Code's ``toolUseResult`` of a Task: what ran it and how it ended."""
@@ -210,28 +268,25 @@ class ClaudeTranscript(Projection):
         result: dict[str, Any] = {"status": status, "prompt": self._briefs.get(tool_id, "")}
         spawned = self._spawned.get((agent, call))
         if spawned is not None:
-            result["agentId"] = spawned
+            result["agentId"] = self.claude_agent(spawned)
         result["content"] = [{"type": "text", "text": body}]
         return result
 
-    def _spawn(self, event: ev.AgentSpawn) -> None:
-        if event.parent is not None and event.call is not None:
-            self._spawned.setdefault((event.parent, event.call), event.agent)
-
     def _compaction(self, event: ev.Compaction) -> None:
-        record = self._envelope(event, event.agent, "system", None)
+        """A ``compact_boundary``: a new root pointing back at the record before it."""
+        agent = event.agent
+        envelope = self._envelope(agent, None)
+        record: dict[str, Any] = {"parentUuid": None, "logicalParentUuid": self._last.get(agent)}
+        record.update(envelope)
         record.update(
-            logicalParentUuid=self._last.get(event.agent),
-            subtype="compact_boundary",
-            content="Conversation compacted",
-            level="info",
-            compactMetadata={
-                "trigger": "manual" if event.trigger == "manual" else "auto",
-                "preTokens": event.tokens_before,
-            },
+            type="system", subtype="compact_boundary", content="Conversation compacted", isMeta=False
         )
-        self._add(event.agent, record)
-        self._last[event.agent] = record["uuid"]
+        record["timestamp"] = stamp(event.time)
+        record["uuid"] = self._uuid(event)
+        record["level"] = "info"
+        trigger = "manual" if event.trigger == "manual" else "auto"
+        record["compactMetadata"] = {"trigger": trigger, "preTokens": event.tokens_before}
+        self._add(agent, record)
 
     HANDLERS: ClassVar[Handlers] = {
         ev.SessionStart: _start,
@@ -239,6 +294,20 @@ class ClaudeTranscript(Projection):
         ev.Message: _message,
         ev.Compaction: _compaction,
         ev.AgentSpawn: _spawn,
+    }
+
+
+def claude_usage(usage: ev.Usage) -> dict[str, int]:
+    """A generation's usage in Claude's keys: the reused prefix is the cache read, the rows the
+    pool computed are ``input_tokens`` (an imported turn's cache writes stay cache writes)."""
+    prompt = usage.prompt_tokens
+    cache_read = min(usage.recomputed_from or 0, prompt)
+    cache_creation = min(usage.cache_creation_tokens or 0, prompt - cache_read)
+    return {
+        "input_tokens": prompt - cache_read - cache_creation,
+        "cache_creation_input_tokens": cache_creation,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": usage.completion_tokens,
     }
 
 

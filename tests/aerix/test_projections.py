@@ -13,7 +13,6 @@ from aerix.projections.status import (
     StatusFigures,
     streaming_seconds,
 )
-from aerix.projections.transcript import ClaudeTranscript
 from tests.aerix.session_streams import T0, start_session
 
 
@@ -241,35 +240,3 @@ def test_the_corpus_keeps_the_newest_sessions_of_the_profile_and_model() -> None
     ]
     assert [(c.segments, c.tokens_before, c.tokens_after) for c in evidence.compactions] == [(1, 425, 137)]
     assert [(f.agent, f.outcome) for f in evidence.failures] == [("a1", "failed")]
-
-
-def test_the_transcript_links_calls_results_and_sidechains() -> None:
-    transcript = ClaudeTranscript()
-    transcript.feed(_session())
-    records = transcript.records
-    kinds = [(r["type"], r.get("isSidechain")) for r in records]
-    assert kinds[0] == ("user", False)
-    assistant = next(r for r in records if r["type"] == "assistant")
-    tool_use = next(b for b in assistant["message"]["content"] if b["type"] == "tool_use")
-    assert tool_use == {
-        "type": "tool_use",
-        "id": "toolu_a1_c1",
-        "name": "Read",
-        "input": {"file_path": "a.py"},
-    }
-    result = next(r for r in records if r["type"] == "user" and isinstance(r["message"]["content"], list))
-    assert result["message"]["content"][0]["tool_use_id"] == "toolu_a1_c1"
-    assert result["parentUuid"] == assistant["uuid"] == result["sourceToolAssistantUUID"]
-    assert assistant["parentUuid"] == records[0]["uuid"]
-    assert assistant["message"]["usage"] == {"input_tokens": 105, "output_tokens": 20}
-    boundary = next(r for r in records if r["type"] == "system")
-    assert boundary["subtype"] == "compact_boundary" and boundary["parentUuid"] is None
-    # Subagents have records of their own (their files), rooted at null; the main chain has none.
-    assert not any(r["isSidechain"] for r in records)
-    side = transcript.subagents["a1.c2"]
-    assert all(r["isSidechain"] and r["agentId"] == "a1.c2" for r in side)
-    assert side[0]["parentUuid"] is None and side[1]["parentUuid"] == side[0]["uuid"]
-    # Rebuilding gives the same records, uuids included.
-    again = ClaudeTranscript()
-    again.feed(_session())
-    assert again.records == records and again.subagents == transcript.subagents

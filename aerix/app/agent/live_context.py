@@ -23,7 +23,7 @@ from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import ContextCounts, EventRecorder, PoolPort, PromptSource
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, needs_compaction, plan_compaction
-from aerix.domain.segments import ContextSegment, SegmentKind
+from aerix.domain.segments import ContextSegment, SegmentKind, note_segment_id
 
 #: The label of the runtime's notes to the model (re-asks, dropped calls, compaction).
 NOTE_LABEL = "note"
@@ -171,7 +171,7 @@ class LiveContext:
 
     async def add_note(self, text: str, *, label: str = NOTE_LABEL) -> ContextSegment:
         """A note from the runtime to the model, as a user segment."""
-        note_id = f"{self.agent_id}.n{self.next_number('n')}"
+        note_id = note_segment_id(self.agent_id, self.next_number("n"))
         return await self.append(ContextSegment(note_id, "user", SegmentKind.PROMPT, text, label=label))
 
     def _apply(self, counts: ContextCounts) -> None:
