@@ -444,7 +444,7 @@ def cmd_rm(args: argparse.Namespace) -> int:
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
     with session_commands() as sessions:
-        reports = sessions.rebuild(None if args.all else args.id)
+        reports = sessions.rebuild(None if args.all else args.id, Path.cwd())
     troubled = 0
     for report in reports:
         status = "ok" if not report.problems else f"{len(report.problems)} problem(s)"

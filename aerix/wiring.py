@@ -24,6 +24,7 @@ from aerix.adapters.editor import ProcessEditor
 from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.git_diff import GitDiffs
 from aerix.adapters.hook_runner import SubprocessHooks
+from aerix.adapters.instructions import project_root
 from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
 from aerix.adapters.paths import history_file
 from aerix.adapters.profile_repo import GitProfiles
@@ -31,6 +32,7 @@ from aerix.adapters.project import ProjectFiles
 from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.settings_files import load_settings
 from aerix.adapters.terminal.screen import TerminalScreen
 from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.adapters.tools import LocalToolsFactory
@@ -180,9 +182,12 @@ class SessionCommands:
 
         return ref, queries.remove_session(self.store, ref.id, also=remove_branch), notes
 
-    def rebuild(self, session_id: str | None) -> list[queries.RebuildReport]:
+    def rebuild(self, session_id: str | None, cwd: Path) -> list[queries.RebuildReport]:
+        """Rebuild the sessions; the transcripts are linked into Claude Code's projects folder
+        when ``transcript.claude_projects`` is on for ``cwd``'s project."""
+        claude_projects = load_settings(project_root(cwd)).settings.transcript.claude_projects
         with gc_paused():  # a rebuild folds every event of every log: no collector walks meanwhile
-            return queries.rebuild(self.store, session_id)
+            return queries.rebuild(self.store, session_id, claude_projects)
 
     def import_claude(
         self, paths: Sequence[Path], on_left_out: Callable[[Path], None]

@@ -10,6 +10,11 @@ Layout under ``$XDG_DATA_HOME/aerix/sessions/``::
         <id>.spool/             untruncated tool results
         <id>.claude.jsonl       the Claude Code transcript (a projection)
         <id>/subagents/         its subagents, agent-<agent id>.jsonl each (Claude Code's layout)
+
+With ``transcript.claude_projects`` on, Claude Code's projects folder gets symbolic links to
+the transcript: ``<claude config>/projects/<cwd, each non-alphanumeric "-">/<id>.jsonl`` and
+``…/<id>`` (the subagents' folder), so the readers of Claude Code's files find aerix's sessions.
+A link follows every rewrite of the transcript; removing a session removes its links.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, PlainJSONMapper
 from aerix.adapters.spool import spool_dir, write_spool
 from aerix.app.ports import SessionRef
 from aerix.app.ports.sessions import ReplaceOutcome
+from aerix.domain.claude_tools import claude_project_dir_name
 from aerix.domain.events import EventBase
 from aerix.domain.session import wrap
 from aerix.errors import SessionAmbiguous, SessionBusy, SessionNotFound
@@ -169,12 +175,42 @@ class SessionFiles:
             ref.subagents.mkdir(parents=True, exist_ok=True)
             _write_text(ref.subagent_transcript(agent), "".join(f"{line}\n" for line in agent_lines))
 
-    def append_transcript(self, ref: SessionRef, lines: list[str], agent: str | None = None) -> Path:
-        """Add lines at the end of the transcript, or of ``agent``'s file (made when missing), synced."""
+    def append_transcript(
+        self, ref: SessionRef, lines: list[str], agent: str | None = None, sync: bool = True
+    ) -> Path:
+        """Add lines at the end of the transcript, or of ``agent``'s file (made when missing),
+        synced to disk when ``sync``."""
         path = ref.transcript if agent is None else ref.subagent_transcript(agent)
         path.parent.mkdir(parents=True, exist_ok=True)
-        append_durably(path, "".join(f"{line}\n" for line in lines).encode("utf-8"))
+        data = "".join(f"{line}\n" for line in lines).encode("utf-8")
+        if sync:
+            append_durably(path, data)
+        else:
+            with path.open("ab") as file:
+                file.write(data)
         return path
+
+    def link_claude_project(self, ref: SessionRef, cwd: str, subagents: bool) -> Path:
+        """Link the transcript into Claude Code's projects folder (and the subagents' folder
+        when ``subagents``); returns the transcript's link. A file there that is not a link is
+        left alone (it is not aerix's)."""
+        folder = paths.claude_projects_dir() / claude_project_dir_name(cwd)
+        folder.mkdir(parents=True, exist_ok=True)
+        link = folder / f"{ref.id}.jsonl"
+        _link(link, ref.transcript)
+        if subagents:
+            _link(folder / ref.id, ref.subagents.parent)
+        return link
+
+    def _claude_links(self, ref: SessionRef) -> list[Path]:
+        """The links into Claude Code's projects folder that point at this session's files."""
+        targets = {ref.transcript, ref.subagents.parent}
+        found = []
+        for folder in paths.claude_projects_dir().glob("*"):
+            for link in (folder / f"{ref.id}.jsonl", folder / ref.id):
+                if link.is_symlink() and Path(os.readlink(link)) in targets:
+                    found.append(link)
+        return found
 
     def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]:
         """The transcript's line count and last line; (0, None) when there is none."""
@@ -193,6 +229,9 @@ class SessionFiles:
         """Delete the log and everything beside it that belongs to the session."""
         self.recorder(ref.project).release(ref.id)
         removed = []
+        for link in self._claude_links(ref):
+            link.unlink()
+            removed.append(link)
         for path in (
             ref.log,
             ref.transcript,
@@ -251,6 +290,20 @@ class SessionFiles:
         finally:
             os.close(fd)
         return False
+
+
+def _link(link: Path, target: Path) -> None:
+    """``link`` made a symbolic link to ``target`` (replacing an older link at once)."""
+    if link.is_symlink():
+        if Path(os.readlink(link)) == target:
+            return
+    elif link.exists():
+        return
+    fresh = link.with_name(f".{link.name}.{os.getpid()}.link")
+    with contextlib.suppress(FileNotFoundError):
+        fresh.unlink()
+    fresh.symlink_to(target)
+    os.replace(fresh, link)
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -143,6 +143,21 @@ class SessionSettings(_Section):
     )
 
 
+class TranscriptSettings(_Section):
+    """``transcript.*``: the Claude Code transcript beside each session (``<id>.claude.jsonl``)."""
+
+    claude_projects: bool = Field(
+        default=False,
+        description=(
+            "also link each session's transcript into Claude Code's projects folder "
+            "($CLAUDE_CONFIG_DIR or ~/.claude, then projects/<cwd>/<id>.jsonl), where ccusage and "
+            "other Claude Code readers look. Off by default: Claude Code reads that folder too, "
+            "so its --continue and /resume would offer aerix's sessions, and aerix does not write "
+            "into another program's folder unless asked"
+        ),
+    )
+
+
 class TuneSettings(_Section):
     """``tune.*``: ``aerix tune``."""
 
@@ -214,6 +229,7 @@ class Settings(BaseModel):
     context: ContextSettings = ContextSettings()
     tune: TuneSettings = TuneSettings()
     session: SessionSettings = SessionSettings()
+    transcript: TranscriptSettings = TranscriptSettings()
     hooks: HooksSettings = Field(default_factory=dict)
     disable_all_hooks: bool = Field(default=False, alias="disableAllHooks")
     #: Claude Code's key: plugin name (or ``name@marketplace``) -> enabled. A plugin found in a

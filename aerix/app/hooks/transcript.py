@@ -1,18 +1,24 @@
-"""Keeping ``<id>.claude.jsonl`` up to the session log while a request runs, so a hook that
-reads ``transcript_path`` (a Stop hook grepping the last assistant line) finds what just
+"""Keeping ``<id>.claude.jsonl`` up to the session log while a request runs: written as the
+session goes, so the tools that read Claude Code's transcripts see a live session, and a hook
+that reads ``transcript_path`` (a Stop hook grepping the last assistant line) finds what just
 happened.
 
 The transcript is a projection (``aerix.projections.transcript``); this follows it
-incrementally. Events are handed over as they are recorded (``seen``) and folded only when a
-hook is about to fire (``bring_up_to_date``), which appends the records made since the last
-time. The first time in a process the log is folded once: when the file on disk already holds
-exactly the records of the earlier events (a resumed session), only the new ones are appended;
-otherwise (no file, or one written by another version) it is written whole, once.
+incrementally. Events are handed over as they are recorded (``seen``) and folded at each commit
+point of the log (``follow``, from the request's recorder) and when a hook is about to fire
+(``bring_up_to_date``, which also syncs the files to disk), appending the records made since the
+last time. The first time in a process the log is folded once: when the file on disk already
+holds exactly the records of the earlier events (a resumed session), only the new ones are
+appended; otherwise (no file, or one written by another version) it is written whole, once. The
+result is the same bytes ``aerix sessions rebuild`` writes from the whole log.
 
 The projection's records are taken to be append-only, per file: the main chain in
 ``<id>.claude.jsonl`` and each subagent's in ``<id>/subagents/agent-<agent>.jsonl``, each
 followed the same way (a subagent's file is written whole at the first catch-up, since subagents
 are not resumed, and appended to after).
+
+With ``transcript.claude_projects`` on, the transcript (and, once there are subagents, their
+folder) is linked into Claude Code's projects folder at the first catch-up.
 """
 
 from __future__ import annotations
@@ -27,51 +33,81 @@ from aerix.projections.transcript import ClaudeTranscript, record_line, subagent
 class TranscriptFollower:
     """The Claude Code transcript of one session, appended to as the session goes."""
 
-    def __init__(self, storage: SessionStorage, ref: SessionRef) -> None:
+    def __init__(self, storage: SessionStorage, ref: SessionRef, claude_projects: bool = False) -> None:
         self._storage = storage
         self._ref = ref
+        self._claude_projects = claude_projects
         self._projection = ClaudeTranscript()
         self._pending: list[ev.EventBase] = []
         self._written: int | None = None  # records on disk; None until the first catch-up
         self._written_subagents: dict[str, int] = {}
-        self._path: Path | None = None
+        self._unsynced: set[str | None] = set()  # files appended to without a sync (None: main)
+        self._linked = self._linked_subagents = False
 
     def seen(self, record: ev.EventBase) -> None:
         """A session event was just recorded."""
         if self._written is not None:
             self._pending.append(record)
 
+    def follow(self) -> None:
+        """Append what the log gained since the last call (a commit point of the log)."""
+        self._update(sync=False)
+
     def bring_up_to_date(self) -> Path:
-        """Append what the log gained since the last call; returns the transcript's path."""
-        if self._written is None or self._path is None:
-            return self._catch_up()
-        self._projection.feed(self._pending)
-        self._pending.clear()
-        fresh = self._projection.records[self._written :]
-        if fresh:
-            self._path = self._storage.append_transcript(self._ref, [record_line(record) for record in fresh])
-            self._written += len(fresh)
-        for agent, records in self._projection.subagents.items():
-            done = self._written_subagents.get(agent, 0)
-            if len(records) > done:
-                lines = [record_line(record) for record in records[done:]]
-                self._storage.append_transcript(self._ref, lines, agent=agent)
-                self._written_subagents[agent] = len(records)
-        return self._path
+        """Append what the log gained since the last call, synced to disk (a hook is about to
+        read it); returns the transcript's path."""
+        self._update(sync=True)
+        return self._ref.transcript
 
     def subagent_path(self, agent: str) -> Path:
-        return self._ref.subagent_transcript(agent)
+        """``agent``'s own file, named by the id Claude Code's files give it."""
+        return self._ref.subagent_transcript(self._projection.claude_agent(agent))
 
-    def _catch_up(self) -> Path:
+    def _update(self, sync: bool) -> None:
+        if self._written is None:
+            self._catch_up()
+        else:
+            self._projection.feed(self._pending)
+            self._pending.clear()
+            self._append(None, self._projection.records, self._written, sync)
+            self._written = len(self._projection.records)
+            for agent, records in self._projection.subagents.items():
+                self._append(agent, records, self._written_subagents.get(agent, 0), sync)
+                self._written_subagents[agent] = len(records)
+        if sync:
+            for unsynced in list(self._unsynced):
+                self._storage.append_transcript(self._ref, [], agent=unsynced)
+            self._unsynced.clear()
+        self._link()
+
+    def _append(self, agent: str | None, records: list[dict[str, object]], done: int, sync: bool) -> None:
+        if len(records) <= done:
+            return
+        lines = [record_line(record) for record in records[done:]]
+        self._storage.append_transcript(self._ref, lines, agent=agent, sync=sync)
+        if sync:
+            self._unsynced.discard(agent)
+        else:
+            self._unsynced.add(agent)
+
+    def _catch_up(self) -> None:
         self._projection.feed(self._storage.read(self._ref))
         lines = [record_line(record) for record in self._projection.records]
         count, last = self._storage.transcript_tail(self._ref)
         if 0 < count <= len(lines) and lines[count - 1] == last:
-            self._path = self._storage.append_transcript(self._ref, lines[count:])
+            self._storage.append_transcript(self._ref, lines[count:])
         else:
-            self._path = self._storage.write_transcript(self._ref, lines)
+            self._storage.write_transcript(self._ref, lines)
         self._written = len(lines)
         subagents = subagent_lines(self._projection)
         self._storage.write_subagent_transcripts(self._ref, subagents)
         self._written_subagents = {agent: len(agent_lines) for agent, agent_lines in subagents.items()}
-        return self._path
+
+    def _link(self) -> None:
+        """Link into Claude Code's projects folder once, and again when subagents appear."""
+        if not self._claude_projects or self._linked_subagents:
+            return
+        has_subagents = bool(self._projection.subagents)
+        if not self._linked or has_subagents:
+            self._storage.link_claude_project(self._ref, self._projection.cwd, has_subagents)
+            self._linked, self._linked_subagents = True, has_subagents

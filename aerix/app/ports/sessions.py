@@ -98,8 +98,16 @@ class SessionStorage(Protocol):
         """Each subagent's lines in its own file, written whole."""
         ...
 
-    def append_transcript(self, ref: SessionRef, lines: list[str], agent: str | None = None) -> Path:
-        """Lines added at the end of the transcript, or of ``agent``'s own file."""
+    def append_transcript(
+        self, ref: SessionRef, lines: list[str], agent: str | None = None, sync: bool = True
+    ) -> Path:
+        """Lines added at the end of the transcript, or of ``agent``'s own file; synced to
+        disk before returning when ``sync``."""
+        ...
+
+    def link_claude_project(self, ref: SessionRef, cwd: str, subagents: bool) -> Path:
+        """The transcript linked where Claude Code keeps the transcripts of ``cwd`` (its
+        subagents' folder too when ``subagents``); returns the link."""
         ...
 
     def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]: ...

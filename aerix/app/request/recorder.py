@@ -26,13 +26,15 @@ class RequestRecorder:
         self.touched: list[str] = []
         self.pieces: list[RequestPiece] = []
         self.prompt_tokens = self.completion_tokens = self.generations = 0
-        #: Keeps the Claude Code transcript up to date for hooks (set when the request has hooks).
+        #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks.
         self.transcript: TranscriptFollower | None = None
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
         record = self.writer.record(event_cls, **fields)
         if self.transcript is not None:
             self.transcript.seen(record)
+            if isinstance(record, ev.COMMIT_EVENTS):
+                self._follow(self.transcript)
         if isinstance(record, ev.Message):
             self._message(record)
         elif isinstance(record, ev.AgentEnd):
@@ -42,6 +44,16 @@ class RequestRecorder:
 
     def sync(self) -> None:
         self.writer.sync()
+
+    def _follow(self, transcript: TranscriptFollower) -> None:
+        """The transcript is a projection: one that cannot be written is one note, and the
+        request goes on without it (``aerix sessions rebuild`` writes it again)."""
+        try:
+            transcript.follow()
+        except OSError as exc:
+            self.transcript = None
+            note = f"the Claude Code transcript could not be written ({exc}); the session log is kept"
+            self.observer.note(note)
 
     def write_spool(self, name: str, text: str) -> Path:
         return self.writer.write_spool(name, text)

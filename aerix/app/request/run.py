@@ -211,6 +211,7 @@ def _open_session(
         "aerix_version": deps.version,
         "window": members.main.n_ctx,
         "base_commit": snapshot.base,
+        "git_branch": snapshot.branch,
         "loaded": loaded,
     }
     if resume is None:
@@ -277,12 +278,13 @@ class _Request:
         return await self._finish(snapshot, ended, began)
 
     def _hooks(self) -> Hooks:
-        """The request's hooks: the project's sources, run by the wired runner, with the
-        transcript kept up to date for them."""
+        """The request's hooks: the project's sources, run by the wired runner; the transcript
+        is kept up to date as the session goes (and for them)."""
         tap, project = self.tap, self.project
+        claude_projects = project.settings.transcript.claude_projects
+        tap.transcript = TranscriptFollower(self.deps.sessions, tap.writer.ref, claude_projects)
         if not project.hook_sources:
             return no_hooks(tap)
-        tap.transcript = TranscriptFollower(self.deps.sessions, tap.writer.ref)
         return Hooks(
             project.hook_sources,
             self.deps.hooks(project.root),

@@ -172,8 +172,11 @@ class RebuildReport:
     transcript: Path | None = None
 
 
-def rebuild(storage: SessionStorage, session_id: str | None = None) -> list[RebuildReport]:
-    """Verify each log, rebuild its index entry and transcript from scratch; one report each."""
+def rebuild(
+    storage: SessionStorage, session_id: str | None = None, claude_projects: bool = False
+) -> list[RebuildReport]:
+    """Verify each log, rebuild its index entry and transcript from scratch; one report each.
+    ``claude_projects``: also link each transcript into Claude Code's projects folder."""
     refs = [storage.find(session_id)] if session_id else storage.refs()
     reports = []
     for project in sorted({ref.project for ref in refs}):
@@ -181,12 +184,12 @@ def rebuild(storage: SessionStorage, session_id: str | None = None) -> list[Rebu
             if session_id is None:
                 entries.clear()
             for ref in (ref for ref in refs if ref.project == project):
-                reports.append(_rebuild_one(storage, ref, entries))
+                reports.append(_rebuild_one(storage, ref, entries, claude_projects))
     return reports
 
 
 def _rebuild_one(
-    storage: SessionStorage, ref: SessionRef, entries: dict[str, dict[str, Any]]
+    storage: SessionStorage, ref: SessionRef, entries: dict[str, dict[str, Any]], claude_projects: bool
 ) -> RebuildReport:
     report = RebuildReport(ref.id, ref.project)
     try:
@@ -206,6 +209,8 @@ def _rebuild_one(
     report.transcript = storage.write_transcript(
         ref, transcript_lines(transcript), subagent_lines(transcript)
     )
+    if claude_projects and transcript.cwd:
+        storage.link_claude_project(ref, transcript.cwd, bool(transcript.subagents))
     return report
 
 
