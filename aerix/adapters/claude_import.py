@@ -6,8 +6,13 @@ The mapping, record by record (Claude Code 1.0.x to 2.1.x):
   its ``brief``; a compact summary → a pinned ``summary`` segment; a meta message (hook
   context, reminders) → a ``hook`` segment;
 - assistant lines sharing one ``message.id`` → one ``message`` (thinking → ``thought``, its
-  text blocks joined by a blank line → ``final``, tool_use → ``calls`` keeping Claude's ids,
-  usage with the cache reads counted as prompt tokens) plus an ``assistant`` segment;
+  text blocks joined by a blank line → ``final``, tool_use → ``calls`` keeping Claude's ids)
+  plus an ``assistant`` segment. It keeps Claude's ``message.id`` and ``requestId``, and the
+  response's usage once: Claude Code repeats the usage on every line of a response (the output
+  count growing as it streams), so the line with the largest output count gives it, with the
+  prompt tokens the sum of input, cache writes (``cache_creation_tokens``) and cache reads
+  (``recomputed_from``). Lines of one response that tool results split apart become more
+  ``message`` events with the same ids and no usage;
 - a tool_result block → a tool ``message`` (``call`` = its tool_use_id) plus a segment;
 - ``compact_boundary`` → a ``compaction`` of everything unpinned before it;
 - ``stop_hook_summary`` → a ``hook`` event;
@@ -22,7 +27,6 @@ event and reported with its file and line.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,6 +42,7 @@ from aerix.adapters.claude_read import (
     read_sessions,
     transcript_files,
 )
+from aerix.adapters.claude_records import content_blocks, flatten_content, response_usages, to_usage
 from aerix.app.ports import FoundTranscripts, ImportPlan, PlannedEvent
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT
@@ -60,7 +65,6 @@ SKIPPED_TYPES = frozenset(
 """Record types Claude Code writes for its own bookkeeping: understood, not imported."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_PROMPT_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 @dataclass
@@ -70,6 +74,10 @@ class _AgentState:
     counter: int = 0
     turns: int = 0
     briefed: bool = False
+    #: message.id -> the usage of that response (from its line with the most output tokens).
+    usages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The message ids whose usage a ``message`` already carries.
+    counted: set[str] = field(default_factory=set)
 
 
 class _Converter:
@@ -113,6 +121,7 @@ class _Converter:
     # ---- one agent's lines ---------------------------------------------------------------------
 
     def convert_agent(self, state: _AgentState, lines: list[ClaudeLine]) -> None:
+        state.usages = response_usages(lines)
         pending: list[dict[str, Any]] = []
         for line in lines:
             record = line.record
@@ -178,7 +187,7 @@ class _Converter:
 
     def tool_result(self, state: _AgentState, block: dict[str, Any]) -> None:
         call = str(block.get("tool_use_id", ""))
-        text = _flatten(block.get("content"))
+        text = flatten_content(block.get("content"))
         tool = self.tool_names.get(call, "unknown")
         is_error = block.get("is_error") is True
         label = f"[{tool} {call}]"
@@ -200,10 +209,11 @@ class _Converter:
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
         for record in records:
-            for block in _blocks(record["message"].get("content")):
+            for block in content_blocks(record["message"].get("content")):
                 self.assistant_block(block, thoughts, texts, calls, line)
         message = records[-1]["message"]
-        self.model = self.model or str(message.get("model", ""))
+        model = str(message.get("model", "")) or None
+        self.model = self.model or (model or "")
         state.turns += 1
         final = "\n\n".join(texts) if texts else None
         rendered = "\n".join([*(texts or []), *(f"[{call['tool']} {call['id']}]" for call in calls)])
@@ -218,8 +228,24 @@ class _Converter:
             thought="\n\n".join(thoughts) or None,
             calls=calls,
             final=final,
-            usage=_usage(records, str(message.get("model", "")) or None),
+            **self.response_ids(state, records, model),
         )
+
+    def response_ids(
+        self, state: _AgentState, records: list[dict[str, Any]], model: str | None
+    ) -> dict[str, Any]:
+        """The response's Claude ids, and its usage the first time the response is seen."""
+        message_id = records[0]["message"].get("id")
+        request_id = next((r["requestId"] for r in records if isinstance(r.get("requestId"), str)), None)
+        fields: dict[str, Any] = {"request_id": request_id}
+        if not isinstance(message_id, str):
+            fields["usage"] = to_usage(records[-1]["message"].get("usage"), model)
+            return fields
+        fields["message_id"] = message_id
+        if message_id not in state.counted:
+            state.counted.add(message_id)
+            fields["usage"] = to_usage(state.usages.get(message_id), model)
+        return fields
 
     def assistant_block(
         self, block: Any, thoughts: list[str], texts: list[str], calls: list[dict[str, Any]], line: ClaudeLine
@@ -323,39 +349,10 @@ def _task_calls(session: ClaudeSession) -> dict[str, str]:
                 links.setdefault(agent, parent)
         result = record.get("toolUseResult")
         if isinstance(result, dict) and isinstance(result.get("agentId"), str):
-            for block in _blocks((record.get("message") or {}).get("content")):
+            for block in content_blocks((record.get("message") or {}).get("content")):
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     links.setdefault(result["agentId"], str(block.get("tool_use_id")))
     return links
-
-
-def _blocks(content: Any) -> list[Any]:
-    if isinstance(content, list):
-        return content
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return []
-
-
-def _flatten(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in _blocks(content):
-        if isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif isinstance(block, dict):
-            parts.append(f"[{block.get('type', 'block')}]")
-    return "\n".join(parts) if parts else json.dumps(content, ensure_ascii=False)
-
-
-def _usage(records: list[dict[str, Any]], model: str | None) -> dict[str, Any] | None:
-    usage = records[-1]["message"].get("usage")
-    if not isinstance(usage, dict):
-        return None
-    prompt = sum(int(usage.get(key) or 0) for key in _PROMPT_USAGE_KEYS)
-    completion = int(usage.get("output_tokens") or 0)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "member": model}
 
 
 class ClaudeImports:
