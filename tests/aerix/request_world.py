@@ -121,12 +121,18 @@ def reported_turns(events: list[dict[str, Any]], agent: str | None = None) -> li
     return [message for message in turns if "usage" in message]
 
 
-def start_scripted_pool(world: World, socket: Path, completions: list[str]) -> subprocess.Popen[bytes]:
+def start_scripted_pool(
+    world: World, socket: Path, completions: list[str], constraints: list[str] | None = None
+) -> subprocess.Popen[bytes]:
     """A pool whose main member plays back ``completions`` through the real tokenizer and
-    constraints (caldrix's scripted engine); returns once it answers."""
+    constraints (caldrix's scripted engine); returns once it answers. ``constraints``: the
+    constraint kinds the member claims (all by default)."""
     socket.parent.mkdir(parents=True, exist_ok=True)
     script = socket.with_suffix(".script.json")
-    script.write_text(json.dumps(completions))
+    content: Any = (
+        completions if constraints is None else {"completions": completions, "constraints": constraints}
+    )
+    script.write_text(json.dumps(content))
     process = subprocess.Popen(
         [
             CALDRIX,

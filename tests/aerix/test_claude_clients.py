@@ -1,0 +1,184 @@
+"""Claude Code's own clients run for real on aerix's transcripts.
+
+``ccusage`` (npm, pinned in tests/clients/package.json, installed by scripts/setup) reads
+Claude Code's projects folder and sums each response's tokens once. Here it reads aerix's
+transcripts, linked into a temporary ``CLAUDE_CONFIG_DIR`` by ``transcript.claude_projects``,
+and its totals must be the session log's usage: for a new session (a scripted member through
+the real daemon, with a turn that failed to parse and a turn of two calls) and for a real
+Claude Code session imported with ``aerix import claude``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aerix.domain.claude_tools import claude_project_dir_name
+from tests.aerix.request_world import (
+    World,
+    aerix,
+    make_project,
+    make_world,
+    session_events,
+    start_scripted_pool,
+    stop_pool,
+)
+from tests.fixture_files import claude_code_transcripts
+
+pytestmark = [pytest.mark.model, pytest.mark.e2e]
+
+CLIENTS = Path(__file__).resolve().parent.parent / "clients"
+CCUSAGE = CLIENTS / "node_modules" / ".bin" / "ccusage"
+SPOTTER = "4d5611e5-241a-462a-8d15-5122611a9569"
+
+BAD_TURN = "Let me look first."  # not JSON: the turn does not parse and is asked again
+TWO_CALLS = json.dumps(
+    {
+        "thought": "Read it and list the folder.",
+        "calls": [
+            {"tool": "read", "input": {"path": "a.txt"}},
+            {"tool": "bash", "input": {"command": "ls"}},
+        ],
+    }
+)
+FINAL = json.dumps({"thought": "Done.", "final": "a.txt holds one line."})
+
+
+def ccusage(config_dir: Path) -> dict[str, Any]:
+    """``ccusage session --json`` over ``config_dir``'s projects: its totals."""
+    if not CCUSAGE.exists():
+        pytest.fail(f"ccusage is not installed at {CCUSAGE}: run scripts/setup (it needs npm, node >= 20)")
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config_dir)}
+    run = subprocess.run(
+        [str(CCUSAGE), "session", "--json", "--offline"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    totals: dict[str, Any] = json.loads(run.stdout)["totals"]
+    return totals
+
+
+def log_usage(events: list[dict[str, Any]]) -> dict[str, int]:
+    """The session log's usage, in ccusage's terms."""
+    usages = [event["usage"] for event in events if event["type"] == "message" and event.get("usage")]
+    reused = sum(usage.get("recomputed_from") or 0 for usage in usages)
+    cached = sum(usage.get("cache_creation_tokens") or 0 for usage in usages)
+    return {
+        "inputTokens": sum(usage["prompt_tokens"] for usage in usages) - reused - cached,
+        "outputTokens": sum(usage["completion_tokens"] for usage in usages),
+        "cacheCreationTokens": cached,
+        "cacheReadTokens": reused,
+    }
+
+
+def token_totals(totals: dict[str, Any]) -> dict[str, int]:
+    return {
+        key: totals[key] for key in ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
+    }
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    socket = tmp_path / "run" / "pool.sock"
+    settings = {
+        "pool": {"socket": str(socket), "main_flags": {"ctx": 4096}},
+        "transcript": {"claude_projects": True},
+    }
+    world = make_world(tmp_path, settings)
+    try:
+        yield world
+    finally:
+        stop_pool(world, socket)
+
+
+def test_ccusage_counts_a_new_session_as_its_log_does(world: World) -> None:
+    proj = make_project(world.root / "my_proj.x", {"a.txt": "one\n"})
+    # A member without the json constraint, so the unparseable turn is generated as written.
+    completions = ["investigate", BAD_TURN, TWO_CALLS, FINAL]
+    start_scripted_pool(world, world.socket, completions, constraints=["one_of"])
+    done = aerix(world, proj, "-p", "what is in a.txt?", "--output-format", "json")
+    assert done.returncode == 0, done.stderr
+    session = json.loads(done.stdout)["session_id"]
+    assert str(uuid.UUID(session)) == session  # a dashed UUID, as Claude Code's are
+    events = session_events(world, session)
+    assert any(e["type"] == "message" and e.get("parse_error") and e.get("usage") for e in events)
+
+    # Written as the session went, beside the log, and linked where Claude Code keeps the cwd's.
+    [folder] = [log.parent for log in world.sessions.glob(f"*/{session}.jsonl")]
+    transcript = folder / f"{session}.claude.jsonl"
+    link = (
+        Path(world.env["CLAUDE_CONFIG_DIR"])
+        / "projects"
+        / claude_project_dir_name(str(proj))
+        / f"{session}.jsonl"
+    )
+    assert link.is_symlink() and link.resolve() == transcript.resolve()
+    assert link.parent.name == str(proj).replace("/", "-").replace("_", "-").replace(".", "-")
+    written = transcript.read_bytes()
+    records = [json.loads(line) for line in written.splitlines()]
+    assert [r["message"]["content"][0]["type"] for r in records if r["type"] == "assistant"].count(
+        "tool_use"
+    ) == 2
+
+    totals = ccusage(Path(world.env["CLAUDE_CONFIG_DIR"]))
+    wanted = log_usage(events)
+    assert wanted["outputTokens"] > 0 and wanted["inputTokens"] > 0 and wanted["cacheReadTokens"] > 0
+    assert token_totals(totals) == wanted
+    assert totals["totalTokens"] == sum(wanted.values())
+
+    # `aerix sessions rebuild` writes the same bytes the session wrote as it went.
+    rebuilt = aerix(world, proj, "sessions", "rebuild", session)
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert transcript.read_bytes() == written
+    # Removing the session removes its link too.
+    removed = aerix(world, proj, "sessions", "rm", session)
+    assert removed.returncode == 0, removed.stderr
+    assert not link.is_symlink()
+
+
+def test_ccusage_counts_an_imported_session_as_the_original(world: World, tmp_path: Path) -> None:
+    fixtures = claude_code_transcripts()
+    source = tmp_path / "source-claude"
+    original = source / "projects" / "-home-USER-projects-spotter-worktrees-spotter-dov"
+    (original / SPOTTER / "subagents").mkdir(parents=True)
+    shutil.copy(fixtures / "spotter_main.jsonl", original / f"{SPOTTER}.jsonl")
+    shutil.copy(fixtures / "spotter_sub.jsonl", original / SPOTTER / "subagents" / "agent-a2898e3.jsonl")
+    shutil.copy(
+        fixtures / "spotter_compact.jsonl", original / SPOTTER / "subagents" / "agent-acompact-e1f845.jsonl"
+    )
+    here = make_project(tmp_path / "here", {"a.txt": "one\n"})
+
+    imported = aerix(world, here, "import", "claude", str(source))
+    assert imported.returncode == 0, imported.stderr
+    rebuilt = aerix(world, here, "sessions", "rebuild", SPOTTER)  # links it into CLAUDE_CONFIG_DIR
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    events = session_events(world, SPOTTER)
+
+    ours = ccusage(Path(world.env["CLAUDE_CONFIG_DIR"]))
+    assert token_totals(ours) == log_usage(events)
+    # Each response counted once, with the usage of its line that has the most output tokens
+    # (Claude Code repeats a response's usage on each of its lines as it streams).
+    best: dict[str, dict[str, int]] = {}
+    for path in original.rglob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            message = json.loads(line).get("message")
+            if isinstance(message, dict) and isinstance(message.get("usage"), dict):
+                kept = best.get(message["id"])
+                if kept is None or message["usage"]["output_tokens"] >= kept["output_tokens"]:
+                    best[message["id"]] = message["usage"]
+    assert ours["outputTokens"] == sum(usage["output_tokens"] for usage in best.values())
+    # ccusage on the original keeps the first line of each response: the same prompt side, and
+    # output counts that may be cut short where a later line of the response had more.
+    theirs = ccusage(source)
+    for key in ("inputTokens", "cacheCreationTokens", "cacheReadTokens"):
+        assert ours[key] == theirs[key], key
+    assert ours["outputTokens"] >= theirs["outputTokens"]
+    # The model ids were kept, so ccusage prices the imported session (more output, more cost).
+    assert ours["totalCost"] >= theirs["totalCost"] > 0
