@@ -54,9 +54,6 @@ _UTC = timedelta(0)
 _DIGITS_2 = tuple(f"{number:02d}" for number in range(100))
 _DIGITS_3 = tuple(f"{number:03d}" for number in range(1000))
 
-TRANSCRIPT_VERSION = CLAUDE_CODE_VERSION
-"""The ``version`` field of every record: the Claude Code release whose format this is."""
-
 
 def claude_tool_id(agent: str, call: str) -> str:
     """The ``tool_use`` id of a call: kept when already Claude's own (imported), else derived."""
@@ -154,7 +151,7 @@ class ClaudeTranscript(Projection):
             "userType": "external",
             "cwd": self._cwd,
             "sessionId": self._session,
-            "version": TRANSCRIPT_VERSION,
+            "version": CLAUDE_CODE_VERSION,  # the release whose format this is
             "gitBranch": self._branch,
         }
         if agent != ROOT_AGENT:
