@@ -182,3 +182,27 @@ def test_ccusage_counts_an_imported_session_as_the_original(world: World, tmp_pa
     assert ours["outputTokens"] >= theirs["outputTokens"]
     # The model ids were kept, so ccusage prices the imported session (more output, more cost).
     assert ours["totalCost"] >= theirs["totalCost"] > 0
+
+
+def test_a_projects_folder_that_cannot_be_written_is_one_note(world: World) -> None:
+    """The transcript is a projection: when it cannot be linked (``projects`` is a file here)
+    the request says so in one line and finishes; the log is whole, and a rebuild reports
+    the same problem as a line, not a traceback."""
+    proj = make_project(world.root / "proj", {"a.txt": "one\n"})
+    config = Path(world.env["CLAUDE_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "projects").write_text("not a folder\n")
+    start_scripted_pool(world, world.socket, ["investigate", FINAL])
+    done = aerix(world, proj, "-p", "what is in a.txt?", "--output-format", "json")
+    assert done.returncode == 0, done.stderr
+    notes = [
+        line for line in done.stderr.splitlines() if "Claude Code transcript could not be written" in line
+    ]
+    assert len(notes) == 1 and "the session log is kept" in notes[0]
+    assert "Traceback" not in done.stderr
+    session = json.loads(done.stdout)["session_id"]
+    assert session_events(world, session)[-1]["type"] == "session.end"
+
+    rebuilt = aerix(world, proj, "sessions", "rebuild", session)
+    assert rebuilt.returncode == 1 and "Traceback" not in rebuilt.stderr
+    assert "not linked into Claude Code's projects folder" in rebuilt.stdout

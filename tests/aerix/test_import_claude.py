@@ -183,3 +183,60 @@ def test_subagent_files_in_claude_code_s_folder_layout(tmp_path: Path) -> None:
     agents = {r.agent for r in files.read(files.find(session_id)) if isinstance(r, ev.AgentSpawn)}
     assert agents == {"a1", "a1.a2898e3"}
     assert outcome.problems == []
+
+
+def test_each_response_keeps_its_ids_and_counts_its_usage_once(
+    imported: tuple[SessionFiles, list[ImportOutcome]],
+) -> None:
+    """Claude Code repeats a response's usage on each of its lines (and tool results can split
+    those lines apart): the import counts it once, from the line with the most output tokens,
+    and keeps message.id, requestId and the cache figures for the transcript."""
+    files, outcomes = imported
+    for outcome in outcomes:
+        sources = _source_records()[outcome.session]
+        best: dict[str, dict[str, Any]] = {}
+        requests: dict[str, str] = {}
+        for record in sources:
+            message = record.get("message")
+            if record.get("type") == "assistant" and isinstance(message, dict) and "usage" in message:
+                if (
+                    message["id"] not in best
+                    or message["usage"]["output_tokens"] >= best[message["id"]]["output_tokens"]
+                ):
+                    best[message["id"]] = message["usage"]
+                requests[message["id"]] = record.get("requestId")
+        turns = [
+            r
+            for r in files.read(files.find(outcome.session))
+            if isinstance(r, ev.Message) and r.role == "assistant"
+        ]
+        counted = [turn for turn in turns if turn.usage is not None]
+        assert sorted(turn.message_id or "" for turn in counted) == sorted(best), outcome.session
+        for turn in counted:
+            usage, original = turn.usage, best[turn.message_id or ""]
+            assert usage is not None and turn.request_id == requests[turn.message_id or ""]
+            assert usage.completion_tokens == original["output_tokens"]
+            assert usage.recomputed_from == original.get("cache_read_input_tokens", 0)
+            assert usage.cache_creation_tokens == original.get("cache_creation_input_tokens", 0)
+            assert usage.prompt_tokens == (
+                original["input_tokens"]
+                + original.get("cache_creation_input_tokens", 0)
+                + original.get("cache_read_input_tokens", 0)
+            )
+        # A response split by tool results is more than one message, all with its ids.
+        assert {turn.message_id for turn in turns} == set(best)
+    main = next(o for o in outcomes if o.session.startswith("4d5611e5"))
+    main_turns = [
+        r for r in files.read(files.find(main.session)) if isinstance(r, ev.Message) and r.usage is None
+    ]
+    assert any(turn.role == "assistant" for turn in main_turns)  # the fixture has split responses
+
+    # The transcript gives each response's usage on one record: summed, it is the original's.
+    transcript = ClaudeTranscript()
+    transcript.feed(files.read(files.find(main.session)))
+    every = [*transcript.records, *(r for records in transcript.subagents.values() for r in records)]
+    with_usage = [r["message"] for r in every if r["type"] == "assistant" and "usage" in r["message"]]
+    assert sorted(message["id"] for message in with_usage) == sorted(
+        {r["message"]["id"] for r in _source_records()[main.session] if r.get("type") == "assistant"}
+    )
+    assert all(message["model"].startswith("claude-") for message in with_usage)

@@ -210,7 +210,10 @@ def _rebuild_one(
         ref, transcript_lines(transcript), subagent_lines(transcript)
     )
     if claude_projects and transcript.cwd:
-        storage.link_claude_project(ref, transcript.cwd, bool(transcript.subagents))
+        try:
+            storage.link_claude_project(ref, transcript.cwd, bool(transcript.subagents))
+        except OSError as exc:
+            report.problems.append(f"not linked into Claude Code's projects folder: {exc}")
     return report
 
 
