@@ -133,10 +133,20 @@ def test_ccusage_counts_a_new_session_as_its_log_does(world: World) -> None:
     assert token_totals(totals) == wanted
     assert totals["totalTokens"] == sum(wanted.values())
 
-    # `aerix sessions rebuild` writes the same bytes the session wrote as it went.
+    # A second request (--resume) appends to the same file; `aerix sessions rebuild` writes the
+    # same bytes the session wrote as it went.
+    stop_pool(world, world.socket)
+    start_scripted_pool(world, world.socket, ["answer", FINAL])
+    again = aerix(world, proj, "-p", "and now?", "--resume", session, "--output-format", "json")
+    assert again.returncode == 0, again.stderr
+    written_again = transcript.read_bytes()
+    assert written_again.startswith(written) and len(written_again) > len(written)
+    assert token_totals(ccusage(Path(world.env["CLAUDE_CONFIG_DIR"]))) == log_usage(
+        session_events(world, session)
+    )
     rebuilt = aerix(world, proj, "sessions", "rebuild", session)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
-    assert transcript.read_bytes() == written
+    assert transcript.read_bytes() == written_again
     # Removing the session removes its link too.
     removed = aerix(world, proj, "sessions", "rm", session)
     assert removed.returncode == 0, removed.stderr
