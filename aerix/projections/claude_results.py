@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 _STATUS_LINE = re.compile(r"\n?\[(?:exit -?\d+|signal \d+|timeout after [^\]]*|cancelled)\]\s*$")
-_JOB_STARTED = re.compile(r"^started job (\S+)")
+_JOB_STARTED = re.compile(r"^started job (j\d+)")  # bash's answer to a background call
 _READ_RANGE = re.compile(r"\[lines (\d+)-(\d+) of (\d+);[^\]]*\]\s*$")
 
 

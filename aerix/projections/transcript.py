@@ -19,7 +19,7 @@ transcripts in tests/fixtures/claude-code):
 - the runtime's notes (re-asks, the note after a compaction, a Stop hook's reason) and hook
   context as ``isMeta`` user records; ``compact_boundary`` system records where the runtime
   compacted; summary segments as ``isCompactSummary`` user records;
-- ``model`` the agent's model id, ``gitBranch`` the branch the request started on.
+- ``model`` the agent's model id, ``gitBranch`` the branch its request started on.
 
 UUIDs, message and request ids are derived from the session id and the event's seq, so a
 rebuild writes the same bytes. An imported session keeps Claude Code's own ``message.id``,
@@ -96,7 +96,7 @@ class ClaudeTranscript(Projection):
 
     @property
     def cwd(self) -> str:
-        """The session's working directory (its first ``session.start``'s)."""
+        """The session's working directory (its latest ``session.start``'s)."""
         return self._cwd
 
     def claude_agent(self, agent: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from aerix.domain import events as ev
 from aerix.domain.claude_tools import claude_project_dir_name
+from aerix.projections.claude_results import tool_use_result
 from aerix.projections.transcript import ClaudeTranscript
 from tests.aerix.session_streams import T0, start_session
 
@@ -219,3 +220,48 @@ def test_project_folder_names_follow_claude_code() -> None:
     assert claude_project_dir_name("/Users/ali/.claude/projects") == "-Users-ali--claude-projects"
     long = claude_project_dir_name("/" + "x" * 300)
     assert len(long) > 200 and long.startswith("-" + "x" * 199)
+
+
+def test_tool_use_results_take_each_tools_shape() -> None:
+    write = tool_use_result(
+        "write", {"file_path": "/w/a.py", "content": "x\n"}, "replaced a.py (2 bytes, 1 lines)", False
+    )
+    assert write == {
+        "type": "update",
+        "filePath": "/w/a.py",
+        "content": "x\n",
+        "structuredPatch": [],
+        "originalFile": None,
+    }
+    edit = tool_use_result(
+        "edit",
+        {"file_path": "/w/a.py", "old_string": "a", "new_string": "b"},
+        "edited a.py: replaced 1",
+        False,
+    )
+    assert (edit["filePath"], edit["oldString"], edit["newString"], edit["replaceAll"]) == (
+        "/w/a.py",
+        "a",
+        "b",
+        False,
+    )
+    assert tool_use_result("glob", {"pattern": "*.py"}, "a.py\nb/c.py", False)["filenames"] == [
+        "a.py",
+        "b/c.py",
+    ]
+    assert tool_use_result("glob", {"pattern": "*.go"}, "no files match *.go", False)["numFiles"] == 0
+    grep = tool_use_result(
+        "grep", {"pattern": "x"}, "a.py:1: x = 1\nb.py:4: x()\n[stopped after 2 matches; …]", False
+    )
+    assert (grep["numFiles"], grep["filenames"], grep["numLines"]) == (2, ["a.py", "b.py"], 2)
+    timed_out = tool_use_result("bash", {"command": "sleep 9"}, "partial\n[timeout after 5s]", False)
+    assert timed_out["stdout"] == "partial" and timed_out["interrupted"] is True
+    job = tool_use_result(
+        "bash", {"command": "make", "run_in_background": True}, "started job j1 (make)", False
+    )
+    assert job["backgroundTaskId"] == "j1" and job["stdout"] == ""
+    assert (
+        tool_use_result("read", {"file_path": "/w/nope"}, "no such file: nope", True)
+        == "Error: no such file: nope"
+    )
+    assert tool_use_result("repo_map", {}, "a.py\n  def f", False) == "a.py\n  def f"

@@ -103,6 +103,18 @@ def test_first_request_writes_a_complete_session(world: World, first: dict[str, 
     assert first["num_turns"] >= 1 and first["diff"]["in_git"] is True
 
 
+def test_the_transcript_is_written_beside_the_log_and_nowhere_else_by_default(
+    world: World, first: dict[str, Any]
+) -> None:
+    """Written as the session went (no hook asked, no rebuild); Claude Code's projects folder is
+    left alone unless transcript.claude_projects is on."""
+    [log] = list(world.sessions.glob(f"*/{first['session_id']}.jsonl"))
+    records = [json.loads(line) for line in log.with_suffix(".claude.jsonl").read_text().splitlines()]
+    assert records[0]["type"] == "user" and records[0]["sessionId"] == first["session_id"]
+    assert any(record["type"] == "assistant" for record in records)
+    assert not (Path(world.env["CLAUDE_CONFIG_DIR"]) / "projects").exists()
+
+
 def test_the_first_request_started_the_pool(world: World, first: dict[str, Any]) -> None:
     log = world.pool_start_log.read_text()
     assert log.count(" starts: ") == 1
