@@ -5,13 +5,17 @@ aerix's log keeps each result as the text the model was shown, so the fields are
 that text and from the call's own input (in Claude's vocabulary, paths absolute): bash's output
 is all ``stdout`` (aerix keeps stdout and stderr as one text), a read's ``content`` is the
 numbered text the model read. A failed call is Claude's plain ``"Error: …"`` string, and a tool
-Claude Code has no counterpart for keeps its text.
+Claude Code has no counterpart for keeps its text. An agent call's result (Claude's Task) also
+reports the subagent's run: how long it took, its tool calls, and its last response's usage.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 _STATUS_LINE = re.compile(r"\n?\[(?:exit -?\d+|signal \d+|timeout after [^\]]*|cancelled)\]\s*$")
@@ -91,3 +95,39 @@ def _grep(claude_input: Mapping[str, Any], text: str) -> dict[str, Any]:
 
 
 _SHAPES = {"bash": _bash, "read": _read, "write": _write, "edit": _edit, "glob": _glob, "grep": _grep}
+
+
+@dataclass
+class AgentTally:
+    """What Claude Code reports of a subagent in its Task result, kept as the agent runs."""
+
+    started: datetime
+    tool_uses: int = 0
+    #: The agent's last response's usage, in Claude's keys.
+    last_usage: dict[str, int] | None = None
+
+
+def task_result(
+    text: str, is_error: bool, prompt: str, agent_id: str | None, tally: AgentTally | None, ended: datetime
+) -> dict[str, Any]:
+    """Claude Code's ``toolUseResult`` of a Task (aerix's agent call): ``status``, ``prompt``,
+    ``agentId``, the result as ``content``, then the run's figures: ``totalDurationMs``,
+    ``totalTokens`` (the last response's prompt and output, as Claude Code counts it),
+    ``totalToolUseCount`` and that response's ``usage``."""
+    body = text.partition("\n")[2] if text.startswith("[agent ") else text
+    try:
+        outcome = json.loads(body).get("outcome")
+    except (ValueError, AttributeError):
+        outcome = None
+    failed = is_error or (outcome is not None and outcome != "done")
+    result: dict[str, Any] = {"status": "failed" if failed else "completed", "prompt": prompt}
+    if agent_id is not None:
+        result["agentId"] = agent_id
+    result["content"] = [{"type": "text", "text": body}]
+    if tally is not None:
+        usage = tally.last_usage or {}
+        result["totalDurationMs"] = max(0, int((ended - tally.started).total_seconds() * 1000))
+        result["totalTokens"] = sum(usage.values())
+        result["totalToolUseCount"] = tally.tool_uses
+        result["usage"] = usage
+    return result

@@ -47,7 +47,7 @@ from aerix.domain import events as ev
 from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name, to_claude_input
 from aerix.domain.segments import ROOT_AGENT, is_note_segment
 from aerix.projections.base import Handlers, Projection
-from aerix.projections.claude_results import tool_use_result
+from aerix.projections.claude_results import AgentTally, task_result, tool_use_result
 
 _NAMESPACE = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
 _UTC = timedelta(0)
@@ -84,6 +84,7 @@ class ClaudeTranscript(Projection):
         #: An agent call's tool_use id -> its brief; (parent, call id) -> the agent it spawned.
         self._briefs: dict[str, str] = {}
         self._spawned: dict[tuple[str, str], str] = {}
+        self._tallies: dict[str, AgentTally] = {}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ClaudeTranscript) and (self.position, self.records, self.subagents) == (
@@ -124,6 +125,7 @@ class ClaudeTranscript(Projection):
         self._ids = uuid.uuid5(_NAMESPACE, event.session)
 
     def _spawn(self, event: ev.AgentSpawn) -> None:
+        self._tallies[event.agent] = AgentTally(event.time)
         if event.model:
             self._models[event.agent] = event.model
         if event.parent is not None and event.call is not None:
@@ -204,6 +206,11 @@ class ClaudeTranscript(Projection):
         if len(blocks) == (1 if event.thought else 0):
             blocks.append({"type": "text", "text": event.text})  # unparsed, or nothing but text
         usage = event.usage
+        tally = self._tallies.get(agent)
+        if tally is not None:
+            tally.tool_uses += len(tools)
+            if usage is not None:
+                tally.last_usage = claude_usage(usage)
         imported_model = usage.member if self._imported and usage is not None else None
         model = self._models.get(agent) or imported_model or self._model
         message_id = event.message_id or f"msg_{self._uuid(event, -1).replace('-', '')[:24]}"
@@ -244,30 +251,19 @@ class ClaudeTranscript(Projection):
         record["message"] = {"role": "user", "content": [block]}
         self._stamp(record, event)
         if event.tool == "agent" and event.call is not None:
-            record["toolUseResult"] = self._task_result(event, agent, event.call, tool_id)
+            spawned = self._spawned.get((agent, event.call))
+            agent_id = self.claude_agent(spawned) if spawned is not None else None
+            tally = self._tallies.get(spawned) if spawned is not None else None
+            prompt = self._briefs.get(tool_id, "")
+            record["toolUseResult"] = task_result(
+                event.text, event.is_error, prompt, agent_id, tally, event.time
+            )
         else:
             tool_name = tool or event.tool or ""
             record["toolUseResult"] = tool_use_result(tool_name, claude_input, event.text, event.is_error)
         if owner is not None:
             record["sourceToolAssistantUUID"] = owner
         self._add(agent, record)
-
-    def _task_result(self, event: ev.Message, agent: str, call: str, tool_id: str) -> dict[str, Any]:
-        """Claude Code's ``toolUseResult`` of a Task: what ran it and how it ended."""
-        body = event.text.partition("\n")[2] if event.text.startswith("[agent ") else event.text
-        status = "completed"
-        try:
-            outcome = json.loads(body).get("outcome")
-        except (ValueError, AttributeError):
-            outcome = None
-        if event.is_error or (outcome is not None and outcome != "done"):
-            status = "failed"
-        result: dict[str, Any] = {"status": status, "prompt": self._briefs.get(tool_id, "")}
-        spawned = self._spawned.get((agent, call))
-        if spawned is not None:
-            result["agentId"] = self.claude_agent(spawned)
-        result["content"] = [{"type": "text", "text": body}]
-        return result
 
     def _compaction(self, event: ev.Compaction) -> None:
         """A ``compact_boundary``: a new root pointing back at the record before it."""

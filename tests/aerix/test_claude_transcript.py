@@ -147,6 +147,22 @@ def test_tool_results_name_their_call_and_carry_the_tools_shape() -> None:
     assert read["toolUseResult"]["file"]["filePath"] == "/work/proj/a.py"
     assert bash["toolUseResult"] == {"stdout": "a.py", "stderr": "", "interrupted": False, "isImage": False}
     assert task["toolUseResult"]["status"] == "completed"
+    # The subagent's run as Claude Code reports it: 4 s from spawn to result, no tool calls, its
+    # last response's usage and that usage's total.
+    assert {
+        key: task["toolUseResult"][key] for key in ("totalDurationMs", "totalTokens", "totalToolUseCount")
+    } == {
+        "totalDurationMs": 4000,
+        "totalTokens": 60,
+        "totalToolUseCount": 0,
+    }
+    assert task["toolUseResult"]["usage"]["output_tokens"] == 10
+    real_task = next(
+        json.loads(line)["toolUseResult"]
+        for line in (FIXTURES / "spotter_main.jsonl").read_text(encoding="utf-8").splitlines()
+        if "totalToolUseCount" in line
+    )
+    assert list(task["toolUseResult"]) == list(real_task)
     assert task["toolUseResult"]["agentId"] == "a1.c3"
     assert _content(uses["toolu_a1_c3"])[0]["name"] == "Agent"
 
