@@ -114,7 +114,7 @@ def task_result(
     ``agentId``, the result as ``content``, then the run's figures: ``totalDurationMs``,
     ``totalTokens`` (the last response's prompt and output, as Claude Code counts it),
     ``totalToolUseCount`` and that response's ``usage``."""
-    body = text.partition("\n")[2] if text.startswith("[agent ") else text
+    body = text
     try:
         outcome = json.loads(body).get("outcome")
     except (ValueError, AttributeError):

@@ -245,7 +245,8 @@ class ClaudeTranscript(Projection):
         owner, tool, claude_input = self._calls.get(tool_id, (None, event.tool or "", {}))
         record = self._envelope(agent, self._last.get(agent))
         record["type"] = "user"
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": event.text}
+        text = _without_header(event)
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
         if event.is_error:
             block["is_error"] = True
         record["message"] = {"role": "user", "content": [block]}
@@ -255,12 +256,10 @@ class ClaudeTranscript(Projection):
             agent_id = self.claude_agent(spawned) if spawned is not None else None
             tally = self._tallies.get(spawned) if spawned is not None else None
             prompt = self._briefs.get(tool_id, "")
-            record["toolUseResult"] = task_result(
-                event.text, event.is_error, prompt, agent_id, tally, event.time
-            )
+            record["toolUseResult"] = task_result(text, event.is_error, prompt, agent_id, tally, event.time)
         else:
             tool_name = tool or event.tool or ""
-            record["toolUseResult"] = tool_use_result(tool_name, claude_input, event.text, event.is_error)
+            record["toolUseResult"] = tool_use_result(tool_name, claude_input, text, event.is_error)
         if owner is not None:
             record["sourceToolAssistantUUID"] = owner
         self._add(agent, record)
@@ -288,6 +287,15 @@ class ClaudeTranscript(Projection):
         ev.Compaction: _compaction,
         ev.AgentSpawn: _spawn,
     }
+
+
+def _without_header(event: ev.Message) -> str:
+    """A tool result's text without the ``[tool call]`` line the runtime heads it with in the
+    context (Claude Code's results are the output alone; the tool_use_id says which call)."""
+    header = f"[{event.tool} {event.call}]\n"
+    if event.call is not None and event.text.startswith(header):
+        return event.text[len(header) :]
+    return event.text
 
 
 def claude_usage(usage: ev.Usage) -> dict[str, int]:

@@ -44,8 +44,8 @@ def _session() -> list[ev.EventBase]:
     ]
     usage = ev.Usage(prompt_tokens=105, completion_tokens=20, recomputed_from=40, member="main")
     rec(ev.Message, agent="a1", role="assistant", turn=1, text="{}", thought="look", calls=calls, usage=usage)
-    rec(ev.Message, agent="a1", role="tool", text="1\tprint(1)", call="c1", tool="read")
-    rec(ev.Message, agent="a1", role="tool", text="a.py\n[exit 0]", call="c2", tool="bash")
+    rec(ev.Message, agent="a1", role="tool", text="[read c1]\n1\tprint(1)", call="c1", tool="read")
+    rec(ev.Message, agent="a1", role="tool", text="[bash c2]\na.py\n[exit 0]", call="c2", tool="bash")
     rec(ev.Compaction, agent="a1", tokens_before=425, tokens_after=137)
     rec(ev.Segment, agent="a1", id="a1.n2", role="user", kind="prompt", text="the context was compacted")
     agent_call = [ev.ToolCall(id="c3", tool="agent", input={"brief": "fix a.py"})]
@@ -56,7 +56,7 @@ def _session() -> list[ev.EventBase]:
     usage3 = ev.Usage(prompt_tokens=50, completion_tokens=10, member="small")
     rec(ev.Message, agent="a1.c3", role="assistant", turn=1, text="{}", final="fixed", usage=usage3)
     rec(ev.AgentEnd, agent="a1.c3", outcome="done", turns=1, summary="fixed")
-    result = '[agent a1.c3 done]\n{"outcome": "done", "summary": "fixed"}'
+    result = '[agent c3]\n{"outcome": "done", "summary": "fixed"}'
     rec(ev.Message, agent="a1", role="tool", text=result, call="c3", tool="agent")
     usage4 = ev.Usage(prompt_tokens=160, completion_tokens=3, recomputed_from=150, member="main")
     rec(ev.Message, agent="a1", role="assistant", turn=3, text="{}", final="done", usage=usage4)
@@ -145,6 +145,7 @@ def test_tool_results_name_their_call_and_carry_the_tools_shape() -> None:
     assert read["sourceToolAssistantUUID"] == uses["toolu_a1_c1"]["uuid"]
     assert bash["sourceToolAssistantUUID"] == uses["toolu_a1_c2"]["uuid"]
     assert read["toolUseResult"]["file"]["filePath"] == "/work/proj/a.py"
+    assert _content(read)[0]["content"] == "1\tprint(1)"  # the output alone, as Claude Code's
     assert bash["toolUseResult"] == {"stdout": "a.py", "stderr": "", "interrupted": False, "isImage": False}
     assert task["toolUseResult"]["status"] == "completed"
     # The subagent's run as Claude Code reports it: 4 s from spawn to result, no tool calls, its
