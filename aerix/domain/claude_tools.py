@@ -8,7 +8,6 @@ field that is already aerix's passes through unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -53,7 +52,7 @@ _PATH_FIELDS: Final = frozenset({"path"})
 CLAUDE_CODE_VERSION: Final = "2.1.39"
 #: Claude Code cuts a project folder name past this many characters and adds a hash.
 PROJECT_DIR_NAME_CHARS: Final = 200
-_NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
+_NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")  # one character at a time
 #: Claude Code's subagent type when an Agent call names no definition.
 GENERAL_PURPOSE: Final = "general-purpose"
 #: The longest ``description`` of an Agent call made from a brief (Claude Code's are a few words).
@@ -140,11 +139,30 @@ def _known_fields(tool: str) -> tuple[str, ...]:
 
 def claude_project_dir_name(cwd: str) -> str:
     """The folder under Claude Code's ``projects/`` for a working directory: each character
-    that is not a letter or digit becomes ``-``; a name past PROJECT_DIR_NAME_CHARS is cut there
-    and given a hash of the whole path (Claude Code's own hash is not documented, so such a
-    folder is aerix's, not the one Claude Code would pick)."""
-    name = _NOT_ALPHANUMERIC.sub("-", cwd)
+    that is not an ASCII letter or digit becomes ``-`` (one per UTF-16 code unit, as Claude
+    Code's JavaScript replaces them: a character past U+FFFF gives two); a name past
+    PROJECT_DIR_NAME_CHARS is cut there and followed by ``-`` and Claude Code's hash of the
+    whole path (``path_hash``)."""
+    name = _NOT_ALPHANUMERIC.sub(lambda found: "--" if ord(found.group()) > 0xFFFF else "-", cwd)
     if len(name) <= PROJECT_DIR_NAME_CHARS:
         return name
-    digest = hashlib.sha256(cwd.encode()).hexdigest()[:12]
-    return f"{name[:PROJECT_DIR_NAME_CHARS]}-{digest}"
+    return f"{name[:PROJECT_DIR_NAME_CHARS]}-{path_hash(cwd)}"
+
+
+def path_hash(text: str) -> str:
+    """Claude Code's short hash of a path (the one its SDK's session reader also computes): the
+    JavaScript string hash ``h = 31·h + code unit`` over the UTF-16 code units, kept to a signed
+    32-bit integer at each step, then its absolute value in base 36."""
+    value = 0
+    data = text.encode("utf-16-le")
+    for index in range(0, len(data), 2):
+        value = (value * 31 + int.from_bytes(data[index : index + 2], "little")) & 0xFFFFFFFF
+    if value >= 0x80000000:
+        value -= 0x100000000
+    value = abs(value)
+    digits = []
+    while True:
+        value, digit = divmod(value, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[digit])
+        if value == 0:
+            return "".join(reversed(digits))

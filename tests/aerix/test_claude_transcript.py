@@ -235,8 +235,11 @@ def test_records_have_the_keys_claude_code_writes_in_its_order() -> None:
 def test_project_folder_names_follow_claude_code() -> None:
     assert claude_project_dir_name("/home/user/work/my-repo") == "-home-user-work-my-repo"
     assert claude_project_dir_name("/Users/ali/.claude/projects") == "-Users-ali--claude-projects"
-    long = claude_project_dir_name("/" + "x" * 300)
-    assert len(long) > 200 and long.startswith("-" + "x" * 199)
+    assert claude_project_dir_name("/tmp/ça va 🙂") == "-tmp--a-va---"  # 🙂 is two UTF-16 units
+    # Past 200 characters: cut, then Claude Code's hash of the whole path (JavaScript's string
+    # hash in base 36; these values are what that computation gives).
+    assert claude_project_dir_name("/" + "x" * 300) == "-" + "x" * 199 + "-x8zr69"
+    assert claude_project_dir_name("/home/" + "é" * 250).endswith("-8wvvlt")
 
 
 def test_tool_use_results_take_each_tools_shape() -> None:
