@@ -18,8 +18,8 @@ from aerix.adapters.clock import utc_now
 from aerix.adapters.hook_runner import SubprocessHooks
 from aerix.adapters.session_store import SessionFiles
 from aerix.app.hooks.fire import Hooks, HookSession
-from aerix.app.hooks.transcript import TranscriptFollower
 from aerix.app.ports.sessions import E
+from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter, start_session
 from aerix.domain import bounds
 from aerix.domain import events as ev

@@ -1,2 +1,2 @@
-"""Hooks on Claude Code's contract: firing an event (``fire``) and the transcript its handlers read
-(``transcript``)."""
+"""Hooks on Claude Code's contract: firing an event (``fire``) and the agent lifecycle's hooks
+(``lifecycle``); the transcript their handlers read is kept by ``aerix.app.sessions.transcript``."""

@@ -1,6 +1,6 @@
 """The hooks port: running a hook event's handlers (``aerix.adapters.hook_runner.SubprocessHooks``)
 and keeping the Claude Code transcript they read up to date
-(``aerix.app.hooks.transcript.TranscriptFollower``)."""
+(``aerix.app.sessions.transcript.TranscriptFollower``)."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aerix.app.hooks.transcript import TranscriptFollower
 from aerix.app.ports import RequestObserver, RequestPiece, RequestUsage
 from aerix.app.ports.sessions import E
+from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT

@@ -24,7 +24,6 @@ import anyio
 
 from aerix.app.agent.loop_tools import PLAN_ABORTED, FirstPlanGate
 from aerix.app.hooks.fire import Hooks, HookSession, HookStopped, no_hooks
-from aerix.app.hooks.transcript import TranscriptFollower
 from aerix.app.ports import (
     CancelSignal,
     Clock,
@@ -55,6 +54,7 @@ from aerix.app.request.root_context import (
 from aerix.app.request.routing import route_request
 from aerix.app.request.startup import BoundMembers, bind_members, startup_listing
 from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
+from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
