@@ -88,7 +88,7 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
     finally:
         with anyio.CancelScope(shield=True):
             await opened.aclose()
-    session_id = resume.session if resume else uuid.uuid4().hex
+    session_id = resume.session if resume else str(uuid.uuid4())
     # The session's commit is known before the first prompt, as the startup block shows it.
     profile = attach_session_profile(probe, deps, project, members, resume, session_id)
     notes = [StartupNote(line) for line in (*project.notes, *members.notes, *profile.notes)]
@@ -194,7 +194,7 @@ async def _command(
     command: Command, current: _Current, opening: Opening, deps: RequestDeps, screen: ConversationScreen
 ) -> None:
     if command.name == "clear":
-        current.id, current.exists, current.base = uuid.uuid4().hex, False, None
+        current.id, current.exists, current.base = str(uuid.uuid4()), False, None
         screen.session_changed(current.id, resumed=False)
         return
     if command.name != "resume":
