@@ -71,7 +71,7 @@ def _request(world: World, settings: dict[str, Any] | None = None) -> tuple[list
         (project / ".aerix" / "settings.json").write_text(json.dumps(settings))
     start_scripted_pool(world, world.socket, ["investigate", WRITE_TURN, FINAL_TURN])
     assert main(["-p", "write a.txt", "--cwd", str(project), "--output-format", "json"]) == 0
-    [log] = list(world.sessions.glob("*/*.jsonl"))
+    [log] = [path for path in world.sessions.glob("*/*.jsonl") if not path.name.endswith(".claude.jsonl")]
     return [json.loads(line) for line in log.read_text().splitlines()], log.name
 
 

@@ -150,7 +150,8 @@ def wait_for_file(path: Path) -> str:
 
 
 def only_session(world: World) -> str:
-    [log] = sorted(world.sessions.glob("*/*.jsonl"), key=lambda path: path.stat().st_mtime)[-1:]
+    logs = [path for path in world.sessions.glob("*/*.jsonl") if not path.name.endswith(".claude.jsonl")]
+    [log] = sorted(logs, key=lambda path: path.stat().st_mtime)[-1:]  # not a transcript beside it
     return log.stem
 
 
