@@ -86,7 +86,11 @@ def closed_pipe() -> int:
 
 
 def session_logs(world: World) -> list[Path]:
-    return sorted(world.sessions.glob("*/*.jsonl")) if world.sessions.exists() else []
+    """The session logs (not the Claude Code transcripts written beside them)."""
+    if not world.sessions.exists():
+        return []
+    found = world.sessions.glob("*/*.jsonl")
+    return sorted(path for path in found if not path.name.endswith(".claude.jsonl"))
 
 
 # ---- text that is not UTF-8 ---------------------------------------------------------------------
