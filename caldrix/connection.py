@@ -28,7 +28,10 @@ from caldrix.errors import (
     HandshakeRequired,
     InternalError,
     ProtocolMismatch,
+    one_line,
+    quoted,
 )
+from caldrix.limits import ECHO_CHARS
 from caldrix.pool import Pool
 from caldrix.protocol.framing import (
     PROTOCOL_VERSION,
@@ -45,7 +48,7 @@ from caldrix.protocol.messages import (
     ProgressFrame,
     TokenFrame,
 )
-from caldrix.protocol.parsing import parse_request, request_rid, validate_hello
+from caldrix.protocol.parsing import check_text, hello_protocol, parse_request, request_rid, validate_hello
 
 logger = logging.getLogger("caldrix.pool")
 
@@ -105,28 +108,33 @@ class Connection:
         return False
 
     async def _answer_hello(self, frame: Message) -> bool:
+        try:
+            check_text(frame)
+        except CaldrixError as exc:
+            await self._send_error(exc, None)
+            return False
         if frame.get("op") != "hello":
             await self._send_error(
                 HandshakeRequired(
                     f"the first frame must be hello (protocol {PROTOCOL_VERSION}), "
-                    f"not {str(frame.get('op'))[:40]!r}"
+                    f"not {quoted(frame.get('op'))}"
                 ),
                 None,
             )
             return False
-        protocol = frame.get("protocol")
-        if protocol != PROTOCOL_VERSION or isinstance(protocol, bool):
+        protocol = hello_protocol(frame.get("protocol"))
+        if protocol != PROTOCOL_VERSION:
             await self._send_error(
                 ProtocolMismatch(
-                    f"this pool speaks caldrix-protocol {PROTOCOL_VERSION}, not {str(protocol)[:20]}; "
-                    "update the client or the pool",
+                    f"this pool speaks caldrix-protocol {PROTOCOL_VERSION}, "
+                    f"not {quoted(frame.get('protocol'))}; update the client or the pool",
                     supported=[PROTOCOL_VERSION],
                 ),
                 None,
             )
             return False
         try:
-            hello = validate_hello(frame)
+            hello = validate_hello({**frame, "protocol": protocol})
         except CaldrixError as exc:
             await self._send_error(exc, None)
             return False
@@ -261,7 +269,16 @@ class Connection:
             self._decoder.feed(data)
 
     async def _send(self, message: Message) -> None:
-        data = encode_frame(message, self._mode)
+        try:
+            data = encode_frame(message, self._mode)
+        except (CaldrixError, ValueError, TypeError, OverflowError) as exc:
+            # Whatever a reply holds, failing to encode it must not end the pool: say so instead.
+            logger.error("%s: cannot encode a %s frame: %s", self.name, message.get("op"), exc)
+            fallback: Message = {"op": "error", "code": InternalError.code}
+            if isinstance(message.get("rid"), int):
+                fallback["rid"] = message["rid"]
+            fallback["message"] = f"the pool could not encode its reply ({type(exc).__name__})"
+            data = encode_frame(fallback, self._mode)
         async with self._send_lock:
             try:
                 await self._stream.send(data)
@@ -272,8 +289,9 @@ class Connection:
         frame: Message = {"op": "error"}
         if rid is not None:
             frame["rid"] = rid
-        frame.update({"code": exc.code, "message": exc.message})
-        frame.update({key: value for key, value in exc.details.items() if key not in frame})
+        frame.update({"code": exc.code, "message": one_line(exc.message)})
+        # A detail that repeats what the client sent (an id, a name) is cut like a quote is.
+        frame.update({key: _cut(value) for key, value in exc.details.items() if key not in frame})
         await self._send(frame)
 
 
@@ -331,6 +349,10 @@ class FrameSink:
             self._sender.send_nowait(frame)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._stop.set()  # nobody will read further frames: stop generating them
+
+
+def _cut(value: object) -> object:
+    return value[:ECHO_CHARS] if isinstance(value, str) else value
 
 
 def _pid() -> int:

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from caldrix.errors import BadRequest, ContextNotFound, ContextOverflow, DuplicateSegment, SegmentNotFound
+from caldrix.errors import (
+    BadRequest,
+    ContextNotFound,
+    ContextOverflow,
+    DuplicateSegment,
+    SegmentNotFound,
+    quoted,
+)
 from caldrix.generation.templates import RenderedContext
 from caldrix.protocol.messages import (
     AppendEdit,
@@ -68,7 +75,7 @@ class Context:
         if self.tokens + max_new_tokens > n_ctx:
             raise ContextOverflow(
                 f"context {self.id} holds {self.tokens} tokens; with max_new_tokens {max_new_tokens} that is "
-                f"{self.tokens + max_new_tokens}, over member '{self.member}'s window of {n_ctx} — "
+                f"{self.tokens + max_new_tokens}, over member {quoted(self.member)}s window of {n_ctx} — "
                 "remove or shorten segments, or ask for fewer tokens",
                 tokens=self.tokens,
                 max_new_tokens=max_new_tokens,
@@ -91,7 +98,7 @@ class ContextStore:
         context = self._contexts.get(context_id)
         if context is None:
             raise ContextNotFound(
-                f"no context '{context_id}' (it may have been dropped, or its member unloaded)",
+                f"no context {quoted(context_id)} (it may have been dropped, or its member unloaded)",
                 context=context_id,
             )
         return context
@@ -151,7 +158,7 @@ class ContextStore:
         rendered = await self._render(context.member, segments)
         if self._contexts.get(context.id) is not context:
             raise ContextNotFound(
-                f"context '{context.id}' was dropped while it was being changed", context=context.id
+                f"context {quoted(context.id)} was dropped while it was being changed", context=context.id
             )
         context.segments = segments
         context.rendered = rendered
@@ -162,7 +169,7 @@ def _check_unique(segments: Sequence[Segment]) -> None:
     for segment in segments:
         if segment.id in seen:
             raise DuplicateSegment(
-                f"segment id '{segment.id}' appears twice; ids are unique within a context",
+                f"segment id {quoted(segment.id)} appears twice; ids are unique within a context",
                 segment=segment.id,
             )
         seen.add(segment.id)
@@ -173,7 +180,7 @@ def _apply(segments: list[Segment], edit: Edit, number: int) -> None:
     if isinstance(edit, AppendEdit):
         if any(s.id == edit.segment.id for s in segments):
             raise DuplicateSegment(
-                f"{where}: the context already holds a segment '{edit.segment.id}'",
+                f"{where}: the context already holds a segment {quoted(edit.segment.id)}",
                 segment=edit.segment.id,
                 edit=number,
             )
@@ -182,7 +189,7 @@ def _apply(segments: list[Segment], edit: Edit, number: int) -> None:
     index = next((i for i, s in enumerate(segments) if s.id == edit.id), None)
     if index is None:
         raise SegmentNotFound(
-            f"{where}: the context holds no segment '{edit.id}'", segment=edit.id, edit=number
+            f"{where}: the context holds no segment {quoted(edit.id)}", segment=edit.id, edit=number
         )
     if isinstance(edit, RemoveEdit):
         del segments[index]

@@ -38,6 +38,26 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final
 
+from caldrix.limits import ECHO_CHARS, MESSAGE_CHARS
+
+
+def quoted(value: object, limit: int = ECHO_CHARS) -> str:
+    """A client's value as an error message may show it: quoted, with newlines, control
+    characters and lone surrogates escaped, and cut to ``limit`` characters ("…" and the full
+    length after a cut). Whatever the client sent, the result is one printable line."""
+    text = value if isinstance(value, str) else str(value)
+    shown = repr(text[:limit])
+    return shown if len(text) <= limit else f"{shown}… ({len(text)} characters)"
+
+
+def one_line(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """``message`` as one line that encodes as UTF-8: the last guard before it is sent."""
+    if message.isprintable() and len(message) <= limit:
+        return message
+    # isprintable() is False for line breaks, control characters and surrogates alike.
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
 
 class CaldrixError(Exception):
     """Base of every error the pool reports; ``code`` is its protocol error code."""

@@ -35,7 +35,7 @@ from caldrix.engines.base import (
     StreamingModel,
 )
 from caldrix.engines.loader import open_engine
-from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound
+from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound, quoted
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
 from caldrix.models.references import is_remote_reference, resolve_model
 from caldrix.protocol.messages import MemberInfo, MemberState, MemoryFigures, RemoteInfo
@@ -183,7 +183,7 @@ class Member:
 
     def ready_engine(self) -> ServedModel:
         if self.state != "ready" or self.engine is None or self.unloading:
-            raise MemberNotFound(f"member '{self.name}' is {self._state_words()}, not ready")
+            raise MemberNotFound(f"member {quoted(self.name)} is {self._state_words()}, not ready")
         return self.engine
 
     async def generate(
@@ -204,7 +204,9 @@ class Member:
 
         def job() -> GenerationResult:
             if self.unloading:
-                raise MemberNotFound(f"member '{self.name}' was unloaded before this generation started")
+                raise MemberNotFound(
+                    f"member {quoted(self.name)} was unloaded before this generation started"
+                )
             started = time.perf_counter()
             try:
                 if isinstance(engine, StreamingModel):
@@ -218,7 +220,7 @@ class Member:
                     )
             except GenerationCancelled as cancelled:
                 if self.unloading:
-                    gone = f"member '{self.name}' was unloaded during this generation"
+                    gone = f"member {quoted(self.name)} was unloaded during this generation"
                     raise MemberNotFound(gone) from None
                 logger.info(
                     "member %s: generation cancelled after %d token(s) (its client left)",
@@ -288,7 +290,7 @@ class Members:
         member = self._members.get(name)
         if member is None:
             known = ", ".join(sorted(self._members)) or "none"
-            raise MemberNotFound(f"no member named '{name}' (loaded: {known})", member=name)
+            raise MemberNotFound(f"no member named {quoted(name)} (loaded: {known})", member=name)
         return member
 
     def all(self) -> list[Member]:
@@ -305,7 +307,7 @@ class Members:
         existing = self._members.get(name)
         if existing is not None and existing.state != "failed":
             raise MemberExists(
-                f"a member named '{name}' is already {existing.state}; unload it first", member=name
+                f"a member named {quoted(name)} is already {existing.state}; unload it first", member=name
             )
         if existing is not None:
             await self._release(existing)

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from caldrix import __version__
 from caldrix.contexts import ContextStore
 from caldrix.engines.base import GenerationParams, ServingFlags
-from caldrix.errors import BadRequest, DuplicateSegment
+from caldrix.errors import BadRequest, DuplicateSegment, quoted
 from caldrix.generation.templates import RenderedContext, render_context
 from caldrix.members import CancellableSink, Members, MemoryPlan
 from caldrix.protocol.messages import (
@@ -106,7 +106,7 @@ class Pool:
                 return self.status()
             case PoolStop():
                 return None  # the connection asks for the stop once this reply is sent
-        raise BadRequest(f"'{request.op}' is not a control op")
+        raise BadRequest(f"{quoted(request.op)} is not a control op")
 
     def status(self) -> PoolStatusResult:
         members = self.members.all()
@@ -140,7 +140,7 @@ class Pool:
         context.check_room(request.max_new_tokens, engine.n_ctx)
         if request.append is not None and context.index_of(request.append.id) is not None:
             raise DuplicateSegment(
-                f"context {context.id} already holds a segment '{request.append.id}'",
+                f"context {context.id} already holds a segment {quoted(request.append.id)}",
                 segment=request.append.id,
             )
         params = GenerationParams(
@@ -210,5 +210,5 @@ def _serving_flags(flags: dict[str, Any]) -> ServingFlags:
         error = bad_request_from(exc)
         field = f"flags.{error.details['field']}"
         raise BadRequest(
-            error.message.replace(f"'{error.details['field']}'", f"'{field}'", 1), field=field
+            error.message.replace(f"'{error.details['field']}'", f"{quoted(field)}", 1), field=field
         ) from exc

@@ -29,7 +29,7 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup
 
 from caldrix.connection import Connection
 from caldrix.engines.base import ServingFlags
-from caldrix.errors import CaldrixError, SocketRefused
+from caldrix.errors import CaldrixError, SocketRefused, quoted
 from caldrix.members import MemoryPlan
 from caldrix.models.references import is_remote_reference, local_file, parse_reference
 from caldrix.pool import MAX_CONNECTIONS, Pool
@@ -176,7 +176,7 @@ class PoolServer:
                     await anyio.to_thread.run_sync(fetch_reference, reference)
                 await self.pool.members.load(name, reference, self.settings.flags)
             except CaldrixError as exc:
-                which = f"--load {reference} (member '{name}')"
+                which = f"--load {reference} (member {quoted(name)})"
                 raise type(exc)(f"{which}: {exc.message}", **exc.details) from exc
 
     async def _bind(self) -> SocketListener:

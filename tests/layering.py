@@ -15,7 +15,8 @@ returns one line per import that breaks a rule:
 - ``caldrix`` never imports ``aerix``; ``aerix`` reaches caldrix only through ``caldrix.protocol``,
   and only from the app and the adapters (the domain and the projections are caldrix-free);
 - inside caldrix, each folder imports only what :data:`CALDRIX_ALLOWED` lists (``generation`` and
-  ``store`` reach an engine only through ``caldrix.engines.base``), and only ``caldrix.cli`` (and
+  ``store`` reach an engine only through ``caldrix.engines.base``; ``caldrix.limits``, the bounds,
+  imports nothing and the errors only it), and only ``caldrix.cli`` (and
   ``python -m caldrix``) imports the command line.
 """
 
@@ -42,17 +43,25 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 #: caldrix's folders (and its leaf modules) -> the caldrix prefixes each may import. The pool's own
 #: modules at the top (server, connection, pool, members, contexts) may import any of these.
 CALDRIX_ALLOWED: dict[str, tuple[str, ...]] = {
-    "caldrix.errors": (),
+    "caldrix.limits": (),
+    "caldrix.errors": ("caldrix.limits",),
     "caldrix.log": (),
     "caldrix.sinks": (),
-    "caldrix.protocol": ("caldrix.protocol", "caldrix.errors", "caldrix.__version__"),
-    "caldrix.models": ("caldrix.models", "caldrix.errors", "caldrix.engines.base", "caldrix.__version__"),
+    "caldrix.protocol": ("caldrix.protocol", "caldrix.errors", "caldrix.limits", "caldrix.__version__"),
+    "caldrix.models": (
+        "caldrix.models",
+        "caldrix.errors",
+        "caldrix.limits",
+        "caldrix.engines.base",
+        "caldrix.__version__",
+    ),
     "caldrix.generation": ("caldrix.generation", "caldrix.errors", "caldrix.engines.base"),
     "caldrix.store": ("caldrix.store", "caldrix.engines.base", "caldrix.generation.decoding"),
     "caldrix.engines.base": (),
     "caldrix.engines": (
         "caldrix.engines",
         "caldrix.errors",
+        "caldrix.limits",
         "caldrix.models",
         "caldrix.generation.templates",
     ),

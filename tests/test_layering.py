@@ -107,7 +107,8 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
             "from caldrix.store import prefix_store\n",
             "caldrix.engines may import only",
         ),
-        ("caldrix/errors.py", "from caldrix.protocol import framing\n", "nothing of caldrix"),
+        ("caldrix/errors.py", "from caldrix.protocol import framing\n", "caldrix.errors may import only"),
+        ("caldrix/limits.py", "from caldrix.errors import BadRequest\n", "nothing of caldrix"),
         ("caldrix/pool.py", "from caldrix.cli.pool import pool_command\n", "only caldrix.cli imports"),
     ],
 )

@@ -39,7 +39,7 @@ from caldrix.engines.base import (
     GenerationSink,
     ServingFlags,
 )
-from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
+from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed, quoted
 
 logger = logging.getLogger("caldrix.pool")
 
@@ -76,13 +76,13 @@ def parse_remote_reference(text: str) -> RemoteReference:
     address, _, model = text.partition("#")
     if not model:
         raise ModelNotFound(
-            f"'{text}' names no model: write {REMOTE_FORM} (MODEL as the server's /v1/models lists it)",
+            f"{quoted(text)} names no model: write {REMOTE_FORM} (MODEL as the server's /v1/models lists it)",
             reference=text,
         )
     try:
         api = Origin.from_url(address.removeprefix("openai+"))
     except ValueError as exc:
-        raise ModelNotFound(f"'{text}' is not of the form {REMOTE_FORM}", reference=text) from exc
+        raise ModelNotFound(f"{quoted(text)} is not of the form {REMOTE_FORM}", reference=text) from exc
     return RemoteReference(text=text, api=api, model=model)
 
 
@@ -96,11 +96,11 @@ def open_remote(reference: str, flags: ServingFlags) -> RemoteModel:
     served = _served_models(api, parsed)
     if parsed.model not in served:
         listed = ", ".join(served) or "no model"
-        raise PrecheckFailed(f"{parsed.url} serves {listed}, not '{parsed.model}'", reference=reference)
+        raise PrecheckFailed(f"{parsed.url} serves {listed}, not {quoted(parsed.model)}", reference=reference)
     found = probe_kind(root, parsed.model)
     if found is None:
         raise PrecheckFailed(
-            f"{parsed.url} serves '{parsed.model}' but has no tokenizer endpoint (/extras/tokenize or "
+            f"{parsed.url} serves {quoted(parsed.model)} but has no tokenizer endpoint (/extras/tokenize or "
             "/tokenize): caldrix counts every context with the model's own tokenizer and never "
             "estimates, so it cannot serve this model",
             reference=reference,

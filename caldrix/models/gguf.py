@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from caldrix.errors import PrecheckFailed
+from caldrix.errors import PrecheckFailed, quoted
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_GGUF_VERSIONS: tuple[int, ...] = (2, 3)
@@ -400,7 +400,7 @@ def _read_tensor_table(reader: _Reader, count: int, metadata: dict[str, MetaValu
         name = reader.string()
         n_dims = reader.u32()
         if n_dims > GGML_MAX_DIMS:
-            raise _Invalid(f"tensor '{name}' claims {n_dims} dimensions (corrupt tensor table)")
+            raise _Invalid(f"tensor {quoted(name)} claims {n_dims} dimensions (corrupt tensor table)")
         elements = 1
         for _ in range(n_dims):
             elements *= reader.u64()
@@ -408,7 +408,7 @@ def _read_tensor_table(reader: _Reader, count: int, metadata: dict[str, MetaValu
         offset = reader.u64()
         layout = GGML_TYPE_LAYOUT.get(tensor_type)
         if layout is None:
-            raise _Invalid(f"tensor '{name}' has ggml type {tensor_type}, unknown to this llama.cpp")
+            raise _Invalid(f"tensor {quoted(name)} has ggml type {tensor_type}, unknown to this llama.cpp")
         block_elements, block_bytes = layout
         n_bytes = elements // block_elements * block_bytes
         total += n_bytes
@@ -425,9 +425,11 @@ def _checked_architecture(metadata: dict[str, MetaValue]) -> str:
     if not isinstance(architecture, str):
         raise _Invalid("the metadata has no general.architecture; the file is not a llama.cpp model")
     if architecture in ENCODER_ONLY_ARCHITECTURES:
-        raise _Invalid(f"architecture '{architecture}' is an embedding model; caldrix serves text generation")
+        raise _Invalid(
+            f"architecture {quoted(architecture)} is an embedding model; caldrix serves text generation"
+        )
     if architecture not in LLAMA_CPP_ARCHITECTURES:
-        raise _Invalid(f"architecture '{architecture}' is not supported by llama.cpp")
+        raise _Invalid(f"architecture {quoted(architecture)} is not supported by llama.cpp")
     return architecture
 
 

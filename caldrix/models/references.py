@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from caldrix.errors import ModelNotFound
+from caldrix.errors import ModelNotFound, quoted
+from caldrix.limits import MODEL_REFERENCE_CHARS
 from caldrix.models.download import CHECKSUM_SUFFIX, LOCK_SUFFIX, PART_SUFFIX, download, read_checksum
 from caldrix.models.embedded import EMBEDDED_MODELS, EmbeddedModel, fetch_embedded, installed_embedded_file
 from caldrix.models.gguf import ModelInfo, precheck
@@ -110,10 +111,16 @@ def is_remote_reference(text: str) -> bool:
 def parse_reference(text: str) -> Reference:
     """Classify ``text``; :class:`ModelNotFound` when it is none of the known shapes."""
     cache = model_cache_dir()
+    if len(text) > MODEL_REFERENCE_CHARS:
+        raise ModelNotFound(
+            f"a model reference of {len(text)} characters is longer than the "
+            f"{MODEL_REFERENCE_CHARS}-character limit; {REFERENCE_HELP}",
+            reference=text[:MODEL_REFERENCE_CHARS],
+        )
     if is_remote_reference(text):
         raise ModelNotFound(
-            f"'{text}' is a model on a server, not a file: it is loaded (caldrix pool --load, caldrix run), "
-            "never pulled or checked",
+            f"{quoted(text)} is a model on a server, not a file: it is loaded (caldrix pool --load, "
+            "caldrix run), never pulled or checked",
             reference=text,
         )
     if text.startswith("hf:"):
@@ -124,12 +131,19 @@ def parse_reference(text: str) -> Reference:
         model = EMBEDDED_MODELS[text]
         return Reference(text, "embedded", cache / "embedded" / text / model.file_name)
     path = Path(text).expanduser()
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ModelNotFound(
+            f"no model file at {quoted(text)} ({reason}); {REFERENCE_HELP}", reference=text
+        ) from exc
+    if not exists:
         if "/" in text or path.suffix in MODEL_SUFFIXES:
-            raise ModelNotFound(f"no model file at {text}; {REFERENCE_HELP}", reference=text)
+            raise ModelNotFound(f"no model file at {quoted(text)}; {REFERENCE_HELP}", reference=text)
         known = ", ".join(EMBEDDED_MODELS)
         raise ModelNotFound(
-            f"unknown model '{text}' (embedded names: {known}); {REFERENCE_HELP}", reference=text
+            f"unknown model {quoted(text)} (embedded names: {known}); {REFERENCE_HELP}", reference=text
         )
     return Reference(text, "path", path.resolve())
 
@@ -137,11 +151,13 @@ def parse_reference(text: str) -> Reference:
 def _hf_reference(text: str, cache: Path) -> Reference:
     parts = [part for part in text.removeprefix("hf:").split("/") if part]
     if len(parts) < 3 or any(part in (".", "..") for part in parts):
-        raise ModelNotFound(f"'{text}' is not a hub reference; write hf:owner/repo/file.gguf", reference=text)
+        raise ModelNotFound(
+            f"{quoted(text)} is not a hub reference; write hf:owner/repo/file.gguf", reference=text
+        )
     owner, repo, *file_parts = parts
     file_path = "/".join(file_parts)
-    quoted = urllib.parse.quote(file_path)
-    url = f"{hf_endpoint()}/{owner}/{repo}/resolve/{HF_REVISION}/{quoted}"
+    url_path = urllib.parse.quote(file_path)
+    url = f"{hf_endpoint()}/{owner}/{repo}/resolve/{HF_REVISION}/{url_path}"
     return Reference(text, "hf", cache.joinpath("hf", owner, repo, *file_parts), url)
 
 
@@ -149,7 +165,7 @@ def _url_reference(text: str, cache: Path) -> Reference:
     split = urllib.parse.urlsplit(text)
     segments = [urllib.parse.unquote(s) for s in split.path.split("/") if s]
     if not split.netloc or not segments or any(s in (".", "..") for s in segments):
-        raise ModelNotFound(f"'{text}' does not name a file to download", reference=text)
+        raise ModelNotFound(f"{quoted(text)} does not name a file to download", reference=text)
     return Reference(text, "url", cache.joinpath("url", split.scheme, split.netloc, *segments), text)
 
 

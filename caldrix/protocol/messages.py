@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from caldrix.limits import MAX_SEED, MODEL_REFERENCE_CHARS
 from caldrix.protocol.framing import PROTOCOL_VERSION, FrameMode
 
 Role = Literal["system", "user", "assistant"]
@@ -135,7 +136,7 @@ class MemberLoad(_Request):
     op: Literal["member.load"]
     rid: int
     name: Annotated[str, Field(min_length=1)]
-    model: Annotated[str, Field(min_length=1)]
+    model: Annotated[str, Field(min_length=1, max_length=MODEL_REFERENCE_CHARS)]
     flags: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -235,7 +236,7 @@ class Generate(_Request):
     constraint: Constraint | None = None
     logprobs: Annotated[int, Field(ge=0, le=MAX_TOP_LOGPROBS)] = 0
     temperature: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 0.0
-    seed: int | None = None
+    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
     stop: list[str] = Field(default_factory=list)
     append: AppendOutput | None = None
 

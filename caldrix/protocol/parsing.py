@@ -12,7 +12,8 @@ from typing import Any, Final, cast
 
 from pydantic import BaseModel, ValidationError
 
-from caldrix.errors import BadRequest, UnknownOp
+from caldrix.errors import BadRequest, UnknownOp, quoted
+from caldrix.limits import ECHO_CHARS
 from caldrix.protocol.messages import (
     ContextCreate,
     ContextDrop,
@@ -49,23 +50,72 @@ def request_rid(frame: dict[str, Any]) -> int | None:
 
 def parse_request(frame: dict[str, Any]) -> Request:
     """Validate one request frame, or raise :class:`UnknownOp` / :class:`BadRequest`."""
+    check_text(frame)
     op = frame.get("op")
     if not isinstance(op, str):
         raise BadRequest("the request's 'op' field is missing or not text", field="op")
     model = _REQUEST_MODELS.get(op)
     if model is None:
-        raise UnknownOp(f"unknown op '{op[:80]}'; known ops: {', '.join(REQUEST_OPS)}", op=op[:80])
+        raise UnknownOp(f"unknown op {quoted(op)}; known ops: {', '.join(REQUEST_OPS)}", op=op[:ECHO_CHARS])
     try:
         return cast(Request, model.model_validate(frame))
     except ValidationError as exc:
         raise bad_request_from(exc) from exc
 
 
+def check_text(frame: dict[str, Any]) -> None:
+    """Refuse a frame holding a lone surrogate (``"\\ud800"`` in JSON) anywhere, key or value:
+    such text is not Unicode, cannot be encoded as UTF-8 and so could never be rendered, stored
+    or sent back. :class:`BadRequest` names the field (``segments.0.text``)."""
+    path = _surrogate_path(frame, ())
+    if path is not None:
+        field = ".".join(_shown(part) for part in path) or "request"
+        raise BadRequest(
+            f"field '{field}' holds a lone surrogate (a \\ud800…\\udfff escape without its pair); "
+            "text must be valid Unicode",
+            field=field,
+        )
+
+
+def _surrogate_path(frame: dict[str, Any], root: tuple[int | str, ...]) -> tuple[int | str, ...] | None:
+    """The path of the first text (or key) holding a lone surrogate, depth first; walked with
+    a stack, not recursion, so a deeply nested frame cannot exhaust the interpreter's stack."""
+    stack: list[tuple[object, tuple[int | str, ...]]] = [(frame, root)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                return path
+        elif isinstance(value, dict):
+            if any(isinstance(key, str) and _has_surrogate(key) for key in value):
+                return path or ("request",)
+            stack.extend((item, (*path, key)) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in reversed(list(enumerate(value))))
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _shown(part: int | str) -> str:
+    """A part of a field path as a message shows it: a key the client chose is escaped and cut."""
+    text = str(part)
+    if text.isprintable() and len(text) <= ECHO_CHARS:
+        return text
+    return repr(text[:ECHO_CHARS])[1:-1] + ("…" if len(text) > ECHO_CHARS else "")
+
+
 def bad_request_from(exc: ValidationError, within: tuple[int | str, ...] = ()) -> BadRequest:
     """The first validation error as one line naming its field (``segments.0.role``); ``within``
     is where the validated value sits in its request, for a part validated on its own."""
     first = exc.errors()[0]
-    path = _field_path((*within, *first["loc"]))
+    path = [_shown(part) for part in _field_path((*within, *first["loc"]))]
     if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
         path.append("op")
     field = ".".join(path) or "request"
@@ -85,6 +135,15 @@ def _field_path(loc: tuple[int | str, ...]) -> list[str]:
             continue
         path.append(str(part))
     return path
+
+
+def hello_protocol(value: object) -> object:
+    """The protocol a ``hello`` names, by one rule: a number equal to an integer is that
+    integer (``2.0`` is 2); anything else (text such as ``"2"``, a boolean, none) is returned
+    as it is, and so is not the pool's protocol: ``protocol_mismatch``."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def validate_hello(frame: dict[str, Any]) -> Hello:

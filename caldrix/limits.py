@@ -1,0 +1,47 @@
+"""The bounds caldrix puts on what a client or a model file may ask of it, in one place.
+
+Each is a refusal a person can act on, not a crash: a request past a bound gets one line
+(``bad_request``, ``model_not_found``, ``precheck_failed`` or ``context_overflow``) naming the
+bound and the figure it was given. This module imports nothing of caldrix, so every part of it
+may use these names.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- what an error message may repeat of the client's input ---------------------------------
+
+#: Characters of a client's string an error message quotes; a longer one is cut, with "…".
+ECHO_CHARS: Final = 80
+#: The longest error ``message`` sent: a message is one line for a person, never a dump.
+MESSAGE_CHARS: Final = 1000
+
+# --- requests ---------------------------------------------------------------------------------
+
+#: The longest model reference ``member.load`` (and ``caldrix run``) accepts: Linux's PATH_MAX.
+#: A longer one cannot name a file, and URLs and hub names are far shorter.
+MODEL_REFERENCE_CHARS: Final = 4096
+#: The largest ``seed`` of a ``generate``: seeds are unsigned 64-bit integers (0 … 2**64 - 1).
+MAX_SEED: Final = 2**64 - 1
+
+# --- contexts ---------------------------------------------------------------------------------
+
+#: A context may hold at most this many of its member's windows in tokens: room to trim a long
+#: conversation before generating, not a store for arbitrary amounts of text.
+CONTEXT_WINDOWS: Final = 4
+#: Characters of segment text a context may hold per token of its bound (checked before the
+#: text is tokenized, so a huge text is refused without rendering it). Real text averages 3–5
+#: characters a token; this leaves room for text that tokenizes poorly.
+CONTEXT_CHARS_PER_TOKEN: Final = 8
+
+# --- legacy GGML headers ------------------------------------------------------------------------
+
+#: The fewest bytes a vocabulary entry of a legacy GGML file takes: its u32 length.
+LEGACY_VOCAB_ENTRY_MIN_BYTES: Final = 4
+#: The fewest bytes a weight takes in any legacy tensor type (q2_K packs 256 in 84 bytes, about
+#: 0.33; the bound rounds down). The weights a header's figures imply must fit in the file.
+LEGACY_MIN_BYTES_PER_WEIGHT: Final = 0.25
+#: The scratch buffer ggml's example loaders evaluate in (256 MiB, grown on demand), counted in
+#: a legacy model's footprint beside its weights and KV.
+LEGACY_SCRATCH_BYTES: Final = 256 * 1024 * 1024

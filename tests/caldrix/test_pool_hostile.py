@@ -1,0 +1,264 @@
+"""Hostile requests against the real daemon: whatever a client sends, the pool answers that
+connection with one line and goes on serving everyone else.
+
+One pool per frame mode serves the module: ``caldrix pool`` on a Unix socket in a temporary
+folder, whose ``main`` is the scripted engine on the embedded model (its real tokenizer and
+template, so contexts render for real) with a window of :data:`WINDOW` tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import pytest
+
+from caldrix.limits import CONTEXT_CHARS_PER_TOKEN, CONTEXT_WINDOWS, ECHO_CHARS, MESSAGE_CHARS
+from caldrix.protocol.framing import FrameMode
+from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, RawConnection, raw_connection, start_pool
+
+pytestmark = [pytest.mark.e2e, pytest.mark.model]
+
+WINDOW = 1024
+USER = {"id": "u1", "role": "user", "text": "Name one colour.", "pinned": False}
+
+
+@pytest.fixture(scope="module", params=["cbor", "json"])
+def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
+    folder = tmp_path_factory.mktemp(f"hostile-{request.param}")
+    script = folder / "script.json"
+    script.write_text("[]")
+    process = start_pool(
+        folder,
+        "--load",
+        DEFAULT_MODEL,
+        "--engine",
+        "scripted",
+        "--script",
+        str(script),
+        "--ctx",
+        str(WINDOW),
+        "--idle-timeout",
+        "0",
+        frames=request.param,
+    )
+    yield process
+    process.stop()
+
+
+def surrogate_frame(message: dict[str, Any], mode: FrameMode) -> bytes:
+    """``message`` as a frame that carries its lone surrogates as they would arrive: in JSON as
+    the escape ``\\ud800`` (valid JSON text), in CBOR as the three bytes UTF-8 would give the
+    surrogate (``ed a0 80``, which strict UTF-8 refuses). The harness's encoder, like any
+    correct one, cannot write either."""
+    if mode == "json":
+        payload = json.dumps(message, ensure_ascii=True).encode("ascii")
+    else:
+        payload = _cbor_with_raw_text(message)
+    return struct.pack(">I", len(payload)) + payload
+
+
+def _cbor_with_raw_text(value: Any) -> bytes:
+    """CBOR for maps, lists, text, integers, booleans and null, where text is written as the
+    bytes ``surrogatepass`` gives (cbor2 refuses to write a text that is not UTF-8)."""
+    if isinstance(value, dict):
+        items = b"".join(_cbor_with_raw_text(k) + _cbor_with_raw_text(v) for k, v in value.items())
+        return _cbor_head(5, len(value)) + items
+    if isinstance(value, list):
+        return _cbor_head(4, len(value)) + b"".join(_cbor_with_raw_text(v) for v in value)
+    if isinstance(value, str):
+        raw = value.encode("utf-8", "surrogatepass")
+        return _cbor_head(3, len(raw)) + raw
+    return cbor2.dumps(value)
+
+
+def _cbor_head(major: int, length: int) -> bytes:
+    if length < 24:
+        return bytes([major << 5 | length])
+    return bytes([major << 5 | 26]) + struct.pack(">I", length)
+
+
+def request(connection: RawConnection, message: dict[str, Any]) -> dict[str, Any]:
+    connection.send(message)
+    return connection.receive()
+
+
+def assert_one_line(reply: dict[str, Any]) -> str:
+    message = reply["message"]
+    assert isinstance(message, str) and message.isprintable(), message
+    assert len(message) <= MESSAGE_CHARS
+    return message
+
+
+def assert_pool_serves(pool: PoolProcess) -> None:
+    """A new connection still says hello and gets pool.status: the pool lives."""
+    assert pool.process.poll() is None, pool.log()
+    with raw_connection(pool.socket_path, pool.frames) as fresh:
+        status = request(fresh, {"op": "pool.status", "rid": 1})
+        assert status["op"] == "ok" and status["pid"] == fresh_pid(fresh), status
+
+
+def fresh_pid(connection: RawConnection) -> int:
+    return int(request(connection, {"op": "pool.status", "rid": 2})["pid"])
+
+
+# --- item 1: lone surrogates ---------------------------------------------------------------
+
+SURROGATE_FRAMES = [
+    ({"op": "\ud800", "rid": 1}, "op"),
+    ({"op": "context.get", "rid": 1, "context": "\udc00"}, "context"),
+    ({"op": "context.drop", "rid": 1, "context": "c\ud800"}, "context"),
+    ({"op": "member.unload", "rid": 1, "name": "\udc00"}, "name"),
+    ({"op": "member.load", "rid": 1, "name": "\ud800", "model": DEFAULT_MODEL}, "name"),
+    ({"op": "context.create", "rid": 1, "member": "\udc00", "segments": []}, "member"),
+    (
+        {"op": "context.create", "rid": 1, "member": "main", "segments": [{**USER, "text": "hi \ud800"}]},
+        "segments.0.text",
+    ),
+    (
+        {
+            "op": "context.edit",
+            "rid": 1,
+            "context": "c1",
+            "edits": [{"op": "replace", "id": "u1", "text": "\udfff"}],
+        },
+        "edits.0.text",
+    ),
+    ({"op": "generate", "rid": 1, "context": "c1", "max_new_tokens": 1, "stop": ["\ud800"]}, "stop.0"),
+]
+
+
+@pytest.mark.parametrize(("frame", "field"), SURROGATE_FRAMES, ids=[field for _, field in SURROGATE_FRAMES])
+def test_a_lone_surrogate_never_ends_the_pool(pool: PoolProcess, frame: dict[str, Any], field: str) -> None:
+    """JSON: ``bad_request`` naming the field, and the connection goes on. CBOR: such text is
+    not UTF-8, so the frame does not decode: ``bad_frame``, and that connection closes."""
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        connection.send_bytes(surrogate_frame(frame, pool.frames))
+        reply = connection.receive()
+        message = assert_one_line(reply)
+        if pool.frames == "json":
+            assert reply["code"] == "bad_request" and reply["field"] == field and reply["rid"] == 1, reply
+            assert f"field '{field}' holds a lone surrogate" in message
+            assert request(connection, {"op": "member.list", "rid": 2})["op"] == "ok"
+        else:
+            assert reply["code"] == "bad_frame", reply
+            assert connection.at_eof()
+    assert_pool_serves(pool)
+
+
+def test_a_lone_surrogate_in_hello_refuses_that_connection_only(pool: PoolProcess) -> None:
+    expected = "bad_request" if pool.frames == "json" else "bad_frame"
+    for hello in ({"op": "\ud800", "protocol": 2}, {"op": "hello", "protocol": 2, "client": "\udc00"}):
+        with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+            connection.send_bytes(surrogate_frame(hello, pool.frames))
+            reply = connection.receive()
+            assert reply["code"] == expected, reply
+            assert_one_line(reply)
+            assert connection.at_eof()
+    assert_pool_serves(pool)
+
+
+# --- item 2: validated at the edge ---------------------------------------------------------
+
+
+def test_a_negative_or_huge_seed_is_a_bad_request(pool: PoolProcess) -> None:
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        created = request(
+            connection, {"op": "context.create", "rid": 1, "member": "main", "segments": [USER]}
+        )
+        assert created["op"] == "ok", created
+        for rid, seed in enumerate((-1, 2**64), start=2):
+            reply = request(
+                connection,
+                {
+                    "op": "generate",
+                    "rid": rid,
+                    "context": created["context"],
+                    "max_new_tokens": 1,
+                    "seed": seed,
+                },
+            )
+            assert reply["code"] == "bad_request" and reply["field"] == "seed", reply
+            assert "field 'seed'" in assert_one_line(reply)
+
+
+def test_a_model_reference_past_the_bound_is_refused_in_one_line(pool: PoolProcess) -> None:
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        reply = request(connection, {"op": "member.load", "rid": 1, "name": "long", "model": "m" * 70_000})
+        assert reply["code"] == "bad_request" and reply["field"] == "model", reply
+        message = assert_one_line(reply)
+        assert "at most 4096 characters" in message
+        # Under the bound but with a path component longer than a file name may be.
+        reply = request(
+            connection, {"op": "member.load", "rid": 2, "name": "long", "model": "/tmp/" + "n" * 300}
+        )
+        assert reply["code"] == "model_not_found", reply
+        assert len(assert_one_line(reply)) < 400
+        listed = request(connection, {"op": "member.list", "rid": 3})
+        assert [m["name"] for m in listed["members"]] == ["main"]
+    assert_pool_serves(pool)
+
+
+# --- item 3: messages are one line -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"op": "context.get", "rid": 1, "context": "\n"},
+        {"op": "context.drop", "rid": 1, "context": "x\r\n\x1b[2J" * 1000},
+        {"op": "member.unload", "rid": 1, "name": "line\nbreak\u2028"},
+        {"op": "context.create", "rid": 1, "member": "a\nb", "segments": []},
+        {"op": "bogus\nop", "rid": 1},
+        {"op": "member.load", "rid": 1, "name": "m", "model": "no\nsuch\tmodel.gguf"},
+        {"op": "member.load", "rid": 1, "name": "m", "model": DEFAULT_MODEL, "flags": {"ctx\n": 1}},
+    ],
+)
+def test_every_message_quotes_the_client_on_one_line(pool: PoolProcess, frame: dict[str, Any]) -> None:
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        reply = request(connection, frame)
+        assert reply["op"] == "error", reply
+        message = assert_one_line(reply)
+        assert "\\n" in message or "\\r" in message or "\\u2028" in message, message
+        for value in reply.values():
+            if isinstance(value, str):
+                assert len(value) <= max(ECHO_CHARS, MESSAGE_CHARS)
+
+
+def test_a_first_frame_that_is_not_hello_is_quoted(pool: PoolProcess) -> None:
+    with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+        connection.send({"op": "x\n" * 500})
+        reply = connection.receive()
+        assert reply["code"] == "handshake_required"
+        assert "'x\\nx\\n" in assert_one_line(reply) and "(1000 characters)" in reply["message"]
+
+
+# --- item 9: one rule for the protocol number ---------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [2, 2.0])
+def test_a_number_equal_to_two_is_protocol_two(pool: PoolProcess, protocol: float) -> None:
+    with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+        connection.send({"op": "hello", "protocol": protocol})
+        assert connection.receive()["op"] == "hello"
+
+
+@pytest.mark.parametrize("protocol", ["2", 2.5, True, None, 3])
+def test_anything_else_is_a_protocol_mismatch(pool: PoolProcess, protocol: object) -> None:
+    with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+        hello: dict[str, Any] = {"op": "hello"}
+        if protocol is not None:
+            hello["protocol"] = protocol
+        connection.send(hello)
+        reply = connection.receive()
+        assert reply["code"] == "protocol_mismatch" and reply["supported"] == [2], reply
+        assert_one_line(reply)
+        assert connection.at_eof()
+
+
+def _unused(_: FrameMode, __: Path) -> None:  # keeps imports honest while items are added
+    _ = (CONTEXT_WINDOWS, CONTEXT_CHARS_PER_TOKEN)
