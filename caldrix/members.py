@@ -147,9 +147,10 @@ class Member:
     engine: ServedModel | None = None
     footprint_bytes: int | None = None
     fit_footprint: int | None = None
-    """The footprint the memory fit counts: unknown when it could not be estimated before the
-    load (a legacy GGML file), even if the engine then reports one — ctransformers leaves its
-    scratch buffers out — so such a member stays alone both ways."""
+    """The footprint the memory fit counts beside other members: unknown for a legacy GGML file
+    (its header bounds the load against the limit, but ctransformers' scratch buffers are
+    shared by every model of an architecture), or when it could not be estimated, so such a
+    member stays alone both ways."""
     n_ctx: int = 0
     error: str | None = None
     unloading: bool = False
@@ -349,7 +350,13 @@ class Members:
         # Loads run one at a time, so every other resident member is ready by now. A remote
         # member holds nothing here, not even a share of the context budget.
         others = [m.fit_footprint for m in self._members.values() if m.state == "ready" and not m.remote]
-        check_fit(estimate, others, self.plan.limit, self.plan.context_budget)
+        if resolved.info.is_legacy:
+            # The header's figures bound what the load may take (refused beyond the limit), but
+            # ctransformers' scratch buffers are its own, so a legacy member still loads alone.
+            check_fit(None, others, self.plan.limit, self.plan.context_budget)
+            check_fit(estimate, [], self.plan.limit, self.plan.context_budget)
+        else:
+            check_fit(estimate, others, self.plan.limit, self.plan.context_budget)
         member.footprint_bytes = estimate
         logger.info("member %s: opening %s", member.name, resolved.path)
         member.opening = True
@@ -357,7 +364,9 @@ class Members:
         member.engine = engine
         member.n_ctx = engine.n_ctx
         member.footprint_bytes = engine.footprint_bytes or estimate
-        member.fit_footprint = member.footprint_bytes if estimate is not None else None
+        member.fit_footprint = (
+            member.footprint_bytes if estimate is not None and not resolved.info.is_legacy else None
+        )
         member.state = "ready"
 
     async def _open_remote(self, member: Member) -> None:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from caldrix import __version__
 from caldrix.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
 from caldrix.engines.base import ServingFlags
-from caldrix.errors import CaldrixError, UsageError
+from caldrix.errors import CaldrixError, UsageError, one_line
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 
@@ -268,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return models_command(args)
     except CaldrixError as exc:
-        print(f"caldrix: {exc.message}", file=sys.stderr)
+        print(f"caldrix: {one_line(exc.message)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
 
 

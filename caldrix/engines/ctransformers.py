@@ -27,15 +27,6 @@ import numpy.typing as npt
 from ctransformers.llm import ConfigStruct, load_library
 from llguidance import LLTokenizer, TokenizerWrapper
 
-from caldrix.engines._ggml_header import (
-    GGUF_MAGIC,
-    LEGACY_MAGICS,
-    GgmlHeader,
-    header_for_type,
-    missing_tensor_bytes,
-    read_header,
-    read_magic,
-)
 from caldrix.engines.base import (
     ALL_CONSTRAINTS,
     DEFAULT_CTX,
@@ -45,6 +36,16 @@ from caldrix.engines.base import (
 )
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
 from caldrix.generation.templates import template_source_for
+from caldrix.models.ggml_header import (
+    GGUF_MAGIC,
+    LEGACY_MAGICS,
+    GgmlHeader,
+    LegacyHeaderInvalid,
+    header_for_type,
+    missing_tensor_bytes,
+    read_header,
+    read_magic,
+)
 
 #: The architectures ctransformers can open from a legacy GGML file (``--model-type``).
 MODEL_TYPES = ("gpt2", "gptj", "gpt_neox", "dollyv2", "mpt", "replit", "starcoder", "falcon", "llama")
@@ -69,8 +70,11 @@ def open_ctransformers(path: Path, flags: ServingFlags) -> CtransformersEngine:
     """Load the legacy GGML file at ``path`` with ``flags``; errors are one line each."""
     if not path.is_file():
         raise ModelNotFound(f"no model file at {path}")
-    header, model_type = _checked_header(path, flags.model_type)
-    missing = missing_tensor_bytes(path, header)
+    try:
+        header, model_type = _checked_header(path, flags.model_type)
+        missing = missing_tensor_bytes(path, header)
+    except LegacyHeaderInvalid as exc:
+        raise PrecheckFailed(f"{path.name} is not a usable legacy GGML file: {exc}") from None
     if missing:
         raise PrecheckFailed(
             f"{path.name} ends {missing} bytes before its last tensor; the file is incomplete "

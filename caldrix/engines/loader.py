@@ -14,6 +14,7 @@ from typing import Literal
 
 from caldrix.engines.base import Engine, ServingFlags
 from caldrix.errors import ModelNotFound, PrecheckFailed
+from caldrix.models.gguf import open_regular_file
 
 EngineName = Literal["llamacpp", "ctransformers", "scripted"]
 
@@ -26,7 +27,7 @@ LEGACY_GGML_MAGICS = frozenset({b"lmgg", b"fmgg", b"tjgg", b"ccgg", b"ggml", b"g
 def engine_for_file(path: Path) -> EngineName:
     """The engine that serves ``path``, by its magic; a clear error for anything else."""
     try:
-        with path.open("rb") as handle:
+        with open_regular_file(path) as handle:
             magic = handle.read(4)
     except FileNotFoundError as exc:
         raise ModelNotFound(f"no model file at {path}") from exc

@@ -14,12 +14,11 @@ from pathlib import Path
 
 from caldrix.engines.base import DEFAULT_BATCH, DEFAULT_CTX
 from caldrix.errors import NoFit
+from caldrix.limits import LEGACY_SCRATCH_BYTES
 from caldrix.models.gguf import ModelInfo
 
 #: The share of the machine's available memory the loaded models may use by default.
 DEFAULT_MEMORY_SHARE = 0.75
-#: Bytes per KV element (llama.cpp keeps K and V as f16 by default).
-KV_BYTES_PER_ELEMENT = 2
 #: Fixed part of the compute-buffer allowance (graph bookkeeping, small intermediates).
 COMPUTE_BUFFER_BASE_BYTES = 16 * 1024 * 1024
 #: Bytes per f32 element of the batch's largest intermediate (logits or attention scores).
@@ -50,7 +49,7 @@ def kv_bytes(info: ModelInfo, n_ctx: int) -> int | None:
     if not (info.n_layer and info.n_head_kv and info.head_dim_k and info.head_dim_v):
         return None
     per_row = info.n_layer * info.n_head_kv * (info.head_dim_k + info.head_dim_v)
-    return per_row * n_ctx * KV_BYTES_PER_ELEMENT
+    return per_row * n_ctx * info.kv_element_bytes
 
 
 def compute_allowance(info: ModelInfo, n_ctx: int, batch: int = DEFAULT_BATCH) -> int | None:
@@ -60,7 +59,9 @@ def compute_allowance(info: ModelInfo, n_ctx: int, batch: int = DEFAULT_BATCH) -
         return None
     logits = info.n_vocab * batch
     scores = n_ctx * batch * info.n_head
-    return COMPUTE_BUFFER_BASE_BYTES + max(logits, scores) * COMPUTE_BYTES_PER_ELEMENT
+    # ggml's legacy loaders evaluate in a scratch buffer of their own besides.
+    scratch = LEGACY_SCRATCH_BYTES if info.is_legacy else 0
+    return COMPUTE_BUFFER_BASE_BYTES + scratch + max(logits, scores) * COMPUTE_BYTES_PER_ELEMENT
 
 
 def estimate_footprint(info: ModelInfo, n_ctx: int, batch: int = DEFAULT_BATCH) -> int | None:
@@ -68,6 +69,10 @@ def estimate_footprint(info: ModelInfo, n_ctx: int, batch: int = DEFAULT_BATCH) 
     (legacy GGML files, or GGUF metadata without the figures)."""
     if info.tensor_bytes is None:
         return None
+    if info.is_legacy and info.context_length:
+        # Some legacy loaders keep the file's own window whatever is asked (gpt2's position
+        # table has exactly that many rows), so their KV is sized by the larger of the two.
+        n_ctx = max(n_ctx, info.context_length)
     n_ctx = -(-n_ctx // KV_CELL_PADDING) * KV_CELL_PADDING
     kv = kv_bytes(info, n_ctx)
     compute = compute_allowance(info, n_ctx, batch)

@@ -15,13 +15,17 @@ the magic, the version and the size are read.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
+import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from caldrix.errors import PrecheckFailed, quoted
+from caldrix.models.ggml_header import HEAD_BYTES, LegacyHeaderInvalid, missing_tensor_bytes, parse_header
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_GGUF_VERSIONS: tuple[int, ...] = (2, 3)
@@ -249,6 +253,8 @@ class ModelInfo:
     n_vocab: int | None = None
     has_chat_template: bool = False
     legacy_magic: str | None = None
+    kv_element_bytes: int = 2
+    """Bytes of one K or V element (f16 in llama.cpp; some legacy loaders keep f32)."""
 
     @property
     def is_legacy(self) -> bool:
@@ -336,15 +342,15 @@ class _Reader:
 def precheck(path: Path) -> ModelInfo:
     """Read ``path``'s header and check it can be served; :class:`PrecheckFailed` otherwise."""
     try:
-        with path.open("rb") as handle:
-            size = path.stat().st_size
+        with open_regular_file(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
             if size < 8:
                 raise _Invalid(f"not a model file ({size} bytes)")
             head = handle.read(8)
             if head[:4] == GGUF_MAGIC:
                 with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                     return _read_gguf(path, data, size)
-            return _read_legacy(path, head, size)
+            return _read_legacy(path, handle, head, size)
     except _Invalid as exc:
         reason = str(exc)
         raise PrecheckFailed(f"{path}: {reason}", path=str(path), reason=reason) from None
@@ -352,7 +358,38 @@ def precheck(path: Path) -> ModelInfo:
         raise PrecheckFailed(f"{path}: cannot read the file ({exc.strerror})", path=str(path)) from exc
 
 
-def _read_legacy(path: Path, head: bytes, size: int) -> ModelInfo:
+def open_regular_file(path: Path) -> BinaryIO:
+    """``path`` opened for reading, refused unless it is a regular file. The open itself does
+    not block (O_NONBLOCK), so a named pipe, whose open waits for a writer, is refused here
+    instead of hanging whoever asked; the check is made on the opened file, not on the name."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            reason = f"it is {_file_kind(mode)}, not a regular file; a model must be a regular file"
+            raise PrecheckFailed(f"{path}: {reason}", path=str(path), reason=reason)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
+    return next((words for test, words in kinds if test(mode)), "not a file")
+
+
+def _read_legacy(path: Path, handle: BinaryIO, head: bytes, size: int) -> ModelInfo:
+    """A legacy file's magic and version, and, when its header tells its architecture, the
+    figures the fit needs — every count first bounded by what the file can hold, since the
+    legacy loaders allocate by the header before they read a weight."""
     (magic,) = struct.unpack_from("<I", head, 0)
     if magic in GGML_OTHER_MAGICS:
         raise _Invalid(f"this is {GGML_OTHER_MAGICS[magic]}, not a model")
@@ -360,7 +397,30 @@ def _read_legacy(path: Path, head: bytes, size: int) -> ModelInfo:
     if name is None:
         raise _Invalid(f"not a GGUF file (magic {head[:4]!r}); caldrix reads GGUF and legacy GGML models")
     version = None if name == "ggml" else struct.unpack_from("<I", head, 4)[0]
-    return ModelInfo(path=path, format="ggml", file_size=size, version=version, legacy_magic=name)
+    info = ModelInfo(path=path, format="ggml", file_size=size, version=version, legacy_magic=name)
+    try:
+        header = parse_header(head + handle.read(HEAD_BYTES - len(head)), size)
+        missing = missing_tensor_bytes(path, header)
+    except LegacyHeaderInvalid as exc:
+        raise _Invalid(f"not a usable legacy GGML file: {exc}") from None
+    if missing:
+        raise _Invalid(f"file is truncated: its tensors need {missing:,} bytes past its end")
+    if not (header.n_layer and header.n_embd and header.n_head):
+        return info
+    head_dim = header.n_embd // header.n_head
+    return dataclasses.replace(
+        info,
+        tensor_bytes=size,
+        n_layer=header.n_layer,
+        n_head=header.n_head,
+        n_head_kv=header.n_head,
+        n_embd=header.n_embd,
+        head_dim_k=head_dim,
+        head_dim_v=head_dim,
+        context_length=header.n_ctx,
+        n_vocab=header.n_vocab,
+        kv_element_bytes=header.kv_element_bytes,
+    )
 
 
 def _read_gguf(path: Path, data: mmap.mmap, size: int) -> ModelInfo:

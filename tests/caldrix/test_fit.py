@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from caldrix.errors import NoFit
+from caldrix.limits import LEGACY_SCRATCH_BYTES
 from caldrix.models.fit import (
     COMPUTE_BUFFER_BASE_BYTES,
     DEFAULT_MEMORY_SHARE,
@@ -19,7 +20,7 @@ from caldrix.models.fit import (
 )
 from caldrix.models.gguf import ModelInfo, precheck
 from caldrix.models.references import resolve_model
-from tests.caldrix.ggml_writer import write_tiny_gpt2
+from tests.caldrix.ggml_writer import TinyGpt2, tiny_vocab, write_tiny_gpt2
 
 GIB = 1024 * MIB
 
@@ -52,9 +53,17 @@ def test_the_window_defaults_to_the_training_window_at_most_8k(smollm2_info: Mod
     assert window_for(smollm2_info, 2048) == 2048
 
 
-def test_a_legacy_file_has_no_known_footprint(tmp_path: Path) -> None:
-    info = precheck(write_tiny_gpt2(tmp_path / "gpt2.bin"))
-    assert estimate_footprint(info, 512) is None
+def test_a_legacy_footprint_comes_from_its_header(tmp_path: Path) -> None:
+    """The weights are the file, the KV is f32 for gpt2 over the file's own window of 512 (its
+    loader keeps it whatever is asked), and ggml's scratch buffer is counted."""
+    shape = TinyGpt2()
+    path = write_tiny_gpt2(tmp_path / "gpt2.bin", shape)
+    info = precheck(path)
+    assert (info.n_layer, info.n_embd, info.n_head, info.context_length) == (2, 32, 4, 512)
+    assert info.n_vocab == len(tiny_vocab()) and info.kv_element_bytes == 4
+    kv = shape.n_layer * 2 * shape.n_embd * 512 * 4
+    compute = COMPUTE_BUFFER_BASE_BYTES + LEGACY_SCRATCH_BYTES + 512 * 512 * shape.n_head * 4
+    assert estimate_footprint(info, 256, batch=512) == path.stat().st_size + kv + compute
 
 
 def test_a_refusal_gives_the_figures_in_mib() -> None:

@@ -145,7 +145,7 @@ def test_a_ggml_lora_adapter_is_not_a_model(tmp_path: Path) -> None:
 
 
 def test_a_directory_or_a_tiny_file_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(PrecheckFailed, match="cannot read the file"):
+    with pytest.raises(PrecheckFailed, match="it is a folder, not a regular file"):
         precheck(tmp_path)
     tiny = tmp_path / "tiny.gguf"
     tiny.write_bytes(b"GGU")

@@ -11,9 +11,12 @@ wrong ``model_type`` on a file can make them allocate garbage sizes instead of f
 from __future__ import annotations
 
 import dataclasses
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+from caldrix.limits import LEGACY_MIN_BYTES_PER_WEIGHT, LEGACY_VOCAB_ENTRY_MIN_BYTES
 
 #: Unversioned ggml files: gpt2, gptj, gpt_neox, mpt, replit, starcoder (and very old llama).
 GGML_MAGIC = 0x67676D6C
@@ -52,6 +55,7 @@ class _Layout:
     n_ctx_at: int
     n_embd_at: int
     n_layer_at: int
+    n_head_at: int
     vocab_counted: bool
     """Whether an int32 count precedes the vocabulary entries."""
     vocab_scored: bool
@@ -61,11 +65,11 @@ class _Layout:
 
 
 _LAYOUTS: tuple[_Layout, ...] = (
-    _Layout("gpt2", "<6i", 0, 1, 2, 4, True, False, ("model/",), F32_BYTES),
-    _Layout("gptj", "<7i", 0, 1, 2, 4, True, False, ("transformer.", "lm_head."), F16_BYTES),
-    _Layout("gpt_neox", "<8i", 0, 1, 2, 4, False, False, ("gpt_neox.", "embed_out."), F16_BYTES),
-    _Layout("mpt", "<5i2fi", 4, 1, 0, 3, False, False, ("transformer.",), F16_BYTES),
-    _Layout("replit", "<6i", 4, 1, 0, 3, False, True, ("transformer.",), F16_BYTES),
+    _Layout("gpt2", "<6i", 0, 1, 2, 4, 3, True, False, ("model/",), F32_BYTES),
+    _Layout("gptj", "<7i", 0, 1, 2, 4, 3, True, False, ("transformer.", "lm_head."), F16_BYTES),
+    _Layout("gpt_neox", "<8i", 0, 1, 2, 4, 3, False, False, ("gpt_neox.", "embed_out."), F16_BYTES),
+    _Layout("mpt", "<5i2fi", 4, 1, 0, 3, 2, False, False, ("transformer.",), F16_BYTES),
+    _Layout("replit", "<6i", 4, 1, 0, 3, 2, False, True, ("transformer.",), F16_BYTES),
 )
 #: Architectures whose files have another architecture's layout.
 _SAME_LAYOUT_AS = {"starcoder": "gpt2", "dollyv2": "gpt_neox"}
@@ -84,9 +88,23 @@ class GgmlHeader:
     n_layer: int | None = None
     kv_element_bytes: int = F16_BYTES
     tensors_at: int | None = None
-    """Offset of the first tensor record, for the unversioned layouts."""
+    """Offset of the first tensor record, for the layouts whose vocabulary was walked."""
     qnt_version: int = 0
     """ggml's quantization format version (``ftype // 1000``); 2 is the last one."""
+    n_vocab: int | None = None
+    n_head: int | None = None
+    tensor_alignment: int = 1
+    """Tensor data starts at a multiple of this (32 in ``ggjt`` files, packed elsewhere)."""
+
+
+class LegacyHeaderInvalid(ValueError):
+    """A legacy header claims more than its file can hold; ``args[0]`` says what, in words."""
+
+
+#: Bytes of a ``ggjt`` tensor's alignment, and the ``ggjt`` version whose quantized blocks
+#: are those of :data:`CURRENT_QNT_VERSION`.
+GGJT_ALIGNMENT = 32
+GGJT_CURRENT_VERSION = 3
 
 
 def read_magic(path: Path) -> int:
@@ -97,53 +115,129 @@ def read_magic(path: Path) -> int:
 
 
 def read_header(path: Path) -> GgmlHeader:
-    """Parse the header of a legacy GGML file; ``model_type`` is None when it cannot be told."""
-    with path.open("rb") as f:
-        head = f.read(HEAD_BYTES)
+    """Parse the header of a legacy GGML file; ``model_type`` is None when it cannot be told.
+    :class:`LegacyHeaderInvalid` when the header claims more than the file holds."""
+    head, size = _head(path)
+    return parse_header(head, size)
+
+
+def parse_header(head: bytes, size: int) -> GgmlHeader:
+    """:func:`read_header` on the first :data:`HEAD_BYTES` of a file of ``size`` bytes."""
     magic = struct.unpack("<I", head[:4])[0] if len(head) >= 4 else 0
     if magic in (GGMF_MAGIC, GGJT_MAGIC):
-        return _llama_header(magic, head)
+        return _llama_header(magic, head, size)
     if magic == GGCC_MAGIC:
         return GgmlHeader(magic, "falcon")
     if magic == GGML_MAGIC:
         for layout in _LAYOUTS:
-            header = _try_layout(layout, head)
+            header = _try_layout(layout, head, size)
             if header is not None:
                 return header
     return GgmlHeader(magic, None)
 
 
 def header_for_type(path: Path, model_type: str) -> GgmlHeader | None:
-    """The header read with ``model_type``'s layout; None when the file does not fit it.
+    """The header read with ``model_type``'s layout; None when the file does not fit it, and
+    :class:`LegacyHeaderInvalid` when it does but claims more than the file holds.
 
-    Architectures without a known layout here (llama, falcon, dollyv2…) are not checked:
-    their header is returned with only the magic."""
-    with path.open("rb") as f:
-        head = f.read(HEAD_BYTES)
+    llama files are read as llama files whatever their magic; falcon (``ggcc``) files have no
+    layout here and are returned with only the magic."""
+    head, size = _head(path)
     magic = struct.unpack("<I", head[:4])[0] if len(head) >= 4 else 0
     wanted = _SAME_LAYOUT_AS.get(model_type, model_type)
     layout = next((lay for lay in _LAYOUTS if lay.model_type == wanted), None)
     if layout is None:
-        if magic in (GGMF_MAGIC, GGJT_MAGIC):
-            return _llama_header(magic, head)
+        if model_type == "llama" and magic in (GGML_MAGIC, GGMF_MAGIC, GGJT_MAGIC):
+            return _llama_header(magic, head, size)
         return GgmlHeader(magic, model_type)
     if magic != GGML_MAGIC:
         return None
-    header = _try_layout(layout, head)
+    header = _try_layout(layout, head, size)
     if header is None:
         return None
     return dataclasses.replace(header, model_type=model_type)
 
 
-def _llama_header(magic: int, head: bytes) -> GgmlHeader:
-    # magic, version, then n_vocab, n_embd, n_mult, n_head, n_layer, n_rot, ftype
-    if len(head) < 8 + 7 * 4:
-        return GgmlHeader(magic, "llama")
-    fields = struct.unpack_from("<7i", head, 8)
-    return GgmlHeader(magic, "llama", None, fields[1], fields[4], F16_BYTES)
+def _head(path: Path) -> tuple[bytes, int]:
+    with path.open("rb") as f:
+        return f.read(HEAD_BYTES), os.fstat(f.fileno()).st_size
 
 
-def _try_layout(layout: _Layout, head: bytes) -> GgmlHeader | None:
+def _llama_header(magic: int, head: bytes, size: int) -> GgmlHeader:
+    """A llama file's header: ``ggmf``/``ggjt`` (a version, then scored vocabulary entries) or
+    the unversioned ``ggml`` one. Its counts are checked against the file before anything
+    trusts them: ggml's llama loader allocates by them."""
+    versioned = magic in (GGMF_MAGIC, GGJT_MAGIC)
+    offset = 8 if versioned else 4
+    if len(head) < offset + 7 * 4:
+        raise LegacyHeaderInvalid(f"the file ends inside its header ({size} bytes)")
+    n_vocab, n_embd, n_mult, n_head, n_layer, _n_rot, _ftype = struct.unpack_from("<7i", head, offset)
+    offset += 7 * 4
+    version = struct.unpack_from("<I", head, 4)[0] if versioned else 0
+    _check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=1, size=size)
+    if n_mult <= 0:
+        raise LegacyHeaderInvalid(f"its header claims n_mult {n_mult}; it must be 1 or more")
+    n_ff = -(-(2 * (4 * n_embd) // 3) // n_mult) * n_mult
+    _check_weights(n_vocab * n_embd * 2 + n_layer * (4 * n_embd * n_embd + 3 * n_embd * n_ff), size)
+    tensors_at = _skip_vocab_within(head, offset, n_vocab, scored=versioned, size=size)
+    current = magic == GGJT_MAGIC and version == GGJT_CURRENT_VERSION
+    return GgmlHeader(
+        magic,
+        "llama",
+        None,
+        n_embd,
+        n_layer,
+        F16_BYTES,
+        tensors_at=tensors_at,
+        qnt_version=CURRENT_QNT_VERSION if current else 0,
+        n_vocab=n_vocab,
+        n_head=n_head,
+        tensor_alignment=GGJT_ALIGNMENT if magic == GGJT_MAGIC else 1,
+    )
+
+
+def _check_counts(*, n_vocab: int, n_embd: int, n_head: int, n_layer: int, n_ctx: int, size: int) -> None:
+    """Refuse counts no file of ``size`` bytes can back: each must be 1 or more, a vocabulary
+    of N entries takes at least N length fields, and a head has at least one dimension."""
+    for name, value in (("n_vocab", n_vocab), ("n_embd", n_embd), ("n_head", n_head), ("n_layer", n_layer)):
+        if value <= 0:
+            raise LegacyHeaderInvalid(f"its header claims {name} {value}; it must be 1 or more")
+    if n_ctx <= 0:
+        raise LegacyHeaderInvalid(f"its header claims a window of {n_ctx} tokens; it must be 1 or more")
+    if n_vocab * LEGACY_VOCAB_ENTRY_MIN_BYTES > size:
+        raise LegacyHeaderInvalid(
+            f"its header claims {n_vocab:,} vocabulary entries, more than its {size:,} bytes can hold "
+            f"(each takes at least {LEGACY_VOCAB_ENTRY_MIN_BYTES} bytes)"
+        )
+    if n_head > n_embd:
+        raise LegacyHeaderInvalid(f"its header claims {n_head:,} heads for an embedding of {n_embd:,}")
+
+
+def _check_weights(weights: int, size: int) -> None:
+    """Refuse a header whose figures imply more weights than the file holds."""
+    needed = int(weights * LEGACY_MIN_BYTES_PER_WEIGHT)
+    if needed > size:
+        raise LegacyHeaderInvalid(
+            f"its header's figures imply {weights:,} weights, at least {needed:,} bytes, but it has "
+            f"{size:,}: the file is incomplete or its header is wrong"
+        )
+
+
+def _skip_vocab_within(head: bytes, offset: int, n_vocab: int, *, scored: bool, size: int) -> int:
+    """The offset past a vocabulary that must lie inside the file's head."""
+    try:
+        end, _ = _skip_vocab(head, offset, n_vocab, scored)
+    except (struct.error, ValueError):
+        raise LegacyHeaderInvalid(
+            f"its vocabulary of {n_vocab:,} entries does not fit in the file's first "
+            f"{min(size, len(head)):,} bytes"
+        ) from None
+    return end
+
+
+def _try_layout(layout: _Layout, head: bytes, size: int) -> GgmlHeader | None:
+    """The header read with ``layout``; None when the file does not have that layout, and
+    :class:`LegacyHeaderInvalid` when it does but its counts claim more than the file holds."""
     offset = 4
     try:
         fields = struct.unpack_from(layout.hparams, head, offset)
@@ -163,15 +257,25 @@ def _try_layout(layout: _Layout, head: bytes) -> GgmlHeader | None:
     if name is None or not name.startswith(layout.tensor_prefixes):
         return None
     model_type = "starcoder" if layout.model_type == "gpt2" and starcoder else layout.model_type
+    n_ctx, n_embd = int(fields[layout.n_ctx_at]), int(fields[layout.n_embd_at])
+    n_layer, n_head = int(fields[layout.n_layer_at]), int(fields[layout.n_head_at])
+    # The layout is this file's: from here a count that lies is a refusal, not another guess.
+    _check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=n_ctx, size=size)
+    # Every one of these architectures has a token table and at least two n_embd² matrices a
+    # layer; gpt2's family also a table of n_ctx positions.
+    positions = n_ctx * n_embd if layout.model_type == "gpt2" else 0
+    _check_weights(n_vocab * n_embd + positions + n_layer * 2 * n_embd * n_embd, size)
     return GgmlHeader(
         GGML_MAGIC,
         model_type,
-        n_ctx=int(fields[layout.n_ctx_at]),
-        n_embd=int(fields[layout.n_embd_at]),
-        n_layer=int(fields[layout.n_layer_at]),
+        n_ctx=n_ctx,
+        n_embd=n_embd,
+        n_layer=n_layer,
         kv_element_bytes=layout.kv_element_bytes,
         tensors_at=offset,
         qnt_version=int(fields[-1]) // QNT_VERSION_FACTOR,
+        n_vocab=n_vocab,
+        n_head=n_head,
     )
 
 
@@ -224,9 +328,15 @@ def missing_tensor_bytes(path: Path, header: GgmlHeader) -> int:
             n_dims, name_len, ttype = struct.unpack_from("<3i", record)
             if ttype not in known or not 1 <= n_dims <= 4 or len(record) < 12 + 4 * n_dims:
                 return 0
+            extents = struct.unpack_from(f"<{n_dims}i", record, 12)
+            if name_len <= 0 or min(extents) <= 0:
+                # A walk by negative sizes would go backwards for ever: the record is corrupt.
+                raise LegacyHeaderInvalid(f"the tensor record at byte {offset:,} has a size of 0 or less")
             n_values = 1
-            for extent in struct.unpack_from(f"<{n_dims}i", record, 12):
+            for extent in extents:
                 n_values *= extent
             block_bytes, block_values = known[ttype]
-            offset += 12 + 4 * n_dims + name_len + n_values // block_values * block_bytes
+            offset += 12 + 4 * n_dims + name_len
+            offset = -(-offset // header.tensor_alignment) * header.tensor_alignment
+            offset += n_values // block_values * block_bytes
     return max(0, offset - size)
