@@ -192,11 +192,17 @@ class Connection:
                 await self._generate(request)
                 return
             # Control requests finish even if the client leaves meanwhile: a load half done
-            # or an edit half applied would be worse than a reply nobody reads.
-            with anyio.CancelScope(shield=True):
+            # or an edit half applied would be worse than a reply nobody reads. Only the pool
+            # stopping cancels one (Pool.cancel_control_requests), so none can outlive it.
+            with self._pool.control_scope() as scope:
                 result = await self._pool.handle(request)
                 fields = result.model_dump() if result is not None else {}
                 await self._send({"op": "ok", "rid": request.rid, **fields})
+            if scope.cancelled_caught:
+                await self._send_error(
+                    InternalError("the pool is stopping; this request was not finished"), rid
+                )
+                return
             if request.op == "pool.stop":
                 logger.info("%s asked the pool to stop", self.name)
                 self._pool.request_stop()

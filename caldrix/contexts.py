@@ -25,6 +25,7 @@ from caldrix.errors import (
     quoted,
 )
 from caldrix.generation.templates import RenderedContext
+from caldrix.limits import CONTEXT_CHARS_PER_TOKEN, CONTEXT_WINDOWS
 from caldrix.protocol.messages import (
     AppendEdit,
     ContextGetResult,
@@ -38,6 +39,8 @@ from caldrix.protocol.messages import (
 
 #: Renders segments on a member: ``render(member_name, segments)``.
 Renderer = Callable[[str, Sequence[Segment]], Awaitable[RenderedContext]]
+#: A member's window in tokens: ``window(member_name)``.
+WindowOf = Callable[[str], int]
 
 
 @dataclass(eq=False)
@@ -86,8 +89,9 @@ class Context:
 class ContextStore:
     """Every context of the pool, by id (``c1``, ``c2`` …)."""
 
-    def __init__(self, render: Renderer) -> None:
+    def __init__(self, render: Renderer, window: WindowOf) -> None:
         self._render = render
+        self._window = window
         self._contexts: dict[str, Context] = {}
         self._ids = itertools.count(1)
 
@@ -108,7 +112,7 @@ class ContextStore:
 
     async def create(self, member: str, segments: Sequence[Segment]) -> Context:
         _check_unique(segments)
-        rendered = await self._render(member, segments)
+        rendered = await self._bounded_render(member, segments)
         context = Context(id=f"c{next(self._ids)}", member=member, segments=list(segments), rendered=rendered)
         self._contexts[context.id] = context
         return context
@@ -155,13 +159,43 @@ class ContextStore:
         return len(doomed)
 
     async def _commit(self, context: Context, segments: list[Segment]) -> None:
-        rendered = await self._render(context.member, segments)
+        rendered = await self._bounded_render(context.member, segments)
         if self._contexts.get(context.id) is not context:
             raise ContextNotFound(
                 f"context {quoted(context.id)} was dropped while it was being changed", context=context.id
             )
         context.segments = segments
         context.rendered = rendered
+
+    async def _bounded_render(self, member: str, segments: Sequence[Segment]) -> RenderedContext:
+        """Render ``segments``, refused (``context_overflow``) past the size bound: a context
+        holds at most :data:`CONTEXT_WINDOWS` of its member's windows. The text is measured
+        first, so a huge one is refused without tokenizing it."""
+        n_ctx = self._window(member)
+        limit_tokens = CONTEXT_WINDOWS * n_ctx
+        bound = f"{CONTEXT_WINDOWS} windows of member {quoted(member)}'s {n_ctx} tokens"
+        chars = sum(len(segment.text) for segment in segments)
+        limit_chars = limit_tokens * CONTEXT_CHARS_PER_TOKEN
+        if chars > limit_chars:
+            raise ContextOverflow(
+                f"the context's text would be {chars:,} characters, over the bound of {limit_chars:,} "
+                f"({bound}, at most {CONTEXT_CHARS_PER_TOKEN} characters a token) — "
+                "remove or shorten segments",
+                chars=chars,
+                limit_chars=limit_chars,
+                limit_tokens=limit_tokens,
+                n_ctx=n_ctx,
+            )
+        rendered = await self._render(member, segments)
+        if rendered.tokens > limit_tokens:
+            raise ContextOverflow(
+                f"the context would hold {rendered.tokens:,} tokens, over the bound of {limit_tokens:,} "
+                f"({bound}) — remove or shorten segments",
+                tokens=rendered.tokens,
+                limit_tokens=limit_tokens,
+                n_ctx=n_ctx,
+            )
+        return rendered
 
 
 def _check_unique(segments: Sequence[Segment]) -> None:

@@ -159,7 +159,8 @@ class DuplicateSegment(CaldrixError):
 
 
 class ContextOverflow(CaldrixError):
-    """The prompt plus ``max_new_tokens`` is longer than the member's window."""
+    """The prompt plus ``max_new_tokens`` is longer than the member's window, or a context
+    would grow past its size bound (:data:`caldrix.limits.CONTEXT_WINDOWS` windows)."""
 
     code = "context_overflow"
 

@@ -37,7 +37,7 @@ from caldrix.engines.base import (
 from caldrix.engines.loader import open_engine
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound, quoted
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
-from caldrix.models.references import is_remote_reference, resolve_model
+from caldrix.models.references import ResolvedModel, is_remote_reference, resolve_model
 from caldrix.protocol.messages import MemberInfo, MemberState, MemoryFigures, RemoteInfo
 from caldrix.store.prefix_store import PrefixStore, default_context_budget
 
@@ -300,7 +300,12 @@ class Members:
     def memory(self) -> MemoryFigures:
         """``member.list``'s memory figures: the limit, and what the members and their
         prefix stores use."""
-        used = sum((m.footprint_bytes or 0) + m.prefix_store.stats()["bytes"] for m in self._members.values())
+        # A failed member holds no engine: what it would have taken is not in use.
+        used = sum(
+            (m.footprint_bytes or 0) + m.prefix_store.stats()["bytes"]
+            for m in self._members.values()
+            if m.state != "failed"
+        )
         return MemoryFigures(limit=self.plan.limit, used=used)
 
     async def load(self, name: str, reference: str, flags: ServingFlags) -> Member:
@@ -323,8 +328,11 @@ class Members:
         )
         self._members[name] = member
         try:
+            # Resolving (a download, the precheck) needs no lock: a slow or stuck one must not
+            # hold up another member's load. Only the fit and the open run one at a time.
+            resolved = None if member.remote else await self._resolve(member)
             async with self._load_lock:
-                await self._open(member)
+                await self._open(member, resolved)
         except BaseException as exc:
             await self._fail(member, exc)
             raise
@@ -338,12 +346,16 @@ class Members:
         )
         return member
 
-    async def _open(self, member: Member) -> None:
-        if member.remote:
+    async def _resolve(self, member: Member) -> ResolvedModel:
+        logger.info("member %s: resolving %s", member.name, member.reference)
+        # On the member's own thread, a daemon: if the pool stops while a read never returns,
+        # the call is abandoned and the thread cannot keep the process from exiting.
+        return await member.thread.call(lambda: resolve_model(member.reference))
+
+    async def _open(self, member: Member, resolved: ResolvedModel | None) -> None:
+        if resolved is None:
             await self._open_remote(member)
             return
-        logger.info("member %s: resolving %s", member.name, member.reference)
-        resolved = await anyio.to_thread.run_sync(resolve_model, member.reference)
         member.path = resolved.path
         member.n_ctx = window_for(resolved.info, member.flags.ctx)
         estimate = estimate_footprint(resolved.info, member.n_ctx, member.flags.batch)

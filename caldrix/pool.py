@@ -9,10 +9,11 @@ onto the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 import anyio
@@ -65,14 +66,39 @@ class Pool:
 
     def __init__(self, plan: MemoryPlan, *, max_connections: int = MAX_CONNECTIONS) -> None:
         self.members = Members(plan, on_unload=self._member_unloading)
-        self.contexts = ContextStore(self._render)
+        self.contexts = ContextStore(self._render, self._window)
         self.generation_slots = anyio.CapacityLimiter(max_connections)
         self.started = time.monotonic()
         self.connections = 0
         self.stop_requested = anyio.Event()
+        self._control_scopes: set[anyio.CancelScope] = set()
+        self._control_cancelled = False
 
     def request_stop(self) -> None:
         self.stop_requested.set()
+
+    @contextlib.contextmanager
+    def control_scope(self) -> Iterator[anyio.CancelScope]:
+        """A shielded scope for one control request: a client leaving does not cancel it, the
+        pool stopping does (:meth:`cancel_control_requests`)."""
+        scope = anyio.CancelScope(shield=True)
+        if self._control_cancelled:
+            scope.cancel()
+        self._control_scopes.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._control_scopes.discard(scope)
+
+    def cancel_control_requests(self) -> int:
+        """Cancel every control request still running (a load that does not return), and any
+        started from now on; returns how many were running."""
+        self._control_cancelled = True
+        running = list(self._control_scopes)
+        for scope in running:
+            scope.cancel()
+        return len(running)
 
     async def handle(self, request: ControlRequest) -> ControlResult:
         """Run one control request (anything but ``generate``); returns its ok reply's fields,
@@ -196,6 +222,9 @@ class Pool:
         engine = self.members.get(member_name).ready_engine()
         plain = [segment.model_dump() for segment in segments]
         return await anyio.to_thread.run_sync(render_context, engine, plain)
+
+    def _window(self, member_name: str) -> int:
+        return self.members.get(member_name).ready_engine().n_ctx
 
     def _member_unloading(self, name: str) -> None:
         dropped = self.contexts.drop_member(name)

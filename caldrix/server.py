@@ -40,6 +40,8 @@ logger = logging.getLogger("caldrix.pool")
 
 #: How long a signalled pool lets connections finish the request they are answering.
 SHUTDOWN_GRACE_SECS: Final = 10.0
+#: How long a stopping pool waits for its members to unload before it exits without them.
+SHUTDOWN_UNLOAD_SECS: Final = 30.0
 #: How long the check for a live pool on the socket waits for it to accept.
 LIVE_CHECK_TIMEOUT_SECS: Final = 2.0
 FOLDER_MODE: Final = 0o700
@@ -158,8 +160,12 @@ class PoolServer:
                 tasks.cancel_scope.cancel()
         finally:
             self._remove_socket()
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(SHUTDOWN_UNLOAD_SECS, shield=True) as unloading:
                 await self.pool.members.unload_all()
+            if unloading.cancelled_caught:
+                # A member's thread is stuck in native code: it is a daemon thread, so leaving
+                # it behind lets the process exit instead of answering ok and living on.
+                logger.warning("members not unloaded within %g s; exiting without them", SHUTDOWN_UNLOAD_SECS)
         if failure is not None:
             raise failure
         logger.info("pool stopped (%s)", self._stop_reason)
@@ -243,6 +249,9 @@ class PoolServer:
         with anyio.move_on_after(grace):
             while self._connections:
                 await self._count_changed.wait()
+        cancelled = self.pool.cancel_control_requests()
+        if cancelled:
+            logger.info("cancelled %d unfinished control request(s)", cancelled)
         for connection in list(self._connections):
             connection.close_now()
 

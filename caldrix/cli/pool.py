@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Final, TextIO
@@ -16,7 +17,7 @@ from typing import Final, TextIO
 import anyio
 
 from caldrix.engines.base import ServingFlags
-from caldrix.errors import UsageError
+from caldrix.errors import PoolUnavailable, UsageError
 from caldrix.log import setup_pool_logging
 from caldrix.members import MemoryPlan
 from caldrix.pool import MAX_CONNECTIONS
@@ -37,6 +38,8 @@ NO_MODEL_WARNING: Final = (
     "caldrix: warning: no --load given, so the pool serves no model until a client loads one "
     "(member.load); start it with --load MODEL to serve one"
 )
+#: How often ``caldrix pool stop`` looks whether the pool's process has exited.
+EXIT_POLL_SECS: Final = 0.1
 
 
 def pool_command(args: argparse.Namespace, flags: ServingFlags) -> int:
@@ -92,13 +95,39 @@ def _require(condition: bool, message: str) -> None:
 
 
 async def stop_pool(socket_path: Path) -> int:
-    """Ask the pool to stop and wait until it has closed the connection."""
+    """Ask the pool to stop, and report it stopped only once its process has exited: the
+    ``ok`` and the closed connection say the pool means to, not that it did."""
     client = await connect(socket_path, bounds=COMMAND_BOUNDS)
     pid = client.hello.pid
     await client.pool_stop()
     await client.wait_closed()
+    with anyio.move_on_after(COMMAND_WAIT_SECS):
+        while process_alive(pid):
+            await anyio.sleep(EXIT_POLL_SECS)
+    if process_alive(pid):
+        raise PoolUnavailable(
+            f"the pool on {socket_path} (pid {pid}) agreed to stop but is still running after "
+            f"{COMMAND_WAIT_SECS:g} s; end it with 'kill {pid}'"
+        )
     print(f"caldrix: stopped the pool on {socket_path} (pid {pid})")
     return 0
+
+
+def process_alive(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether process ``pid`` still runs: it exists and is not a zombie (a zombie has exited
+    and only waits for its parent to collect its status)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat_line = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return True
+    # The state follows the command name, which is in parentheses and may hold spaces.
+    return stat_line.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 async def show_status(socket_path: Path, as_json: bool, out: TextIO | None = None) -> int:

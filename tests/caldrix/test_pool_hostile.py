@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import cbor2
@@ -260,5 +259,66 @@ def test_anything_else_is_a_protocol_mismatch(pool: PoolProcess, protocol: objec
         assert connection.at_eof()
 
 
-def _unused(_: FrameMode, __: Path) -> None:  # keeps imports honest while items are added
-    _ = (CONTEXT_WINDOWS, CONTEXT_CHARS_PER_TOKEN)
+# --- item 7: a context's size is bounded ------------------------------------------------------
+
+BOUND_TOKENS = CONTEXT_WINDOWS * WINDOW
+BOUND_CHARS = BOUND_TOKENS * CONTEXT_CHARS_PER_TOKEN
+
+
+def segment(segment_id: str, text: str) -> dict[str, Any]:
+    return {"id": segment_id, "role": "user", "text": text, "pinned": False}
+
+
+def digits(count: int) -> str:
+    """Text that tokenizes poorly: about one token for every two characters."""
+    return " ".join(str(i % 10) for i in range(count))
+
+
+def test_text_past_the_bound_is_refused_before_it_is_tokenized(pool: PoolProcess) -> None:
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        text = "a" * (BOUND_CHARS + 1)
+        reply = request(
+            connection,
+            {"op": "context.create", "rid": 1, "member": "main", "segments": [segment("big", text)]},
+        )
+        assert reply["code"] == "context_overflow", reply
+        assert (reply["chars"], reply["limit_chars"], reply["n_ctx"]) == (
+            BOUND_CHARS + 1,
+            BOUND_CHARS,
+            WINDOW,
+        )
+        assert f"over the bound of {BOUND_CHARS:,}" in assert_one_line(reply)
+
+
+def test_tokens_past_the_bound_are_refused_with_the_figures(pool: PoolProcess) -> None:
+    text = digits(BOUND_CHARS // 2 - 10)
+    assert len(text) < BOUND_CHARS
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        reply = request(
+            connection,
+            {"op": "context.create", "rid": 1, "member": "main", "segments": [segment("big", text)]},
+        )
+        assert reply["code"] == "context_overflow", reply
+        assert reply["tokens"] > BOUND_TOKENS and reply["limit_tokens"] == BOUND_TOKENS, reply
+        assert_one_line(reply)
+
+
+def test_an_edit_past_the_bound_leaves_the_context_as_it_was(pool: PoolProcess) -> None:
+    """Within the bound a context may hold more than one window (to trim before generating);
+    a generation on it is then refused by the window, as before; an edit past the bound is
+    refused and changes nothing."""
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        created = request(
+            connection,
+            {"op": "context.create", "rid": 1, "member": "main", "segments": [segment("a", digits(1500))]},
+        )
+        assert created["op"] == "ok" and WINDOW < created["tokens"] <= BOUND_TOKENS, created
+        probe = {"op": "generate", "rid": 2, "context": created["context"], "max_new_tokens": 1}
+        assert request(connection, probe)["code"] == "context_overflow"
+        edit = {"op": "append", "segment": segment("b", digits(BOUND_CHARS // 2 - 3000))}
+        reply = request(
+            connection, {"op": "context.edit", "rid": 3, "context": created["context"], "edits": [edit]}
+        )
+        assert reply["code"] == "context_overflow" and reply["limit_tokens"] == BOUND_TOKENS, reply
+        kept = request(connection, {"op": "context.get", "rid": 4, "context": created["context"]})
+        assert [s["id"] for s in kept["segments"]] == ["a"] and kept["tokens"] == created["tokens"]
