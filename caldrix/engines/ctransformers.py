@@ -27,6 +27,7 @@ import numpy.typing as npt
 from ctransformers.llm import ConfigStruct, load_library
 from llguidance import LLTokenizer, TokenizerWrapper
 
+from caldrix.engines._native_stderr import native_stderr_captured
 from caldrix.engines.base import (
     ALL_CONSTRAINTS,
     DEFAULT_CTX,
@@ -151,7 +152,9 @@ def _load_library() -> Any:
 
 def _create(lib: Any, path: Path, model_type: str, context_length: int) -> int:
     config = ConfigStruct(context_length=context_length, gpu_layers=0, mmap=True, mlock=False)
-    handle = lib.ctransformers_llm_create(str(path).encode(), model_type.encode(), config)
+    # ggml's loaders print their own complaint before failing; caldrix's line below says it.
+    with native_stderr_captured(f"ctransformers loading {path.name}"):
+        handle = lib.ctransformers_llm_create(str(path).encode(), model_type.encode(), config)
     if not handle:
         raise PrecheckFailed(
             f"ctransformers could not load {path.name} as a {model_type} GGML file; "

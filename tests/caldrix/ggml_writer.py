@@ -60,14 +60,21 @@ def tiny_vocab() -> list[bytes]:
     return [bytes([b]) for b in range(256)] + list(MERGED_TOKENS) + [END_OF_TEXT]
 
 
-def write_tiny_gpt2(path: Path, shape: TinyGpt2 | None = None) -> Path:
-    """Write the model file at ``path`` and return ``path``."""
+#: The gpt2 hparams in header order, as :func:`write_tiny_gpt2`'s ``claims`` names them.
+GPT2_HPARAMS = ("n_vocab", "n_ctx", "n_embd", "n_head", "n_layer")
+
+
+def write_tiny_gpt2(path: Path, shape: TinyGpt2 | None = None, claims: dict[str, int] | None = None) -> Path:
+    """Write the model file at ``path`` and return ``path``. ``claims`` overrides hparams in
+    the header only (the vocabulary and tensors stay the tiny model's): a header that lies."""
     shape = shape or TinyGpt2()
     vocab = tiny_vocab()
     rng = np.random.default_rng(shape.seed)
     with path.open("wb") as out:
         out.write(struct.pack("<I", GGML_MAGIC))
-        hparams = (len(vocab), shape.n_ctx, shape.n_embd, shape.n_head, shape.n_layer)
+        figures = (len(vocab), shape.n_ctx, shape.n_embd, shape.n_head, shape.n_layer)
+        real = dict(zip(GPT2_HPARAMS, figures, strict=True))
+        hparams = [{**real, **(claims or {})}[name] for name in GPT2_HPARAMS]
         out.write(struct.pack("<6i", *hparams, FTYPE_ALL_F32))
         out.write(struct.pack("<i", len(vocab)))
         for token in vocab:
@@ -123,3 +130,45 @@ def _write_tensor(out: BinaryIO, name: str, data: np.ndarray) -> None:
     write(struct.pack(f"<{len(extents)}i", *extents))
     write(encoded)
     write(np.ascontiguousarray(data, dtype="<f4").tobytes())
+
+
+GGJT_MAGIC = 0x67676A74
+GGJT_VERSION = 3
+
+
+@dataclass(frozen=True)
+class LlamaHeader:
+    """The hparams of a ``ggjt`` (llama) header: ``n_vocab, n_embd, n_mult, n_head, n_layer,
+    n_rot, ftype``, each an i32 after the magic and the version."""
+
+    n_vocab: int = 4
+    n_embd: int = 8
+    n_mult: int = 4
+    n_head: int = 2
+    n_layer: int = 1
+    n_rot: int = 4
+    ftype: int = 0
+
+
+def write_llama_header(path: Path, header: LlamaHeader, vocab: list[bytes], tail: bytes) -> Path:
+    """A ``ggjt`` v3 file: the header, ``vocab`` (each entry its u32 length, its bytes and an
+    f32 score) and then ``tail`` as it is, no tensors (ggml's llama loader fails on it, after
+    the precheck has nothing to say against the figures when they fit). Returns ``path``."""
+    with path.open("wb") as out:
+        out.write(struct.pack("<II", GGJT_MAGIC, GGJT_VERSION))
+        out.write(
+            struct.pack(
+                "<7i",
+                header.n_vocab,
+                header.n_embd,
+                header.n_mult,
+                header.n_head,
+                header.n_layer,
+                header.n_rot,
+                header.ftype,
+            )
+        )
+        for token in vocab:
+            out.write(struct.pack("<I", len(token)) + token + struct.pack("<f", 0.0))
+        out.write(tail)
+    return path

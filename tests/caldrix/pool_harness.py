@@ -7,12 +7,13 @@ its log (stderr) in a file beside it, so tests can read what it said.
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +63,27 @@ def pool_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "caldrix", "pool", *args]
 
 
+def address_space_bound(limit_bytes: int | None) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that caps the child's address space at ``limit_bytes`` (RLIMIT_AS), so
+    a test that hands it a hostile file cannot take the machine's memory: past the bound an
+    allocation fails inside the child, never outside it."""
+    if limit_bytes is None:
+        return None
+
+    def bound() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    return bound
+
+
 def launch_pool(
-    folder: Path, *args: str, frames: FrameMode = "cbor", socket_path: Path | None = None
+    folder: Path,
+    *args: str,
+    frames: FrameMode = "cbor",
+    socket_path: Path | None = None,
+    memory_bound: int | None = None,
 ) -> PoolProcess:
-    """Start a pool without waiting for it."""
+    """Start a pool without waiting for it; ``memory_bound`` caps its address space."""
     path = socket_path or folder / "run" / "pool.sock"
     log_path = folder / f"pool-{time.monotonic_ns()}.log"
     with log_path.open("wb") as log:
@@ -74,15 +92,20 @@ def launch_pool(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            preexec_fn=address_space_bound(memory_bound),
         )
     return PoolProcess(process=process, socket_path=path, log_path=log_path, frames=frames)
 
 
 def start_pool(
-    folder: Path, *args: str, frames: FrameMode = "cbor", socket_path: Path | None = None
+    folder: Path,
+    *args: str,
+    frames: FrameMode = "cbor",
+    socket_path: Path | None = None,
+    memory_bound: int | None = None,
 ) -> PoolProcess:
     """Start a pool and wait until its socket answers (it binds only once loaded)."""
-    pool = launch_pool(folder, *args, frames=frames, socket_path=socket_path)
+    pool = launch_pool(folder, *args, frames=frames, socket_path=socket_path, memory_bound=memory_bound)
     deadline = time.monotonic() + START_TIMEOUT_SECS
     while time.monotonic() < deadline:
         if pool.process.poll() is not None:
