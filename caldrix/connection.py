@@ -56,6 +56,8 @@ logger = logging.getLogger("caldrix.pool")
 HANDSHAKE_TIMEOUT_SECS: Final = 30.0
 #: How often a queued generation reports that it is still waiting (progress with done 0).
 QUEUED_PROGRESS_SECS: Final = 30.0
+#: How long a request cut short by the pool stopping may take to send that it was.
+STOPPING_REPLY_SECS: Final = 1.0
 #: Requests read ahead of the one being answered; beyond this the reader waits.
 REQUEST_BACKLOG: Final = 16
 _RECEIVE_BYTES: Final = 65536
@@ -199,9 +201,10 @@ class Connection:
                 fields = result.model_dump() if result is not None else {}
                 await self._send({"op": "ok", "rid": request.rid, **fields})
             if scope.cancelled_caught:
-                await self._send_error(
-                    InternalError("the pool is stopping; this request was not finished"), rid
-                )
+                # The connection is being closed too: say why in a send of its own, bounded.
+                with anyio.move_on_after(STOPPING_REPLY_SECS, shield=True):
+                    stopping = InternalError("the pool is stopping; this request was not finished")
+                    await self._send_error(stopping, rid)
                 return
             if request.op == "pool.stop":
                 logger.info("%s asked the pool to stop", self.name)

@@ -82,8 +82,10 @@ def launch_pool(
     frames: FrameMode = "cbor",
     socket_path: Path | None = None,
     memory_bound: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> PoolProcess:
-    """Start a pool without waiting for it; ``memory_bound`` caps its address space."""
+    """Start a pool without waiting for it; ``memory_bound`` caps its address space, ``env``
+    adds to its environment."""
     path = socket_path or folder / "run" / "pool.sock"
     log_path = folder / f"pool-{time.monotonic_ns()}.log"
     with log_path.open("wb") as log:
@@ -93,6 +95,7 @@ def launch_pool(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             preexec_fn=address_space_bound(memory_bound),
+            env={**os.environ, **env} if env else None,
         )
     return PoolProcess(process=process, socket_path=path, log_path=log_path, frames=frames)
 
@@ -103,9 +106,12 @@ def start_pool(
     frames: FrameMode = "cbor",
     socket_path: Path | None = None,
     memory_bound: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> PoolProcess:
     """Start a pool and wait until its socket answers (it binds only once loaded)."""
-    pool = launch_pool(folder, *args, frames=frames, socket_path=socket_path, memory_bound=memory_bound)
+    pool = launch_pool(
+        folder, *args, frames=frames, socket_path=socket_path, memory_bound=memory_bound, env=env
+    )
     deadline = time.monotonic() + START_TIMEOUT_SECS
     while time.monotonic() < deadline:
         if pool.process.poll() is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -149,6 +150,34 @@ def test_a_fifo_is_refused_and_blocks_no_other_load(pool: PoolProcess, fifo: Pat
     assert loaded["op"] == "ok" and loaded["member"]["state"] == "ready", loaded
     assert [m["name"] for m in member_list(pool)["members"]] == ["tiny"]
     unload(pool, "tiny")
+
+
+def test_a_load_that_does_not_return_blocks_neither_other_loads_nor_the_stop(tmp_path: Path) -> None:
+    """A download from a server that accepts and never answers holds its own load only: a
+    second load is served meanwhile, and pool.stop ends the pool, answering the stuck load
+    'the pool is stopping' rather than waiting for its download to time out."""
+    legacy = write_tiny_gpt2(tmp_path / "tiny.bin")
+    cache = tmp_path / "cache"
+    stuck_pool = start_pool(
+        tmp_path, "--idle-timeout", "0", memory_bound=MEMORY_BOUND, env={"XDG_CACHE_HOME": str(cache)}
+    )
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        silent.settimeout(EXIT_TIMEOUT_SECS)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/never.gguf"
+        try:
+            with raw_connection(stuck_pool.socket_path, "cbor") as waiting:
+                waiting.send({"op": "member.load", "rid": 1, "name": "stuck", "model": url})
+                accepted, _ = silent.accept()  # the download has started, and gets nothing
+                with accepted:
+                    loaded = load(stuck_pool, "tiny", legacy)
+                    assert loaded["op"] == "ok" and loaded["member"]["state"] == "ready", loaded
+                    with raw_connection(stuck_pool.socket_path, "cbor") as stopper:
+                        assert request(stopper, {"op": "pool.stop", "rid": 1})["op"] == "ok"
+                    reply = waiting.receive()
+                    assert reply["code"] == "internal" and "the pool is stopping" in reply["message"], reply
+                    assert stuck_pool.wait() == 0
+        finally:
+            stuck_pool.stop()
 
 
 def test_a_folder_is_refused_too(pool: PoolProcess, tmp_path: Path) -> None:
