@@ -6,6 +6,7 @@ its log (stderr) in a file beside it, so tests can read what it said.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import socket
@@ -18,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import cbor2
 
 from caldrix.protocol.client import ClientBounds
 from caldrix.protocol.framing import FrameMode, decode_payload, encode_frame
@@ -61,6 +64,38 @@ class PoolProcess:
 
 def pool_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "caldrix", "pool", *args]
+
+
+def hostile_frame(message: dict[str, Any], mode: FrameMode) -> bytes:
+    """``message`` as a frame that may carry lone surrogates as a client could send them: in
+    JSON as the escape ``\\ud800`` (valid JSON text), in CBOR as the three bytes UTF-8 would
+    give the surrogate (``ed a0 80``, which strict UTF-8 refuses). A correct encoder, like the
+    codec's, writes neither. NaN and infinities are written as JSON's writer spells them."""
+    if mode == "json":
+        payload = json.dumps(message, ensure_ascii=True).encode("ascii")
+    else:
+        payload = _cbor_with_raw_text(message)
+    return struct.pack(">I", len(payload)) + payload
+
+
+def _cbor_with_raw_text(value: Any) -> bytes:
+    """CBOR where text is written as the bytes ``surrogatepass`` gives (cbor2 refuses to write
+    a text that is not UTF-8); everything else as cbor2 writes it."""
+    if isinstance(value, dict):
+        items = b"".join(_cbor_with_raw_text(k) + _cbor_with_raw_text(v) for k, v in value.items())
+        return _cbor_head(5, len(value)) + items
+    if isinstance(value, list):
+        return _cbor_head(4, len(value)) + b"".join(_cbor_with_raw_text(v) for v in value)
+    if isinstance(value, str):
+        raw = value.encode("utf-8", "surrogatepass")
+        return _cbor_head(3, len(raw)) + raw
+    return cbor2.dumps(value)
+
+
+def _cbor_head(major: int, length: int) -> bytes:
+    if length < 24:
+        return bytes([major << 5 | length])
+    return bytes([major << 5 | 26]) + struct.pack(">I", length)
 
 
 def address_space_bound(limit_bytes: int | None) -> Callable[[], None] | None:

@@ -8,17 +8,20 @@ template, so contexts render for real) with a window of :data:`WINDOW` tokens.
 
 from __future__ import annotations
 
-import json
-import struct
 from collections.abc import Iterator
 from typing import Any
 
-import cbor2
 import pytest
 
 from caldrix.limits import CONTEXT_CHARS_PER_TOKEN, CONTEXT_WINDOWS, ECHO_CHARS, MESSAGE_CHARS
-from caldrix.protocol.framing import FrameMode
-from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, RawConnection, raw_connection, start_pool
+from tests.caldrix.pool_harness import (
+    DEFAULT_MODEL,
+    PoolProcess,
+    RawConnection,
+    hostile_frame,
+    raw_connection,
+    start_pool,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
 
@@ -47,38 +50,6 @@ def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     )
     yield process
     process.stop()
-
-
-def surrogate_frame(message: dict[str, Any], mode: FrameMode) -> bytes:
-    """``message`` as a frame that carries its lone surrogates as they would arrive: in JSON as
-    the escape ``\\ud800`` (valid JSON text), in CBOR as the three bytes UTF-8 would give the
-    surrogate (``ed a0 80``, which strict UTF-8 refuses). The harness's encoder, like any
-    correct one, cannot write either."""
-    if mode == "json":
-        payload = json.dumps(message, ensure_ascii=True).encode("ascii")
-    else:
-        payload = _cbor_with_raw_text(message)
-    return struct.pack(">I", len(payload)) + payload
-
-
-def _cbor_with_raw_text(value: Any) -> bytes:
-    """CBOR for maps, lists, text, integers, booleans and null, where text is written as the
-    bytes ``surrogatepass`` gives (cbor2 refuses to write a text that is not UTF-8)."""
-    if isinstance(value, dict):
-        items = b"".join(_cbor_with_raw_text(k) + _cbor_with_raw_text(v) for k, v in value.items())
-        return _cbor_head(5, len(value)) + items
-    if isinstance(value, list):
-        return _cbor_head(4, len(value)) + b"".join(_cbor_with_raw_text(v) for v in value)
-    if isinstance(value, str):
-        raw = value.encode("utf-8", "surrogatepass")
-        return _cbor_head(3, len(raw)) + raw
-    return cbor2.dumps(value)
-
-
-def _cbor_head(major: int, length: int) -> bytes:
-    if length < 24:
-        return bytes([major << 5 | length])
-    return bytes([major << 5 | 26]) + struct.pack(">I", length)
 
 
 def request(connection: RawConnection, message: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +107,7 @@ def test_a_lone_surrogate_never_ends_the_pool(pool: PoolProcess, frame: dict[str
     """JSON: ``bad_request`` naming the field, and the connection goes on. CBOR: such text is
     not UTF-8, so the frame does not decode: ``bad_frame``, and that connection closes."""
     with raw_connection(pool.socket_path, pool.frames) as connection:
-        connection.send_bytes(surrogate_frame(frame, pool.frames))
+        connection.send_bytes(hostile_frame(frame, pool.frames))
         reply = connection.receive()
         message = assert_one_line(reply)
         if pool.frames == "json":
@@ -153,7 +124,7 @@ def test_a_lone_surrogate_in_hello_refuses_that_connection_only(pool: PoolProces
     expected = "bad_request" if pool.frames == "json" else "bad_frame"
     for hello in ({"op": "\ud800", "protocol": 2}, {"op": "hello", "protocol": 2, "client": "\udc00"}):
         with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
-            connection.send_bytes(surrogate_frame(hello, pool.frames))
+            connection.send_bytes(hostile_frame(hello, pool.frames))
             reply = connection.receive()
             assert reply["code"] == expected, reply
             assert_one_line(reply)
