@@ -158,6 +158,27 @@ def start_pool(
     raise RuntimeError(f"the pool did not answer within {START_TIMEOUT_SECS} s:\n{pool.log()}")
 
 
+def start_scripted_pool(folder: Path, completions: list[str], ctx: int, frames: FrameMode) -> PoolProcess:
+    """A pool whose ``main`` is the scripted engine on the embedded model (its real tokenizer
+    and template) answering ``completions`` in turn, with a window of ``ctx`` tokens."""
+    script = folder / "script.json"
+    script.write_text(json.dumps(completions))
+    return start_pool(
+        folder,
+        "--load",
+        DEFAULT_MODEL,
+        "--engine",
+        "scripted",
+        "--script",
+        str(script),
+        "--ctx",
+        str(ctx),
+        "--idle-timeout",
+        "0",
+        frames=frames,
+    )
+
+
 def _answers(path: Path) -> bool:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:

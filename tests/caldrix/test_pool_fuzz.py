@@ -24,12 +24,11 @@ from caldrix.limits import MESSAGE_CHARS
 from caldrix.protocol.framing import MAX_FRAME_BYTES, FrameMode
 from caldrix.protocol.parsing import REQUEST_OPS
 from tests.caldrix.pool_harness import (
-    DEFAULT_MODEL,
     PoolProcess,
     RawConnection,
     hostile_frame,
     raw_connection,
-    start_pool,
+    start_scripted_pool,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -112,22 +111,7 @@ def wire_frame(draw: st.DrawFn, mode: FrameMode) -> bytes:
 @pytest.fixture(scope="module", params=["cbor", "json"])
 def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp(f"fuzz-{request.param}")
-    script = folder / "script.json"
-    script.write_text('["ok", "ok", "ok"]')
-    process = start_pool(
-        folder,
-        "--load",
-        DEFAULT_MODEL,
-        "--engine",
-        "scripted",
-        "--script",
-        str(script),
-        "--ctx",
-        "512",
-        "--idle-timeout",
-        "0",
-        frames=request.param,
-    )
+    process = start_scripted_pool(folder, ["ok", "ok", "ok"], 512, request.param)
     yield process
     process.stop()
 

@@ -20,7 +20,7 @@ from tests.caldrix.pool_harness import (
     RawConnection,
     hostile_frame,
     raw_connection,
-    start_pool,
+    start_scripted_pool,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model]
@@ -32,22 +32,7 @@ USER = {"id": "u1", "role": "user", "text": "Name one colour.", "pinned": False}
 @pytest.fixture(scope="module", params=["cbor", "json"])
 def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolProcess]:
     folder = tmp_path_factory.mktemp(f"hostile-{request.param}")
-    script = folder / "script.json"
-    script.write_text("[]")
-    process = start_pool(
-        folder,
-        "--load",
-        DEFAULT_MODEL,
-        "--engine",
-        "scripted",
-        "--script",
-        str(script),
-        "--ctx",
-        str(WINDOW),
-        "--idle-timeout",
-        "0",
-        frames=request.param,
-    )
+    process = start_scripted_pool(folder, [], WINDOW, request.param)
     yield process
     process.stop()
 
