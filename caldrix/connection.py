@@ -129,7 +129,7 @@ class Connection:
             await self._send_error(
                 ProtocolMismatch(
                     f"this pool speaks caldrix-protocol {PROTOCOL_VERSION}, "
-                    f"not {quoted(frame.get('protocol'))}; update the client or the pool",
+                    f"not {_protocol_words(frame.get('protocol'))}; update the client or the pool",
                     supported=[PROTOCOL_VERSION],
                 ),
                 None,
@@ -358,6 +358,14 @@ class FrameSink:
             self._sender.send_nowait(frame)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._stop.set()  # nobody will read further frames: stop generating them
+
+
+def _protocol_words(value: object) -> str:
+    if value is None:
+        return "a hello without a protocol number"
+    if isinstance(value, str):
+        return f"the text {quoted(value)} (the protocol is a number)"
+    return quoted(value)
 
 
 def _cut(value: object) -> object:

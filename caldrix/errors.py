@@ -45,9 +45,11 @@ def quoted(value: object, limit: int = ECHO_CHARS) -> str:
     """A client's value as an error message may show it: quoted, with newlines, control
     characters and lone surrogates escaped, and cut to ``limit`` characters ("…" and the full
     length after a cut). Whatever the client sent, the result is one printable line."""
-    text = value if isinstance(value, str) else str(value)
-    shown = repr(text[:limit])
-    return shown if len(text) <= limit else f"{shown}… ({len(text)} characters)"
+    if not isinstance(value, str):  # a number, a list…: as Python writes it, cut, never quoted
+        shown = repr(value)
+        return shown if len(shown) <= limit else shown[:limit] + "…"
+    shown = repr(value[:limit])
+    return shown if len(value) <= limit else f"{shown}… ({len(value)} characters)"
 
 
 def one_line(message: str, limit: int = MESSAGE_CHARS) -> str:

@@ -211,7 +211,9 @@ def test_anything_else_is_a_protocol_mismatch(pool: PoolProcess, protocol: objec
         connection.send(hello)
         reply = connection.receive()
         assert reply["code"] == "protocol_mismatch" and reply["supported"] == [2], reply
-        assert_one_line(reply)
+        message = assert_one_line(reply)
+        if isinstance(protocol, str):
+            assert "not the text '2' (the protocol is a number)" in message, message
         assert connection.at_eof()
 
 
