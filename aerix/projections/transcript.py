@@ -39,27 +39,26 @@ is left out.
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from aerix.domain import events as ev
-from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name, to_claude_input
+from aerix.domain.claude_format import (
+    assistant_blocks,
+    claude_tool_id,
+    claude_usage,
+    message_id,
+    record_uuid,
+    session_namespace,
+)
+from aerix.domain.claude_tools import CLAUDE_CODE_VERSION
 from aerix.domain.segments import ROOT_AGENT, is_note_segment
 from aerix.projections.base import Handlers, Projection
 from aerix.projections.claude_results import AgentTally, task_result, tool_use_result
 
-_NAMESPACE = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
 _UTC = timedelta(0)
 _DIGITS_2 = tuple(f"{number:02d}" for number in range(100))
 _DIGITS_3 = tuple(f"{number:03d}" for number in range(1000))
-
-
-def claude_tool_id(agent: str, call: str) -> str:
-    """The ``tool_use`` id of a call: kept when already Claude's own (imported), else derived."""
-    if call.startswith("toolu_"):
-        return call
-    return f"toolu_{agent.replace('.', '_')}_{call}"
 
 
 class ClaudeTranscript(Projection):
@@ -73,7 +72,7 @@ class ClaudeTranscript(Projection):
         self._model = ""
         self._branch = ""
         self._imported = False
-        self._ids = _NAMESPACE
+        self._ids = session_namespace("")
         #: Every agent but the root, by its Claude agent id: its records, in the order the
         #: agents first wrote.
         self.subagents: dict[str, list[dict[str, Any]]] = {}
@@ -122,7 +121,7 @@ class ClaudeTranscript(Projection):
         self._session, self._cwd, self._model = event.session, event.cwd, event.model
         self._branch = event.git_branch or ""
         self._imported = event.imported_from is not None
-        self._ids = uuid.uuid5(_NAMESPACE, event.session)
+        self._ids = session_namespace(event.session)
 
     def _spawn(self, event: ev.AgentSpawn) -> None:
         self._tallies[event.agent] = AgentTally(event.time)
@@ -142,7 +141,7 @@ class ClaudeTranscript(Projection):
     def _uuid(self, event: ev.EventBase, part: int = 0) -> str:
         # Each record is one event's (an assistant event makes one per block): uuid5 of the
         # seq and block under the session's namespace, so uuids differ from the first character.
-        return str(uuid.uuid5(self._ids, f"{event.seq}.{part}"))
+        return record_uuid(self._ids, event.seq, part)
 
     def _envelope(self, agent: str, parent: str | None) -> dict[str, Any]:
         """The keys every record starts with, in Claude Code's order; the caller adds its own,
@@ -185,26 +184,13 @@ class ClaudeTranscript(Projection):
 
     def _assistant(self, event: ev.Message) -> None:
         agent = event.agent
-        blocks: list[dict[str, Any]] = []
+        blocks = assistant_blocks(event, self._cwd or None)
         tools: dict[str, str] = {}  # tool_use id -> aerix tool
-        if event.thought:
-            blocks.append({"type": "thinking", "thinking": event.thought, "signature": ""})
-        if event.parse_error is None:
-            if event.final is not None:
-                blocks.append({"type": "text", "text": event.final})
-            if event.verdict is not None:
-                verdict = {"verdict": event.verdict, "reason": event.reason or ""}
-                blocks.append({"type": "text", "text": _json(verdict)})
-            for call in event.calls:
-                tool_id = claude_tool_id(agent, call.id)
-                tools[tool_id] = call.tool
-                if call.tool == "agent":
-                    self._briefs[tool_id] = str(call.input.get("brief", ""))
-                claude_input = to_claude_input(call.tool, call.input, self._cwd or None)
-                name = claude_tool_name(call.tool)
-                blocks.append({"type": "tool_use", "id": tool_id, "name": name, "input": claude_input})
-        if len(blocks) == (1 if event.thought else 0):
-            blocks.append({"type": "text", "text": event.text})  # unparsed, or nothing but text
+        for call in event.calls if event.parse_error is None else ():
+            tool_id = claude_tool_id(agent, call.id)
+            tools[tool_id] = call.tool
+            if call.tool == "agent":
+                self._briefs[tool_id] = str(call.input.get("brief", ""))
         usage = event.usage
         tally = self._tallies.get(agent)
         if tally is not None:
@@ -213,13 +199,13 @@ class ClaudeTranscript(Projection):
                 tally.last_usage = claude_usage(usage)
         imported_model = usage.member if self._imported and usage is not None else None
         model = self._models.get(agent) or imported_model or self._model
-        message_id = event.message_id or f"msg_{self._uuid(event, -1).replace('-', '')[:24]}"
+        generation = event.message_id or message_id(self._ids, event.seq)
         request_id = event.request_id or f"req_{self._uuid(event, -2).replace('-', '')[:24]}"
         last = len(blocks) - 1
         for part, block in enumerate(blocks):
             message: dict[str, Any] = {
                 "model": model,
-                "id": message_id,
+                "id": generation,
                 "type": "message",
                 "role": "assistant",
                 "content": [block],
@@ -298,20 +284,6 @@ def _without_header(event: ev.Message) -> str:
     return event.text
 
 
-def claude_usage(usage: ev.Usage) -> dict[str, int]:
-    """A generation's usage in Claude's keys: the reused prefix is the cache read, the rows the
-    pool computed are ``input_tokens`` (an imported turn's cache writes stay cache writes)."""
-    prompt = usage.prompt_tokens
-    cache_read = min(usage.recomputed_from or 0, prompt)
-    cache_creation = min(usage.cache_creation_tokens or 0, prompt - cache_read)
-    return {
-        "input_tokens": prompt - cache_read - cache_creation,
-        "cache_creation_input_tokens": cache_creation,
-        "cache_read_input_tokens": cache_read,
-        "output_tokens": usage.completion_tokens,
-    }
-
-
 def stamp(at: datetime) -> str:
     """``at`` to the millisecond, UTC written ``Z``, as Claude Code writes its timestamps:
     ``at.isoformat(timespec="milliseconds").replace("+00:00", "Z")``. Every record needs one,
@@ -323,10 +295,6 @@ def stamp(at: datetime) -> str:
             f"{_DIGITS_2[at.minute]}:{_DIGITS_2[at.second]}.{_DIGITS_3[at.microsecond // 1000]}Z"
         )
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def transcript_lines(transcript: ClaudeTranscript) -> list[str]:

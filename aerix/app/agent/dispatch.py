@@ -46,6 +46,7 @@ from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolHooks, ToolRunner
 from aerix.domain import bounds
 from aerix.domain import events as ev
+from aerix.domain.claude_format import claude_tool_id
 from aerix.domain.claude_tools import tool_name_aliases
 from aerix.domain.hook_answers import HookVerdict
 from aerix.domain.hook_payloads import tool_error, tool_fields, tool_response, updated_input
@@ -53,7 +54,6 @@ from aerix.domain.pieces import piece_outcome
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ToolCaps
 from aerix.domain.turns import ToolCall, Turn
-from aerix.projections.transcript import claude_tool_id
 
 _JOB_STARTED = re.compile(r"^started job (j\d+)")
 #: Runs a turn's agent calls, each inside the given tool hooks, and gives each one's result

@@ -1,0 +1,81 @@
+"""What every output in Claude Code's formats shares: the version it claims and the ids it writes.
+
+The transcript projection (``<id>.claude.jsonl``), the hook payloads and the headless
+``stream-json`` lines all name the same tool call, generation and record; they take their ids
+from here, so a client that reads two of them (the Agent SDK reading stream-json and then the
+session's transcript) can join them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Final
+
+from aerix.domain.claude_tools import claude_tool_name, to_claude_input
+from aerix.domain.events import ToolCall, Usage
+
+#: The Claude Code release whose formats aerix writes (the CLI bundled with the Claude Agent SDK
+#: release its tests run): ``claude_code_version`` of the ``init`` line, ``version`` of records.
+CLAUDE_CODE_VERSION: Final = "2.1.332"
+
+_NAMESPACE: Final = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
+
+
+def claude_tool_id(agent: str, call: str) -> str:
+    """The ``tool_use`` id of a call: kept when already Claude's own (imported), else derived."""
+    if call.startswith("toolu_"):
+        return call
+    return f"toolu_{agent.replace('.', '_')}_{call}"
+
+
+def uuid_prefix(session: str) -> str:
+    """The first 24 characters of every record uuid of ``session`` (see ``record_uuid``)."""
+    return str(uuid.uuid5(_NAMESPACE, session))[:24]
+
+
+def record_uuid(session: str, seq: int) -> str:
+    """The uuid of the record (or stream line) made from event ``seq``: each event makes at most
+    one, so the session's own uuid with the seq as its node names it, the same on every rebuild."""
+    return f"{uuid_prefix(session)}{seq:012x}"
+
+
+def message_id(session: str, seq: int) -> str:
+    """``message.id`` of the generation recorded as event ``seq``."""
+    return f"msg_aerix_{session[:8]}_{seq}"
+
+
+def claude_usage(usage: Usage | None) -> dict[str, int]:
+    """A generation's usage in Claude's keys: the prefix the pool's store gave back is the cache
+    read, the rows the pool computed are ``input_tokens`` (an imported turn's cache writes stay
+    cache writes), so the three add up to the prompt, as Claude's API reports its prompt cache."""
+    if usage is None:
+        return dict.fromkeys(USAGE_KEYS, 0)
+    prompt = usage.prompt_tokens
+    cache_read = min(usage.recomputed_from or 0, prompt)
+    cache_creation = min(usage.cache_creation_tokens or 0, prompt - cache_read)
+    return {
+        "input_tokens": prompt - cache_read - cache_creation,
+        "cache_creation_input_tokens": cache_creation,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": usage.completion_tokens,
+    }
+
+
+#: The keys of ``claude_usage``, in Claude's order.
+USAGE_KEYS: Final = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+
+
+def tool_use_block(agent: str, call: ToolCall, cwd: str | None) -> dict[str, Any]:
+    """A call as Claude's ``tool_use`` block: its id, Claude's tool name and input fields (file
+    paths made absolute against ``cwd``; as given when ``cwd`` is None)."""
+    return {
+        "type": "tool_use",
+        "id": claude_tool_id(agent, call.id),
+        "name": claude_tool_name(call.tool),
+        "input": to_claude_input(call.tool, call.input, cwd),
+    }
