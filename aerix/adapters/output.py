@@ -1,19 +1,19 @@
-"""The headless output formats, shaped the way Claude Code's ``-p`` users expect.
+"""The headless output formats, shaped the way Claude Code's ``-p`` users (and the Claude Agent
+SDK's parser) expect.
 
 - ``text``: the final answer on stdout, then the diff of what the request changed (with
   ``untracked: <path>`` lines) in git's colours when stdout is a terminal, or ``no files
   changed`` when it changed none (as git says "nothing to commit"). Notes, the one-line banner
   and the outcome line go to stderr.
-- ``json``: one object at the end: ``type: "result"``, ``subtype``, ``is_error``, ``result``,
-  ``session_id``, ``num_turns``, ``duration_ms``, ``usage``, and aerix's own ``outcome``,
-  ``reason``, ``route``, ``exit_code``, ``model``, ``files_changed``, ``pieces``,
-  ``outcome_line`` and ``diff``. A request that did not end ``done`` also prints its outcome
-  line on stderr, in every format.
-- ``stream-json``: one JSON object a line as things happen: ``system``/``init`` when the session
-  starts (with what startup found: tools, skills, agents, plugins, hooks, instruction files),
-  ``assistant`` for each turn (thinking, text and ``tool_use`` blocks), ``user`` for each tool
-  result, ``system`` with the event's type for every other session event, and the same
-  ``result`` object as ``json`` last.
+- ``json``: one ``result`` object at the end (``result_object``): Claude Code's keys first
+  (``type``, ``subtype``, ``is_error``, ``duration_ms``, ``duration_api_ms``, ``num_turns``,
+  ``result``, ``stop_reason``, ``session_id``, ``total_cost_usd``, ``usage``, ``modelUsage``,
+  ``permission_denials``, ``uuid``, and ``errors`` on an error subtype), then aerix's own
+  ``outcome``, ``reason``, ``route``, ``exit_code``, ``model``, ``request``, ``resumed``,
+  ``generations``, ``files_changed``, ``pieces``, ``outcome_line`` and ``diff``. A request that
+  did not end ``done`` also prints its outcome line on stderr, in every format.
+- ``stream-json``: one JSON object a line as things happen (``aerix.adapters.claude_stream``),
+  and the same ``result`` object last.
 
 The outcome line says what happened, so a ``done`` that did nothing shows as such:
 ``done · route answer · 1 turn · no pieces · no files changed``, or
@@ -33,19 +33,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
+import uuid
 from collections.abc import Callable
 from typing import Any, Final, Literal, Protocol, TextIO
 
+from aerix.adapters.terminal.diff_view import diff_text
+from aerix.domain.bounds import EXIT_CANCELLED
+from aerix.domain.diffs import RequestDiff
+from aerix.errors import OutputClosed
 from rich.console import Console
 
-from aerix.adapters.terminal.diff_view import diff_text
+from aerix.adapters.claude_stream import ClaudeStream, ModelTally
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
-from aerix.domain.diffs import RequestDiff
-from aerix.domain.segments import ROOT_AGENT
-from aerix.errors import OutputClosed
 
 OutputFormat = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json", "stream-json")
@@ -58,7 +59,6 @@ RESULT_SUBTYPES: Final = {
     "killed": "error_during_execution",
     "cancelled": "error_during_execution",
 }
-_RETRY_OR_VERIFY = re.compile(r"\.[rv]\d+$")
 #: The end of a request's text output when it changed no file (git's "nothing to commit").
 NO_FILES_CHANGED: Final = "no files changed"
 
@@ -87,6 +87,7 @@ class HeadlessOutput(RequestObserver):
         self.listing: dict[str, Any] = {}
         #: A write met a closed pipe: nothing more is printed.
         self.closed = False
+        self.stream = ClaudeStream()
 
     def startup(self, listing: dict[str, Any]) -> None:
         self.listing = listing
@@ -109,12 +110,15 @@ class HeadlessOutput(RequestObserver):
 
     def event(self, record: ev.EventBase) -> None:
         if isinstance(record, ev.SessionStart):
+            self.stream = ClaudeStream()  # each request (of a stream-json input) its own tallies
             self._err(banner(record))
         if self.status is not None:
             self.status.event(record)
-        if self.format == "stream-json":
-            for line in stream_lines(record, self.listing):
-                self.json_line(line)
+        if self.format != "stream-json":
+            self.stream.track(record)
+            return
+        for line in self.stream.lines(record, self.listing):
+            self.json_line(line)
 
     def finish(self, result: RequestResult) -> int:
         """Print the end of the request; returns the exit code."""
@@ -128,8 +132,31 @@ class HeadlessOutput(RequestObserver):
         if self.format == "text":
             self._text(result)
         else:
-            self.json_line(result_object(result))
+            self.json_line(result_object(result, self.stream.models or None))
         return result.exit_code
+
+    def interrupted(self) -> None:
+        """The result line of a request an ``interrupt`` control request stopped (it ends as
+        ``cancelled``, with no result of its own)."""
+        stream = self.stream
+        if not stream.session:
+            self.json_line(error_object("interrupted before the session started", EXIT_CANCELLED))
+            return
+        end = stream.end
+        result = RequestResult(
+            session_id=stream.session,
+            outcome="cancelled",
+            exit_code=end.exit_code if end else EXIT_CANCELLED,
+            result="",
+            reason="interrupted (an interrupt control request)",
+            route=stream.route,
+            turns=stream.root_turns,
+            usage=stream.usage,
+            diff=RequestDiff(),
+            duration_ms=(end.duration_ms or 0.0) if end else 0.0,
+            model=stream.model,
+        )
+        self.json_line(result_object(result, stream.models or None))
 
     def _text(self, result: RequestResult) -> None:
         text = result.result.rstrip("\n") + "\n" if result.result else ""
@@ -219,22 +246,48 @@ def outcome_line(result: RequestResult) -> str:
     return " · ".join([head, route, turns, pieces, changed_phrase(result.diff)])
 
 
-def result_object(result: RequestResult) -> dict[str, Any]:
-    """The ``json`` format's object, and ``stream-json``'s last line."""
+def result_object(result: RequestResult, models: dict[str, ModelTally] | None = None) -> dict[str, Any]:
+    """The ``json`` format's object, and ``stream-json``'s last line. ``models`` is each model's
+    usage as the stream saw it (``modelUsage``); without it the request's totals go under its
+    main model."""
     diff = result.diff
-    return {
+    usage = result.usage
+    subtype = RESULT_SUBTYPES.get(result.outcome, "error_during_execution")
+    if models is None:
+        tally = ModelTally(window=None)
+        tally.usage.update(
+            input_tokens=usage.prompt_tokens - usage.reused_tokens,
+            cache_read_input_tokens=usage.reused_tokens,
+            output_tokens=usage.completion_tokens,
+        )
+        models = {result.model or "": tally}
+    value: dict[str, Any] = {
         "type": "result",
-        "subtype": RESULT_SUBTYPES.get(result.outcome, "error_during_execution"),
+        "subtype": subtype,
         "is_error": result.outcome != "done",
-        "result": result.result,
-        "session_id": result.session_id,
+        "duration_ms": round(result.duration_ms),
+        "duration_api_ms": round(usage.pool_ms),
         "num_turns": result.turns,
-        "duration_ms": result.duration_ms,
+    }
+    if subtype == "success":
+        value["result"] = result.result
+    value |= {
+        "stop_reason": "end_turn" if result.outcome == "done" else None,
+        "session_id": result.session_id,
+        "total_cost_usd": 0,
         "usage": {
-            "input_tokens": result.usage.prompt_tokens,
-            "output_tokens": result.usage.completion_tokens,
-            "generations": result.usage.generations,
+            "input_tokens": usage.prompt_tokens - usage.reused_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": usage.reused_tokens,
+            "output_tokens": usage.completion_tokens,
         },
+        "modelUsage": {model: tally.as_json() for model, tally in models.items()},
+        "permission_denials": [],
+        "uuid": str(uuid.uuid4()),
+    }
+    if subtype != "success":
+        value["errors"] = [f"{result.outcome}: {result.reason or 'no reason given'}"]
+    value |= {
         "outcome": result.outcome,
         "reason": result.reason,
         "route": result.route,
@@ -242,6 +295,7 @@ def result_object(result: RequestResult) -> dict[str, Any]:
         "model": result.model,
         "request": result.request,
         "resumed": result.resumed,
+        "generations": usage.generations,
         "files_changed": diff.files,
         "pieces": [{"id": piece.id, "outcome": piece.outcome} for piece in result.pieces],
         "outcome_line": outcome_line(result),
@@ -256,70 +310,33 @@ def result_object(result: RequestResult) -> dict[str, Any]:
             "in_git": diff.in_git,
         },
     }
+    return value
 
 
-def error_object(message: str, exit_code: int) -> dict[str, Any]:
-    """The ``json`` result of a request that could not start (no session was made)."""
+def error_object(message: str, exit_code: int, session_id: str | None = None) -> dict[str, Any]:
+    """The ``json`` result of a request that could not run (no session was made, or the session
+    could not be read or written): an error result the SDK parses, with the error's line."""
     return {
         "type": "result",
         "subtype": "error_during_execution",
         "is_error": True,
-        "result": "",
-        "session_id": None,
+        "duration_ms": 0,
+        "duration_api_ms": 0,
+        "num_turns": 0,
+        "stop_reason": None,
+        "session_id": session_id,
+        "total_cost_usd": 0,
+        "usage": {
+            "input_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 0,
+        },
+        "modelUsage": {},
+        "permission_denials": [],
+        "uuid": str(uuid.uuid4()),
+        "errors": [message],
         "outcome": "failed",
         "reason": message,
         "exit_code": exit_code,
     }
-
-
-def stream_lines(record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The ``stream-json`` lines of one session event; ``listing`` (what startup found, see
-    ``aerix.app.request.startup.startup_listing``) joins the ``init`` line."""
-    if isinstance(record, ev.SessionStart):
-        return [
-            {
-                "type": "system",
-                "subtype": "init",
-                "session_id": record.session,
-                "cwd": record.cwd,
-                "model": record.model,
-                "request": record.request,
-                "resumed": record.resumed,
-                **(listing or {}),
-            }
-        ]
-    if isinstance(record, ev.Message):
-        return [_message_line(record)]
-    fields = record.model_dump(mode="json", exclude_none=True)
-    return [{"type": "system", "subtype": fields.pop("type"), **fields}]
-
-
-def _message_line(record: ev.Message) -> dict[str, Any]:
-    parent = None if record.agent == ROOT_AGENT else _RETRY_OR_VERIFY.sub("", record.agent)
-    usage = record.usage.model_dump(mode="json", exclude_none=True) if record.usage else None
-    if record.role == "tool":
-        block = {
-            "type": "tool_result",
-            "tool_use_id": f"{record.agent}.{record.call}",
-            "content": record.text,
-            "is_error": record.is_error,
-        }
-        message: dict[str, Any] = {"role": "user", "content": [block]}
-        return {"type": "user", "agent": record.agent, "parent_tool_use_id": parent, "message": message}
-    content: list[dict[str, Any]] = []
-    if record.thought:
-        content.append({"type": "thinking", "thinking": record.thought})
-    if record.final is not None:
-        content.append({"type": "text", "text": record.final})
-    elif record.verdict is not None:
-        content.append({"type": "text", "text": f"{record.verdict}: {record.reason or ''}".strip()})
-    content += [
-        {"type": "tool_use", "id": f"{record.agent}.{call.id}", "name": call.tool, "input": call.input}
-        for call in record.calls
-    ]
-    if not content:
-        content.append({"type": "text", "text": record.text})
-    message = {"role": "assistant", "content": content, "usage": usage}
-    if record.parse_error:
-        message["parse_error"] = record.parse_error
-    return {"type": "assistant", "agent": record.agent, "parent_tool_use_id": parent, "message": message}

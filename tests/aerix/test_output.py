@@ -5,14 +5,19 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from claude_agent_sdk._internal.message_parser import parse_message
 
-from aerix.adapters.output import HeadlessOutput, outcome_line, result_object, stream_lines
+from aerix.adapters.claude_stream import ClaudeStream
+from aerix.adapters.output import HeadlessOutput, error_object, outcome_line, result_object
 from aerix.app.ports import RequestPiece, RequestResult, RequestUsage
 from aerix.domain import events as ev
+from aerix.domain.claude_format import message_id, record_uuid, session_namespace
 from aerix.domain.diffs import FileStat, RequestDiff
 
 AT = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -32,7 +37,7 @@ def result(outcome: str = "done", exit_code: int = 0, diff: RequestDiff = DIFF) 
         reason=None,
         route="edit",
         turns=2,
-        usage=RequestUsage(900, 40, 2),
+        usage=RequestUsage(900, 40, 2, reused_tokens=600, pool_ms=750.4),
         diff=diff,
         duration_ms=1234.5,
         model="m",
@@ -87,10 +92,21 @@ def test_json_is_one_object_with_claude_codes_keys_first() -> None:
     out, err, code = render("json", result("budget", 2))
     value = json.loads(out)
     assert out.count("\n") == 1 and code == 2
-    claude_keys = ["type", "subtype", "is_error", "result", "session_id", "num_turns", "duration_ms", "usage"]
-    assert list(value)[:8] == claude_keys
-    assert value["subtype"] == "error_max_turns" and value["is_error"] is True
-    assert value["usage"] == {"input_tokens": 900, "output_tokens": 40, "generations": 2}
+    claude_keys = [
+        *("type", "subtype", "is_error", "duration_ms", "duration_api_ms", "num_turns", "stop_reason"),
+        *("session_id", "total_cost_usd", "usage", "modelUsage", "permission_denials", "uuid", "errors"),
+    ]
+    assert list(value)[: len(claude_keys)] == claude_keys
+    assert value["subtype"] == "error_max_turns" and value["is_error"] is True and "result" not in value
+    assert value["errors"] == ["budget: no reason given"]
+    assert (value["duration_ms"], value["duration_api_ms"], value["total_cost_usd"]) == (1234, 750, 0)
+    assert value["usage"] == {
+        "input_tokens": 300,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 600,
+        "output_tokens": 40,
+    }
+    assert value["modelUsage"]["m"]["inputTokens"] == 300 and value["generations"] == 2
     assert value["diff"]["numstat"] == [{"path": "a.txt", "added": 1, "removed": 0}]
     assert (value["diff"]["files"], value["diff"]["untracked"]) == (2, ["new.py"])
     assert (value["files_changed"], value["pieces"]) == (2, [])
@@ -100,7 +116,29 @@ def test_json_is_one_object_with_claude_codes_keys_first() -> None:
     )
     # A failure's one line reaches stderr in json too, as it does in text.
     assert err == f"aerix: {value['outcome_line']} (session s1)\n"
-    assert result_object(result())["subtype"] == "success"
+    done = result_object(result())
+    assert (done["subtype"], done["result"], done["stop_reason"]) == ("success", "Added two.", "end_turn")
+    assert "errors" not in done
+
+
+START = ev.SessionStart(
+    seq=1,
+    time=AT,
+    session="s1",
+    cwd="/p",
+    project="k",
+    model="m",
+    prompt="hi",
+    aerix_version="0.1.0",
+    window=8192,
+    request=2,
+    resumed=True,
+)
+
+
+def session_lines(*records: ev.EventBase) -> list[dict[str, Any]]:
+    stream = ClaudeStream()
+    return [line for record in (START, *records) for line in stream.lines(record)]
 
 
 def test_json_and_stream_json_keep_stderr_quiet_when_done_and_carry_no_files_changed() -> None:
@@ -119,6 +157,9 @@ def test_json_and_stream_json_keep_stderr_quiet_when_done_and_carry_no_files_cha
 
 
 def test_stream_json_lines_shape_turns_like_claude_code() -> None:
+    spawn = ev.AgentSpawn(
+        seq=2, time=AT, agent="a1.c3.r1", parent="a1", call="c3", kind="implementer", model="small"
+    )
     turn = ev.Message(
         seq=5,
         time=AT,
@@ -130,29 +171,50 @@ def test_stream_json_lines_shape_turns_like_claude_code() -> None:
         calls=[ev.ToolCall(id="c1", tool="read", input={"path": "a.txt"})],
         usage=ev.Usage(prompt_tokens=10, completion_tokens=3, recomputed_from=8),
     )
-    [line] = stream_lines(turn)
-    assert line == {
+    tool = ev.Message(seq=6, time=AT, agent="a1", role="tool", text="[read c1] one", call="c1", tool="read")
+    route = ev.RouteDecision(seq=7, time=AT, choice="answer", scores={"answer": -0.1})
+    _, spawned, assistant, result_line, route_line = session_lines(spawn, turn, tool, route)
+    assert spawned["subtype"] == "agent.spawn" and spawned["agent"] == "a1.c3.r1"
+    assert assistant == {
         "type": "assistant",
-        "agent": "a1.c3.r1",
-        "parent_tool_use_id": "a1.c3",
         "message": {
+            "model": "small",
+            "id": message_id(session_namespace("s1"), 5),
+            "type": "message",
             "role": "assistant",
             "content": [
-                {"type": "thinking", "thinking": "Look first."},
-                {"type": "tool_use", "id": "a1.c3.r1.c1", "name": "read", "input": {"path": "a.txt"}},
+                {"type": "thinking", "thinking": "Look first.", "signature": ""},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_a1_c3_r1_c1",
+                    "name": "Read",
+                    "input": {"file_path": "/p/a.txt"},
+                },
             ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "recomputed_from": 8},
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 2,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 8,
+                "output_tokens": 3,
+            },
         },
+        "parent_tool_use_id": "toolu_a1_c3",
+        "uuid": record_uuid(session_namespace("s1"), 5),
+        "session_id": "s1",
+        "agent": "a1.c3.r1",
     }
-    tool = ev.Message(seq=6, time=AT, agent="a1", role="tool", text="[read c1] one", call="c1", tool="read")
-    assert stream_lines(tool)[0]["message"]["content"] == [
-        {"type": "tool_result", "tool_use_id": "a1.c1", "content": "[read c1] one", "is_error": False}
+    assert result_line["type"] == "user" and result_line["parent_tool_use_id"] is None
+    assert result_line["message"]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_a1_c1", "content": "[read c1] one"}
     ]
-    route = ev.RouteDecision(seq=2, time=AT, choice="answer", scores={"answer": -0.1})
-    assert stream_lines(route)[0] == {
+    assert route_line == {
         "type": "system",
         "subtype": "route",
-        "seq": 2,
+        "uuid": record_uuid(session_namespace("s1"), 7),
+        "session_id": "s1",
+        "seq": 7,
         "time": "2025-01-02T03:04:05Z",
         "v": 2,
         "choice": "answer",
@@ -160,32 +222,95 @@ def test_stream_json_lines_shape_turns_like_claude_code() -> None:
     }
 
 
-def test_the_banner_is_one_line_on_stderr() -> None:
+def test_the_banner_is_one_line_on_stderr_and_init_names_claudes_fields() -> None:
     out, err = io.StringIO(), io.StringIO()
-    start = ev.SessionStart(
-        seq=1,
-        time=AT,
-        session="s1",
-        cwd="/p",
-        project="k",
-        model="m",
-        prompt="hi",
-        aerix_version="0.1.0",
-        window=8192,
-        request=2,
-        resumed=True,
-    )
-    HeadlessOutput("stream-json", out, err).event(start)
+    HeadlessOutput("stream-json", out, err).event(START)
     assert err.getvalue() == "aerix 0.1.0 · m, 8192 tokens · session s1 (resumed, request 2)\n"
-    assert json.loads(out.getvalue()) == {
+    init = json.loads(out.getvalue())
+    assert {key: init[key] for key in ("type", "subtype", "session_id", "cwd", "model", "request")} == {
         "type": "system",
         "subtype": "init",
         "session_id": "s1",
         "cwd": "/p",
         "model": "m",
         "request": 2,
-        "resumed": True,
     }
+    assert init["permissionMode"] == "bypassPermissions" and init["resumed"] is True
+    assert re.fullmatch(r"\d+\.\d+\.\d+", init["claude_code_version"])
+
+
+def test_every_line_of_every_event_kind_parses_with_the_agent_sdks_parser() -> None:
+    """A session with each kind of line the formats print (a subagent's turn, a verdict, a turn
+    that did not parse, an error result, a result of a request that could not start), through
+    the Claude Agent SDK's own parser."""
+    spawn = ev.AgentSpawn(seq=2, time=AT, agent="a1.c1", parent="a1", call="c1", kind="implementer")
+    verdict = ev.Message(
+        seq=3, time=AT, agent="a1.c1.v1", role="assistant", text="{}", verdict="fail", reason="no test"
+    )
+    unparsed = ev.Message(
+        seq=4,
+        time=AT,
+        agent="a1",
+        role="assistant",
+        text="{oops",
+        parse_error="not JSON",
+        usage=ev.Usage(prompt_tokens=5, completion_tokens=2),
+    )
+    failed = ev.Message(seq=5, time=AT, agent="a1.c1", role="tool", text="boom", call="c2", is_error=True)
+    hook = ev.Hook(seq=6, time=AT, event="Stop", outcome="blocked", reason="keep going")
+    lines = session_lines(spawn, verdict, unparsed, failed, hook)
+    lines += [result_object(result("budget", 2)), result_object(result()), error_object("no pool", 1)]
+    parsed = [parse_message(line) for line in lines]
+    assert [type(message).__name__ for message in parsed] == [
+        *("SystemMessage", "SystemMessage", "AssistantMessage", "AssistantMessage", "UserMessage"),
+        *("SystemMessage", "ResultMessage", "ResultMessage", "ResultMessage"),
+    ]
+    assert parsed[2].parent_tool_use_id == "toolu_a1_c1"  # the verifier of the piece a1.c1
+    assert parsed[3].content[0].text == "{oops" and lines[3]["parse_error"] == "not JSON"
+    assert parsed[4].content[0].is_error is True
+    assert [(p.subtype, p.errors) for p in parsed[6:]] == [
+        ("error_max_turns", ["budget: no reason given"]),
+        ("success", None),
+        ("error_during_execution", ["no pool"]),
+    ]
+
+
+def test_json_splits_the_usage_by_the_model_each_generation_ran_on() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    output = HeadlessOutput("json", out, err)
+    spawn = ev.AgentSpawn(
+        seq=2, time=AT, agent="a1.c1", parent="a1", call="c1", kind="implementer", model="small"
+    )
+    piece = ev.Message(
+        seq=3,
+        time=AT,
+        agent="a1.c1",
+        role="assistant",
+        text="{}",
+        final="ok",
+        usage=ev.Usage(prompt_tokens=50, completion_tokens=5, recomputed_from=40),
+    )
+    root = ev.Message(
+        seq=4,
+        time=AT,
+        agent="a1",
+        role="assistant",
+        text="{}",
+        final="done",
+        usage=ev.Usage(prompt_tokens=900, completion_tokens=35, recomputed_from=560),
+    )
+    for record in (START, spawn, piece, root):
+        output.event(record)
+    output.finish(result())
+    value = json.loads(out.getvalue())  # only the result: json prints nothing as it goes
+    assert {
+        model: (u["inputTokens"], u["cacheReadInputTokens"], u["outputTokens"])
+        for model, u in value["modelUsage"].items()
+    } == {
+        "small": (10, 40, 5),
+        "m": (340, 560, 35),
+    }
+    assert value["modelUsage"]["m"]["contextWindow"] == 8192
 
 
 class TerminalOut(io.StringIO):

@@ -39,6 +39,10 @@ class RequestUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     generations: int = 0
+    #: The prompt rows the prefix store gave back (each generation's ``recomputed_from``).
+    reused_tokens: int = 0
+    #: Time the pool spent prefilling and decoding, over every generation.
+    pool_ms: float = 0.0
 
 
 @dataclass(frozen=True)

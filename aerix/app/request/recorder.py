@@ -25,7 +25,8 @@ class RequestRecorder:
         self.observer = observer
         self.touched: list[str] = []
         self.pieces: list[RequestPiece] = []
-        self.prompt_tokens = self.completion_tokens = self.generations = 0
+        self.prompt_tokens = self.completion_tokens = self.generations = self.reused_tokens = 0
+        self.pool_ms = 0.0
         #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks.
         self.transcript: TranscriptFollower | None = None
 
@@ -65,6 +66,8 @@ class RequestRecorder:
             self.prompt_tokens += record.usage.prompt_tokens
             self.completion_tokens += record.usage.completion_tokens
             self.generations += 1
+            self.reused_tokens += record.usage.recomputed_from or 0
+            self.pool_ms += (record.usage.prefill_ms or 0.0) + (record.usage.decode_ms or 0.0)
         for call in record.calls:
             path = call.input.get("path")
             if call.tool in ("write", "edit") and isinstance(path, str):
@@ -72,4 +75,6 @@ class RequestRecorder:
 
     @property
     def usage(self) -> RequestUsage:
-        return RequestUsage(self.prompt_tokens, self.completion_tokens, self.generations)
+        return RequestUsage(
+            self.prompt_tokens, self.completion_tokens, self.generations, self.reused_tokens, self.pool_ms
+        )

@@ -1,0 +1,186 @@
+"""Session events as the lines of Claude Code's ``stream-json``, which the Claude Agent SDK parses.
+
+- ``system``/``init`` when a request's session starts: Claude's keys (``session_id``, ``cwd``,
+  ``tools`` in Claude's names, ``model``, ``permissionMode``, ``slash_commands``,
+  ``claude_code_version``…) and then aerix's own (``aerix_version``, ``request``, ``resumed``,
+  ``members`` and what startup found).
+- ``assistant`` for each generation: ``message`` is an Anthropic API message (``model`` the
+  member's model, ``id``, ``content`` with thinking, text and ``tool_use`` blocks, ``stop_reason``,
+  ``usage`` in Claude's keys); ``parent_tool_use_id`` names the agent call a subagent runs for.
+- ``user`` for each tool result (a ``tool_result`` block with the call's ``tool_use_id``).
+- ``system`` with the event's own type as ``subtype`` for every other session event.
+
+Every line carries ``session_id`` and a ``uuid`` (the transcript record's, for an event that
+makes one), and ``agent``, aerix's id of the agent it belongs to. Tool ids, names and inputs are
+the transcript's and the hooks' (``aerix.domain.claude_format``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from aerix.domain import events as ev
+from aerix.domain.claude_format import (
+    CLAUDE_CODE_VERSION,
+    USAGE_KEYS,
+    claude_tool_id,
+    claude_usage,
+    message_id,
+    record_uuid,
+    tool_use_block,
+)
+from aerix.domain.claude_tools import claude_tool_name
+from aerix.domain.segments import ROOT_AGENT
+
+#: aerix -p asks no permission: every tool call runs, as under Claude Code's bypassPermissions.
+PERMISSION_MODE: Final = "bypassPermissions"
+
+
+@dataclass
+class ModelTally:
+    """One model's usage over a request, for the result's ``modelUsage``."""
+
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    window: int | None = None
+
+    def add(self, usage: ev.Usage) -> None:
+        for key, value in claude_usage(usage).items():
+            self.usage[key] += value
+
+    def as_json(self) -> dict[str, Any]:
+        """Claude Code's ``modelUsage`` entry (a local model costs nothing)."""
+        return {
+            "inputTokens": self.usage["input_tokens"],
+            "outputTokens": self.usage["output_tokens"],
+            "cacheReadInputTokens": self.usage["cache_read_input_tokens"],
+            "cacheCreationInputTokens": 0,
+            "webSearchRequests": 0,
+            "costUSD": 0,
+            "contextWindow": self.window or 0,
+        }
+
+
+class ClaudeStream:
+    """Turns a request's session events into stream-json lines, remembering what later lines
+    need: the session, each agent's model and the call it runs for, each model's usage."""
+
+    def __init__(self) -> None:
+        self.session = ""
+        self.cwd = ""
+        self.model = ""
+        self.window: int | None = None
+        self._models: dict[str, str] = {}
+        self._parents: dict[str, str] = {}
+        self.models: dict[str, ModelTally] = {}
+
+    def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The lines of one event; ``listing`` (what startup found) joins the ``init`` line."""
+        if isinstance(record, ev.SessionStart):
+            self.session, self.cwd, self.model, self.window = (
+                record.session,
+                record.cwd,
+                record.model,
+                record.window,
+            )
+            return [self._init(record, listing or {})]
+        if isinstance(record, ev.AgentSpawn):
+            self._spawned(record)
+        if isinstance(record, ev.Message):
+            return [self._assistant(record) if record.role == "assistant" else self._tool_result(record)]
+        fields = record.model_dump(mode="json", exclude_none=True)
+        kind = fields.pop("type")
+        return [{"type": "system", "subtype": kind, **self._envelope(record), **fields}]
+
+    def _envelope(self, record: ev.EventBase) -> dict[str, Any]:
+        return {"uuid": record_uuid(self.session, record.seq), "session_id": self.session}
+
+    def _init(self, start: ev.SessionStart, listing: dict[str, Any]) -> dict[str, Any]:
+        skills = list(listing.get("skills", []))
+        own = {key: value for key, value in listing.items() if key not in ("tools", "skills", "agents")}
+        return {
+            "type": "system",
+            "subtype": "init",
+            **self._envelope(start),
+            "cwd": start.cwd,
+            "tools": [claude_tool_name(tool) for tool in listing.get("tools", [])],
+            "mcp_servers": [],
+            "model": start.model,
+            "permissionMode": PERMISSION_MODE,
+            "slash_commands": skills,
+            "apiKeySource": "none",
+            "claude_code_version": CLAUDE_CODE_VERSION,
+            "output_style": "default",
+            "agents": list(listing.get("agents", [])),
+            "skills": skills,
+            "aerix_version": start.aerix_version,
+            "request": start.request,
+            "resumed": start.resumed,
+            **own,
+        }
+
+    def _spawned(self, spawn: ev.AgentSpawn) -> None:
+        if spawn.model:
+            self._models[spawn.agent] = spawn.model
+        if spawn.parent is not None and spawn.call is not None:
+            self._parents[spawn.agent] = claude_tool_id(spawn.parent, spawn.call)
+
+    def _parent(self, agent: str) -> str | None:
+        """The tool_use id of the agent call ``agent`` runs for (None for the root)."""
+        return None if agent == ROOT_AGENT else self._parents.get(agent)
+
+    def _assistant(self, record: ev.Message) -> dict[str, Any]:
+        model = self._models.get(record.agent, self.model)
+        if record.usage is not None:
+            tally = self.models.setdefault(model, ModelTally())
+            tally.add(record.usage)
+            if model == self.model:
+                tally.window = self.window
+        content: list[dict[str, Any]] = []
+        if record.thought:
+            content.append({"type": "thinking", "thinking": record.thought, "signature": ""})
+        if record.final is not None:
+            content.append({"type": "text", "text": record.final})
+        if record.verdict is not None:
+            verdict = {"verdict": record.verdict, "reason": record.reason or ""}
+            content.append({"type": "text", "text": json.dumps(verdict, ensure_ascii=False)})
+        content += [tool_use_block(record.agent, call, self.cwd) for call in record.calls]
+        if not content or record.parse_error:
+            content = [{"type": "text", "text": record.text}]
+        line: dict[str, Any] = {
+            "type": "assistant",
+            "message": {
+                "model": model,
+                "id": message_id(self.session, record.seq),
+                "type": "message",
+                "role": "assistant",
+                "content": content,
+                "stop_reason": "tool_use" if record.calls and not record.parse_error else "end_turn",
+                "stop_sequence": None,
+                "usage": claude_usage(record.usage),
+            },
+            "parent_tool_use_id": self._parent(record.agent),
+            **self._envelope(record),
+            "agent": record.agent,
+        }
+        if record.parse_error:
+            line["parse_error"] = record.parse_error
+        return line
+
+    def _tool_result(self, record: ev.Message) -> dict[str, Any]:
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": claude_tool_id(record.agent, record.call or f"seq{record.seq}"),
+            "content": record.text,
+        }
+        if record.is_error:
+            block["is_error"] = True
+        return {
+            "type": "user",
+            "message": {"role": "user", "content": [block]},
+            "parent_tool_use_id": self._parent(record.agent),
+            **self._envelope(record),
+            "tool_use_result": record.text,
+            "agent": record.agent,
+        }
