@@ -12,6 +12,7 @@ import difflib
 import json
 import os
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -29,11 +30,13 @@ from aerix.adapters.profile_output import (
     render_tune,
 )
 from aerix.adapters.session_render import render_list, render_replay
+from aerix.adapters.settings_files import SettingsOverrides, parse_sources
 from aerix.app.profiles.manage import LOG_LIMIT, EditOptions
 from aerix.app.profiles.sync import SyncOptions
 from aerix.app.profiles.tune import TuneOptions
 from aerix.app.request.conversation import ConversationOptions
 from aerix.app.request.run import RequestOptions
+from aerix.claude_flags import CLAUDE_VALUE_FLAGS, add_claude_flags, ignored_note
 from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.domain.profile import MAIN_BRANCH, PROFILE_NAME_RULE, model_branch, valid_profile_name
@@ -45,6 +48,7 @@ from aerix.wiring import (
     profile_commands,
     run_headless,
     run_interactive,
+    run_stream_input,
     session_commands,
 )
 
@@ -53,7 +57,9 @@ NEEDS_A_TERMINAL = (
     "(or pipe it: echo PROMPT | aerix -p)"
 )
 #: The top-level flags that take a value, so the first other word is a subcommand or the prompt.
-_VALUE_FLAGS = frozenset({"--resume", "--max-turns", "--output-format", "--cwd", "--profile"})
+_VALUE_FLAGS = (
+    frozenset({"--resume", "--max-turns", "--output-format", "--cwd", "--profile"}) | CLAUDE_VALUE_FLAGS
+)
 _OPTIONAL_VALUE_FLAGS = frozenset({"-p", "--print"})
 
 
@@ -91,8 +97,10 @@ def close_choice(word: str, choices: Sequence[str]) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # No abbreviations: with Claude Code's flags beside aerix's, `sessions rebuild --all` would
+    # otherwise be read as an ambiguous --allowedTools, and a typo as some other flag.
     parser: argparse.ArgumentParser = _Parser(
-        prog="aerix", description="A local-first coding agent for the terminal."
+        prog="aerix", description="A local-first coding agent for the terminal.", allow_abbrev=False
     )
     parser.add_argument("--version", action="version", version=f"aerix {__version__}")
     _add_request_flags(parser)
@@ -228,6 +236,7 @@ def _add_request_flags(parser: argparse.ArgumentParser) -> None:
         help="accepted, as Claude Code's stream-json needs it; the output is the same",
     )
     group.add_argument("--cwd", type=Path, metavar="DIR", help="run in DIR instead of the current directory")
+    add_claude_flags(group)
 
 
 STDIN_PROMPT = "\0stdin"
@@ -267,38 +276,85 @@ def cmd_interactive(args: argparse.Namespace, first_prompt: str | None) -> int:
 
 
 def cmd_print(args: argparse.Namespace) -> int:
-    # Bytes, not text: a prompt that is not valid UTF-8 is read with U+FFFD and its bytes kept.
-    # (argv arrives decoded with surrogateescape; os.fsencode gives back its bytes.)
-    if args.print_prompt != STDIN_PROMPT:
-        raw = os.fsencode(args.print_prompt)
-    else:
-        raw = sys.stdin.buffer.read() if sys.stdin is not None else b""  # `aerix -p <&-`: no stdin
-    decoded = decode_prompt(raw)
-    prompt = decoded.text
-    if not prompt.strip():
-        print("aerix: the prompt is empty; give it after -p or on stdin", file=sys.stderr)
+    streamed = args.input_format == "stream-json"
+    if streamed and args.output_format != "stream-json":
+        print("aerix: --input-format stream-json needs --output-format stream-json", file=sys.stderr)
         return EXIT_USAGE
+    if streamed and args.print_prompt not in (None, STDIN_PROMPT):
+        print(
+            "aerix: with --input-format stream-json the prompts come on stdin; drop -p's PROMPT",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    prompt, prompt_bytes = "", None
+    if not streamed:
+        # Bytes, not text: a prompt that is not valid UTF-8 is read with U+FFFD and its bytes kept.
+        # (argv arrives decoded with surrogateescape; os.fsencode gives back its bytes.)
+        if args.print_prompt not in (None, STDIN_PROMPT):
+            raw = os.fsencode(args.print_prompt)
+        else:
+            raw = sys.stdin.buffer.read() if sys.stdin is not None else b""  # `aerix -p <&-`: no stdin
+        decoded = decode_prompt(raw)
+        prompt, prompt_bytes = decoded.text, decoded.raw
+        if not prompt.strip():
+            print("aerix: the prompt is empty; give it after -p or on stdin", file=sys.stderr)
+            return EXIT_USAGE
     if args.max_turns is not None and args.max_turns < 1:
         print("aerix: --max-turns must be 1 or more", file=sys.stderr)
         return EXIT_USAGE
     if args.profile is not None and not valid_profile_name(args.profile):
         print(f"aerix: --profile: {PROFILE_NAME_RULE} (got {args.profile!r})", file=sys.stderr)
         return EXIT_USAGE
+    session_id = None if args.session_id is None else _canonical_uuid(args.session_id)
+    if args.session_id is not None and session_id is None:
+        print(
+            f"aerix: --session-id {args.session_id} is not a UUID; give one such as {uuid.uuid4()}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        sources = None if args.setting_sources is None else parse_sources(args.setting_sources)
+    except AerixError as error:
+        print(f"aerix: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    note = ignored_note(args)
+    if note:
+        print(f"aerix: {note}", file=sys.stderr)
     options = RequestOptions(
         prompt=prompt,
-        prompt_bytes=decoded.raw,
+        prompt_bytes=prompt_bytes,
         cwd=args.cwd or Path.cwd(),
         resume=args.resume,
         continue_latest=args.continue_latest,
         max_turns=args.max_turns,
         profile=args.profile,
         profile_refresh=args.profile_refresh,
+        session_id=session_id,
+        append_system_prompt=args.append_system_prompt,
     )
+    overrides = SettingsOverrides(sources=sources, extra=args.extra_settings)
     try:
-        return run_headless(options, args.output_format)
+        if streamed:
+            return run_stream_input(options, sys.stdin, overrides=overrides)
+        return run_headless(options, args.output_format, overrides=overrides)
     except KeyboardInterrupt:
         print("aerix: cancelled", file=sys.stderr)
         return EXIT_CANCELLED
+
+
+def _canonical_uuid(text: str) -> str | None:
+    """A UUID written any way uuid.UUID reads it, as the dashed lowercase id; None if not one."""
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return None
+
+
+def _print_mode(args: argparse.Namespace) -> bool:
+    """-p, or (as Claude Code's) stream-json output or input without it: one request's run."""
+    if args.command is not None:
+        return False
+    return args.print_prompt is not None or "stream-json" in (args.output_format, args.input_format)
 
 
 def split_prompt(argv: Sequence[str], commands: Sequence[str]) -> tuple[list[str], str | None]:
@@ -356,8 +412,8 @@ def _run(argv: Sequence[str] | None) -> int:
         # An empty id would match every session as a prefix, or none: refuse it, never start anew.
         print("aerix: --resume needs a session id; `aerix sessions list` shows them", file=sys.stderr)
         return EXIT_USAGE
-    if args.command is None and args.print_prompt is not None:
-        if args.print_prompt == STDIN_PROMPT and first_prompt is not None:
+    if _print_mode(args):
+        if args.print_prompt in (None, STDIN_PROMPT) and first_prompt is not None:
             args.print_prompt = first_prompt
         return cmd_print(args)
     handler = args.handler

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from aerix.app.ports import RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.claude_format import (
     CLAUDE_CODE_VERSION,
@@ -74,6 +75,11 @@ class ClaudeStream:
         self._models: dict[str, str] = {}
         self._parents: dict[str, str] = {}
         self.models: dict[str, ModelTally] = {}
+        #: What a result made without the request's own (an interrupted request's) reports.
+        self.usage = RequestUsage()
+        self.route: str | None = None
+        self.root_turns = 0
+        self.end: ev.SessionEnd | None = None
 
     def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The lines of one event; ``listing`` (what startup found) joins the ``init`` line."""
@@ -87,6 +93,10 @@ class ClaudeStream:
             return [self._init(record, listing or {})]
         if isinstance(record, ev.AgentSpawn):
             self._spawned(record)
+        elif isinstance(record, ev.RouteDecision):
+            self.route = record.choice
+        elif isinstance(record, ev.SessionEnd):
+            self.end = record
         if isinstance(record, ev.Message):
             return [self._assistant(record) if record.role == "assistant" else self._tool_result(record)]
         fields = record.model_dump(mode="json", exclude_none=True)
@@ -132,11 +142,10 @@ class ClaudeStream:
 
     def _assistant(self, record: ev.Message) -> dict[str, Any]:
         model = self._models.get(record.agent, self.model)
+        if record.agent == ROOT_AGENT and record.parse_error is None:
+            self.root_turns += 1
         if record.usage is not None:
-            tally = self.models.setdefault(model, ModelTally())
-            tally.add(record.usage)
-            if model == self.model:
-                tally.window = self.window
+            self._tally(model, record.usage)
         content: list[dict[str, Any]] = []
         if record.thought:
             content.append({"type": "thinking", "thinking": record.thought, "signature": ""})
@@ -167,6 +176,19 @@ class ClaudeStream:
         if record.parse_error:
             line["parse_error"] = record.parse_error
         return line
+
+    def _tally(self, model: str, usage: ev.Usage) -> None:
+        tally = self.models.setdefault(model, ModelTally())
+        tally.add(usage)
+        if model == self.model:
+            tally.window = self.window
+        self.usage = RequestUsage(
+            self.usage.prompt_tokens + usage.prompt_tokens,
+            self.usage.completion_tokens + usage.completion_tokens,
+            self.usage.generations + 1,
+            self.usage.reused_tokens + (usage.recomputed_from or 0),
+            self.usage.pool_ms + (usage.prefill_ms or 0.0) + (usage.decode_ms or 0.0),
+        )
 
     def _tool_result(self, record: ev.Message) -> dict[str, Any]:
         block: dict[str, Any] = {

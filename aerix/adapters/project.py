@@ -9,7 +9,7 @@ from aerix.adapters.agent_definitions import load_agent_definitions
 from aerix.adapters.instructions import load_instruction_files, project_root, render_instructions
 from aerix.adapters.plugins import load_plugins
 from aerix.adapters.project_key import project_key
-from aerix.adapters.settings_files import load_settings
+from aerix.adapters.settings_files import SettingsOverrides, load_settings
 from aerix.adapters.skills import load_skills
 from aerix.app.ports import Project
 from aerix.domain.hook_contract import HookSource, unknown_events, unrunnable_handlers
@@ -20,12 +20,16 @@ from aerix.errors import NotADirectory
 class ProjectFiles:
     """:class:`aerix.app.request.startup.ProjectSource` over the files on disk."""
 
+    def __init__(self, overrides: SettingsOverrides | None = None) -> None:
+        #: The command line's changes to the settings files (--settings, --setting-sources).
+        self.overrides = overrides
+
     def load(self, cwd: Path) -> Project:
         if not cwd.is_dir():
             raise NotADirectory(cwd)
         cwd = cwd.resolve()
         root = project_root(cwd)
-        loaded = load_settings(root)
+        loaded = load_settings(root, self.overrides, cwd)
         instruction_files, instruction_notes = load_instruction_files(cwd)
         plugins = load_plugins(root, loaded.settings.enabled_plugins)
         skills = load_skills(root, plugins.enabled)

@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from pydantic import ValidationError
 
@@ -66,11 +66,43 @@ def settings_files(project_root: Path) -> tuple[SettingsFile, ...]:
     )
 
 
-def load_settings(project_root: Path) -> LoadedSettings:
-    """Read and merge every settings file that exists; raises ``SettingsError`` on a bad one."""
+#: The scopes of the settings files (Claude Code's ``--setting-sources`` names them the same).
+SCOPES: Final = ("user", "project", "local")
+
+
+@dataclass(frozen=True)
+class SettingsOverrides:
+    """What the command line changes about the settings (Claude Code's flags): ``sources``,
+    the scopes read (``--setting-sources``; None: all); ``extra``, one more file or JSON text
+    above the local files (``--settings``), read like Claude Code's files for Claude's keys
+    and like aerix's for aerix's."""
+
+    sources: frozenset[str] | None = None
+    extra: str | None = None
+
+
+def parse_sources(text: str) -> frozenset[str]:
+    """``--setting-sources user,project``; raises ``SettingsError`` naming a scope it lacks."""
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    unknown = sorted(names - set(SCOPES))
+    if unknown:
+        raise SettingsError(
+            f"--setting-sources: {', '.join(unknown)} is not a settings source; use {', '.join(SCOPES)}"
+        )
+    return names
+
+
+def load_settings(
+    project_root: Path, overrides: SettingsOverrides | None = None, cwd: Path | None = None
+) -> LoadedSettings:
+    """Read and merge every settings file that exists (those of ``overrides.sources``, then
+    ``overrides.extra``); raises ``SettingsError`` on a bad one."""
+    overrides = overrides or SettingsOverrides()
     merged: dict[str, Any] = {}
     read: list[Path] = []
     for source in settings_files(project_root):
+        if overrides.sources is not None and source.scope not in overrides.sources:
+            continue
         data = _read_json_object(source.path)
         if data is None:
             continue
@@ -80,7 +112,37 @@ def load_settings(project_root: Path) -> LoadedSettings:
         _validate(candidate, source.path)  # blames the file that made the merge invalid
         merged = candidate
         read.append(source.path)
+    if overrides.extra is not None:
+        path, data = _extra_settings(overrides.extra, cwd or project_root)
+        candidate = merge_settings(merged, expand_dotted_keys(data))
+        _validate(candidate, path)
+        merged = candidate
+        read.append(path)
     return LoadedSettings(_validate(merged, None), tuple(read))
+
+
+def _extra_settings(value: str, cwd: Path) -> tuple[Path, dict[str, Any]]:
+    """``--settings``: JSON text (starting with ``{``) or a file, relative to ``cwd``. Claude
+    Code's keys are read as from its files; aerix's own keys too; any other key is left out, as
+    Claude Code's other settings are left out of its files."""
+    text = value.strip()
+    if text.startswith("{"):
+        path = Path("--settings")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SettingsError(f"--settings: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+        if not isinstance(data, dict):
+            raise SettingsError('--settings: must hold a JSON object such as {"disableAllHooks": true}')
+    else:
+        path = cwd / text
+        found = _read_json_object(path)
+        if found is None:
+            raise SettingsError(f"--settings: {path} does not exist; give a settings file or JSON text")
+        data = found
+    own = {name.split(".", 1)[0] for name in Settings.model_fields}
+    kept = {key: item for key, item in data.items() if key in _CLAUDE_KEYS or key.split(".", 1)[0] in own}
+    return path, kept
 
 
 def parse_settings(data: Mapping[str, Any], origin: str = "settings") -> Settings:

@@ -11,7 +11,6 @@ handles ``/help``, ``/exit`` and its keys itself.
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from aerix.app.request.run import (
     RequestDeps,
     RequestOptions,
     attach_session_profile,
+    new_session_id,
     resume_state,
     run_request,
 )
@@ -88,7 +88,7 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
     finally:
         with anyio.CancelScope(shield=True):
             await opened.aclose()
-    session_id = resume.session if resume else str(uuid.uuid4())
+    session_id = resume.session if resume else new_session_id()
     # The session's commit is known before the first prompt, as the startup block shows it.
     profile = attach_session_profile(probe, deps, project, members, resume, session_id)
     notes = [StartupNote(line) for line in (*project.notes, *members.notes, *profile.notes)]
@@ -194,7 +194,7 @@ async def _command(
     command: Command, current: _Current, opening: Opening, deps: RequestDeps, screen: ConversationScreen
 ) -> None:
     if command.name == "clear":
-        current.id, current.exists, current.base = str(uuid.uuid4()), False, None
+        current.id, current.exists, current.base = new_session_id(), False, None
         screen.session_changed(current.id, resumed=False)
         return
     if command.name != "resume":

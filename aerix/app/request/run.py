@@ -74,8 +74,11 @@ class RequestOptions:
     max_turns: int | None = None
     profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
     profile_refresh: bool = False
-    #: The id a new session gets (the screen shows it before the first request); None: a fresh one.
+    #: The id a new session gets (Claude Code's --session-id, or the one the screen shows before
+    #: the first request); None: a fresh one (``new_session_id``).
     session_id: str | None = None
+    #: Text added to the end of a new session's system segment (--append-system-prompt).
+    append_system_prompt: str | None = None
     #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
     prompt_bytes: bytes | None = None
 
@@ -112,13 +115,15 @@ async def run_request(
     for line in project.notes:
         observer.note(line)
     resume = resume_state(options, deps, project)
+    if resume is None:
+        _refuse_a_taken_id(options, deps, project)
     snapshot = deps.diffs.snapshot(project.cwd)
     opened = await deps.pools.open(project.settings.pool)
     try:
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
-        session_id = resume.session if resume is not None else (options.session_id or str(uuid.uuid4()))
+        session_id = resume.session if resume is not None else (options.session_id or new_session_id())
         profile = attach_session_profile(options, deps, project, members, resume, session_id)
         for line in profile.notes:
             observer.note(line)
@@ -142,9 +147,25 @@ async def run_request(
             await opened.aclose()
 
 
+def new_session_id() -> str:
+    """A new session's id: a dashed UUID, as Claude Code names its sessions (its readers, the
+    Agent SDK's ``list_sessions`` among them, take no other)."""
+    return str(uuid.uuid4())
+
+
+def _refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Project) -> None:
+    """A new session named by the caller (--session-id) must not be one that exists: refused
+    before the pool starts or the profile makes the session's branch."""
+    taken = options.session_id
+    if taken is not None and deps.sessions.exists(deps.sessions.ref(project.key, taken)):
+        raise UsageError(f"session {taken} already exists; give --session-id a new UUID")
+
+
 def resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
     if options.resume and options.continue_latest:
         raise UsageError("--resume and --continue both name a session; give one of them")
+    if options.session_id is not None and (options.resume or options.continue_latest):
+        raise UsageError("--session-id names a new session; it cannot go with --resume or --continue")
     session_id = options.resume
     if options.continue_latest:
         session_id = latest_session(deps.sessions, project.key)
@@ -379,8 +400,15 @@ class _Request:
         text = prompt_text(prompt, route, prompts, planner_tools)
         added = request_segments(self.number, text, hook_context)
         if self.resume is not None and self.resume.root.segments:
+            if self.options.append_system_prompt:
+                self.tap.observer.note(
+                    "--append-system-prompt shapes a new session's system prompt; "
+                    f"session {self.resume.session} keeps the one it started with"
+                )
             return rebuilt_segments(self.resume.root.ordered()), added
         system = system_text(prompts, self.project.skills, self.project.settings, self.project.agents)
+        if self.options.append_system_prompt:
+            system = f"{system}\n\n{self.options.append_system_prompt.strip()}"
         return [], [*shared_prefix(system, self.project.instructions), *added]
 
     async def _finish(self, snapshot: Snapshot, ended: RootEnded, began: float) -> RequestResult:
