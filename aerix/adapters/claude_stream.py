@@ -24,15 +24,15 @@ from typing import Any, Final
 from aerix.app.ports import RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.claude_format import (
-    CLAUDE_CODE_VERSION,
     USAGE_KEYS,
     claude_tool_id,
     claude_usage,
     message_id,
     record_uuid,
+    session_namespace,
     tool_use_block,
 )
-from aerix.domain.claude_tools import claude_tool_name
+from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name
 from aerix.domain.segments import ROOT_AGENT
 
 #: aerix -p asks no permission: every tool call runs, as under Claude Code's bypassPermissions.
@@ -69,6 +69,7 @@ class ClaudeStream:
 
     def __init__(self) -> None:
         self.session = ""
+        self._ids = session_namespace("")
         self.cwd = ""
         self.model = ""
         self.window: int | None = None
@@ -90,6 +91,7 @@ class ClaudeStream:
                 record.model,
                 record.window,
             )
+            self._ids = session_namespace(record.session)
             return [self._init(record, listing or {})]
         if isinstance(record, ev.AgentSpawn):
             self._spawned(record)
@@ -104,7 +106,7 @@ class ClaudeStream:
         return [{"type": "system", "subtype": kind, **self._envelope(record), **fields}]
 
     def _envelope(self, record: ev.EventBase) -> dict[str, Any]:
-        return {"uuid": record_uuid(self.session, record.seq), "session_id": self.session}
+        return {"uuid": record_uuid(self._ids, record.seq), "session_id": self.session}
 
     def _init(self, start: ev.SessionStart, listing: dict[str, Any]) -> dict[str, Any]:
         skills = list(listing.get("skills", []))
@@ -161,7 +163,7 @@ class ClaudeStream:
             "type": "assistant",
             "message": {
                 "model": model,
-                "id": message_id(self.session, record.seq),
+                "id": message_id(self._ids, record.seq),
                 "type": "message",
                 "role": "assistant",
                 "content": content,

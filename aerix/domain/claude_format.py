@@ -1,4 +1,4 @@
-"""What every output in Claude Code's formats shares: the version it claims and the ids it writes.
+"""What every output in Claude Code's formats shares: the ids it writes and their shapes.
 
 The transcript projection (``<id>.claude.jsonl``), the hook payloads and the headless
 ``stream-json`` lines all name the same tool call, generation and record; they take their ids
@@ -14,10 +14,6 @@ from typing import Any, Final
 from aerix.domain.claude_tools import claude_tool_name, to_claude_input
 from aerix.domain.events import ToolCall, Usage
 
-#: The Claude Code release whose formats aerix writes (the CLI bundled with the Claude Agent SDK
-#: release its tests run): ``claude_code_version`` of the ``init`` line, ``version`` of records.
-CLAUDE_CODE_VERSION: Final = "2.1.332"
-
 _NAMESPACE: Final = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
 
 
@@ -28,20 +24,21 @@ def claude_tool_id(agent: str, call: str) -> str:
     return f"toolu_{agent.replace('.', '_')}_{call}"
 
 
-def uuid_prefix(session: str) -> str:
-    """The first 24 characters of every record uuid of ``session`` (see ``record_uuid``)."""
-    return str(uuid.uuid5(_NAMESPACE, session))[:24]
+def session_namespace(session: str) -> uuid.UUID:
+    """The namespace of a session's derived ids (``record_uuid``, ``message_id``)."""
+    return uuid.uuid5(_NAMESPACE, session)
 
 
-def record_uuid(session: str, seq: int) -> str:
-    """The uuid of the record (or stream line) made from event ``seq``: each event makes at most
-    one, so the session's own uuid with the seq as its node names it, the same on every rebuild."""
-    return f"{uuid_prefix(session)}{seq:012x}"
+def record_uuid(namespace: uuid.UUID, seq: int, part: int = 0) -> str:
+    """The uuid of what event ``seq`` makes (its ``part``-th record when it makes several, one
+    per content block of a generation): derived, so a rebuild writes the same, and unlike its
+    neighbours' from the first character."""
+    return str(uuid.uuid5(namespace, f"{seq}.{part}"))
 
 
-def message_id(session: str, seq: int) -> str:
+def message_id(namespace: uuid.UUID, seq: int) -> str:
     """``message.id`` of the generation recorded as event ``seq``."""
-    return f"msg_aerix_{session[:8]}_{seq}"
+    return f"msg_{record_uuid(namespace, seq, -1).replace('-', '')[:24]}"
 
 
 def claude_usage(usage: Usage | None) -> dict[str, int]:
