@@ -284,3 +284,48 @@ def test_the_control_protocol_answers_and_refuses_in_its_own_lines(
 def test_the_sdk_version_is_the_one_the_docs_name() -> None:
     docs = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
     assert f"claude-agent-sdk {SDK_VERSION}" in docs
+
+
+SLEEP_TURN = json.dumps(
+    {
+        "thought": "Wait for it.",
+        "calls": [{"tool": "bash", "input": {"command": "sleep 60", "timeout_secs": 90}}],
+    }
+)
+
+
+def test_an_interrupt_cancels_the_running_request_and_the_next_prompt_continues_its_session(
+    world: World, project: tuple[Path, Path]
+) -> None:
+    """``client.interrupt()`` while a bash call runs: the request ends ``cancelled`` with an
+    error result; the next prompt is a request of the same session."""
+    proj, socket = project
+    start_scripted_pool(world, socket, ["answer", SLEEP_TURN, "answer", HI_TURN])
+    options = ClaudeAgentOptions(cli_path=AERIX, cwd=proj, env=world.env)
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        async with ClaudeSDKClient(options) as client:
+            await client.query("wait a minute")
+            first: list[Any] = []
+            async for message in client.receive_response():
+                first.append(message)
+                if isinstance(message, AssistantMessage) and any(
+                    isinstance(block, ToolUseBlock) and block.name == "Bash" for block in message.content
+                ):
+                    await client.interrupt()
+            await client.query("say hi")
+            second = [message async for message in client.receive_response()]
+        return first, second
+
+    first, second = anyio.run(run)
+    stopped, answered = first[-1], second[-1]
+    assert isinstance(stopped, ResultMessage) and isinstance(answered, ResultMessage)
+    assert stopped.subtype == "error_during_execution" and stopped.is_error
+    assert stopped.errors and "interrupt" in stopped.errors[0]
+    assert answered.result == "Hi there." and answered.session_id == stopped.session_id
+    events = session_events(world, stopped.session_id)
+    ends = [e for e in events if e["type"] == "session.end"]
+    assert [(e["outcome"], e["exit_code"]) for e in ends] == [("cancelled", 130), ("done", 0)]
+    # The bash call was stopped while it ran: it has no result in the interrupted request.
+    results = [e for e in events if e["type"] == "message" and e["role"] == "tool"]
+    assert not [e for e in results if e["seq"] < ends[0]["seq"]]
