@@ -31,6 +31,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk import __version__ as SDK_VERSION
 from claude_agent_sdk._internal.message_parser import parse_message
 
+from aerix.domain.bounds import EXIT_USAGE
 from tests.aerix.request_world import (
     AERIX,
     World,
@@ -279,6 +280,8 @@ def test_the_control_protocol_answers_and_refuses_in_its_own_lines(
     assert (
         out[-1]["type"] == "result" and out[-1]["session_id"] == session and out[-1]["result"] == "Hi there."
     )
+    again = aerix(world, proj, "-p", "again", "--session-id", session)
+    assert again.returncode == EXIT_USAGE and f"session {session} already exists" in again.stderr
 
 
 def test_the_sdk_version_is_the_one_the_docs_name() -> None:
