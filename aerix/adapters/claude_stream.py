@@ -17,7 +17,6 @@ the transcript's and the hooks' (``aerix.domain.claude_format``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -25,12 +24,12 @@ from aerix.app.ports import RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.claude_format import (
     USAGE_KEYS,
+    assistant_blocks,
     claude_tool_id,
     claude_usage,
     message_id,
     record_uuid,
     session_namespace,
-    tool_use_block,
 )
 from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name
 from aerix.domain.segments import ROOT_AGENT
@@ -148,17 +147,7 @@ class ClaudeStream:
             self.root_turns += 1
         if record.usage is not None:
             self._tally(model, record.usage)
-        content: list[dict[str, Any]] = []
-        if record.thought:
-            content.append({"type": "thinking", "thinking": record.thought, "signature": ""})
-        if record.final is not None:
-            content.append({"type": "text", "text": record.final})
-        if record.verdict is not None:
-            verdict = {"verdict": record.verdict, "reason": record.reason or ""}
-            content.append({"type": "text", "text": json.dumps(verdict, ensure_ascii=False)})
-        content += [tool_use_block(record.agent, call, self.cwd) for call in record.calls]
-        if not content or record.parse_error:
-            content = [{"type": "text", "text": record.text}]
+        content = assistant_blocks(record, self.cwd)
         line: dict[str, Any] = {
             "type": "assistant",
             "message": {

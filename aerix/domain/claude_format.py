@@ -8,11 +8,12 @@ session's transcript) can join them.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, Final
 
 from aerix.domain.claude_tools import claude_tool_name, to_claude_input
-from aerix.domain.events import ToolCall, Usage
+from aerix.domain.events import Message, ToolCall, Usage
 
 _NAMESPACE: Final = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
 
@@ -76,3 +77,23 @@ def tool_use_block(agent: str, call: ToolCall, cwd: str | None) -> dict[str, Any
         "name": claude_tool_name(call.tool),
         "input": to_claude_input(call.tool, call.input, cwd),
     }
+
+
+def assistant_blocks(event: Message, cwd: str | None) -> list[dict[str, Any]]:
+    """A generation's content blocks, as Claude Code writes an assistant message: ``thinking``
+    (the thought, with an empty ``signature``), ``text`` (a final, or a verdict as JSON) and a
+    ``tool_use`` per call (``tool_use_block``). A turn that did not parse, or that holds nothing
+    but a thought, also gets its raw text as a ``text`` block: its tokens were spent on it."""
+    blocks: list[dict[str, Any]] = []
+    if event.thought:
+        blocks.append({"type": "thinking", "thinking": event.thought, "signature": ""})
+    if event.parse_error is None:
+        if event.final is not None:
+            blocks.append({"type": "text", "text": event.final})
+        if event.verdict is not None:
+            verdict = {"verdict": event.verdict, "reason": event.reason or ""}
+            blocks.append({"type": "text", "text": json.dumps(verdict, ensure_ascii=False)})
+        blocks += [tool_use_block(event.agent, call, cwd) for call in event.calls]
+    if len(blocks) == (1 if event.thought else 0):
+        blocks.append({"type": "text", "text": event.text})
+    return blocks

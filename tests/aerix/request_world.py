@@ -70,6 +70,17 @@ def make_project(path: Path, files: dict[str, str]) -> Path:
     return path
 
 
+def scripted_project(folder: Path) -> tuple[Path, Path]:
+    """A git project in ``folder/proj`` whose settings point at a pool socket of its own (each
+    test starts its scripted pool there): the project and the socket."""
+    socket = folder / "scripted" / "pool.sock"
+    proj = make_project(folder / "proj", {"a.txt": "one\n"})
+    (proj / ".aerix").mkdir()
+    (proj / ".aerix" / "settings.json").write_text(json.dumps({"pool": {"socket": str(socket)}}))
+    (proj / ".git" / "info" / "exclude").write_text(".aerix/\n")
+    return proj, socket
+
+
 def aerix(world: World, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [AERIX, *args],

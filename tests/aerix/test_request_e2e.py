@@ -30,6 +30,7 @@ from tests.aerix.request_world import (
     make_world,
     on_a_terminal,
     reported_turns,
+    scripted_project,
     session_events,
     start_scripted_pool,
     stop_pool,
@@ -259,11 +260,7 @@ FINAL_TURN = json.dumps({"thought": "Done.", "final": "I wrote hello.txt."})
 @pytest.fixture
 def scripted(world: World, tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     """A project whose settings point at its own pool socket (started by each test)."""
-    socket = tmp_path / "scripted" / "pool.sock"
-    proj = make_project(tmp_path / "proj", {"a.txt": "one\n"})
-    (proj / ".aerix").mkdir()
-    (proj / ".aerix" / "settings.json").write_text(json.dumps({"pool": {"socket": str(socket)}}))
-    (proj / ".git" / "info" / "exclude").write_text(".aerix/\n")
+    proj, socket = scripted_project(tmp_path)
     try:
         yield proj, socket
     finally:
