@@ -138,8 +138,14 @@ class ClaudeStream:
             self._parents[spawn.agent] = claude_tool_id(spawn.parent, spawn.call)
 
     def _parent(self, agent: str) -> str | None:
-        """The tool_use id of the agent call ``agent`` runs for (None for the root)."""
-        return None if agent == ROOT_AGENT else self._parents.get(agent)
+        """The tool_use id of the agent call ``agent`` runs for (None for the root): its spawn's,
+        else (a line whose spawn this stream did not see) its nearest ancestor's."""
+        while agent != ROOT_AGENT and "." in agent:
+            found = self._parents.get(agent)
+            if found is not None:
+                return found
+            agent = agent.rpartition(".")[0]
+        return None
 
     def _assistant(self, record: ev.Message) -> dict[str, Any]:
         model = self._models.get(record.agent, self.model)
