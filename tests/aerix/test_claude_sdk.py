@@ -79,7 +79,9 @@ def test_every_stream_json_and_json_line_parses_with_the_sdks_parser(
     world: World, project: tuple[Path, Path]
 ) -> None:
     proj, socket = project
-    start_scripted_pool(world, socket, ["answer", WRITE_TURN, FINAL_TURN, "answer", HI_TURN])
+    start_scripted_pool(
+        world, socket, ["answer", WRITE_TURN, FINAL_TURN, "answer", HI_TURN, "answer", HI_TURN]
+    )
     done = aerix(world, proj, "-p", "write hello.txt", "--output-format", "stream-json", "--verbose")
     assert done.returncode == 0, done.stderr
     lines = parsed_lines(done.stdout)
@@ -133,6 +135,12 @@ def test_every_stream_json_and_json_line_parses_with_the_sdks_parser(
     done = aerix(world, proj, "-p", "say hi", "--output-format", "json")
     [(data, parsed)] = parsed_lines(done.stdout)
     assert isinstance(parsed, ResultMessage) and parsed.result == "Hi there." and data["outcome"] == "done"
+
+    # stream-json output without -p is a headless run too, the prompt read from stdin.
+    done = aerix(world, proj, "--output-format", "stream-json", stdin="say hi again\n")
+    *_, (_, last) = parsed_lines(done.stdout)
+    assert done.returncode == 0 and isinstance(last, ResultMessage) and last.result == "Hi there."
+    assert session_events(world, last.session_id)[0]["prompt"] == "say hi again\n"
 
 
 def test_the_transcript_names_each_call_as_stream_json_does(world: World, project: tuple[Path, Path]) -> None:
