@@ -94,8 +94,17 @@ def _user_prompt(number: int, value: dict[str, Any]) -> StreamItem:
 
 
 def read_items(source: TextIO) -> Iterator[StreamItem]:
-    """Every item of ``source``, line by line, until its end (blocking: run it off the loop)."""
-    for number, line in enumerate(source, start=1):
+    """Every item of ``source``, line by line, until its end (blocking: run it off the loop).
+    Lines are decoded one at a time, so a line that is not UTF-8 is one ``BadLine``."""
+    binary = getattr(source, "buffer", None)
+    lines: Iterator[str | bytes] = iter(binary if binary is not None else source)
+    for number, line in enumerate(lines, start=1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError:
+                yield BadLine(number, "not UTF-8 text")
+                continue
         item = parse_line(number, line)
         if item is not None:
             yield item

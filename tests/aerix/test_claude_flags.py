@@ -4,6 +4,7 @@ Claude Agent SDK as the client, are tests/aerix/test_claude_sdk.py."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -12,10 +13,12 @@ import pytest
 from aerix.adapters.paths import config_home
 from aerix.adapters.settings_files import SettingsOverrides, load_settings, parse_sources
 from aerix.adapters.stream_input import BadLine, ControlRequest, UserPrompt, parse_line
+from aerix.app.request.run import RequestOptions
 from aerix.claude_flags import ACTED_ON, IGNORED, ignored_note
 from aerix.cli import build_parser, main
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.errors import SettingsError
+from aerix.wiring import run_stream_input
 
 DOCS = Path(__file__).parents[2] / "docs" / "commands.md"
 
@@ -129,3 +132,50 @@ def test_stdin_lines_are_prompts_control_requests_or_one_named_problem() -> None
     assert isinstance(parse_line(8, json.dumps({"type": "assistant"})), BadLine)
     assert isinstance(parse_line(9, json.dumps({"type": "user", "message": {}})), BadLine)
     assert isinstance(parse_line(10, json.dumps({"type": "control_request", "request": {}})), BadLine)
+
+
+def test_control_requests_are_answered_without_a_pool_and_a_bad_line_is_one_note(
+    tmp_path: Path,
+) -> None:
+    """No user line, so no request runs: the control requests are answered from the settings
+    alone; a line that is not JSON, or not text, is one note each, not a traceback."""
+    requests = [
+        {
+            "type": "control_request",
+            "request_id": "i",
+            "request": {"subtype": "initialize", "hooks": {"Stop": []}},
+        },
+        {
+            "type": "control_request",
+            "request_id": "m",
+            "request": {"subtype": "set_permission_mode", "mode": "plan"},
+        },
+        {
+            "type": "control_request",
+            "request_id": "b",
+            "request": {"subtype": "set_permission_mode", "mode": "bypassPermissions"},
+        },
+        {"type": "control_request", "request_id": "s", "request": {"subtype": "mcp_status"}},
+        {"type": "control_request", "request_id": "x", "request": {"subtype": "get_context_usage"}},
+    ]
+    raw = "".join(json.dumps(r) + "\n" for r in requests).encode() + b"{nope\n\xff\xfe\n"
+    source = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    options = RequestOptions(prompt="", cwd=tmp_path)
+    assert run_stream_input(options, source, out, err) == 0
+    answers = {
+        line["response"]["request_id"]: line["response"]
+        for line in map(json.loads, out.getvalue().splitlines())
+    }
+    assert answers["i"]["subtype"] == "success" and answers["i"]["response"]["commands"] == []
+    assert answers["m"] == {
+        "subtype": "error",
+        "request_id": "m",
+        "error": "aerix -p asks no permission: it runs as bypassPermissions",
+    }
+    assert (answers["b"]["subtype"], answers["s"]["response"]) == ("success", {"mcpServers": []})
+    assert answers["x"]["subtype"] == "error" and "get_context_usage" in answers["x"]["error"]
+    notes = err.getvalue().splitlines()
+    assert notes[0].startswith("aerix: the SDK's hook callbacks are not called")
+    assert notes[1].startswith("aerix: stdin line 6: not JSON")
+    assert notes[2] == "aerix: stdin line 7: not UTF-8 text; left out" and len(notes) == 3
