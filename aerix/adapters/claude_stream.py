@@ -81,8 +81,9 @@ class ClaudeStream:
         self.root_turns = 0
         self.end: ev.SessionEnd | None = None
 
-    def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """The lines of one event; ``listing`` (what startup found) joins the ``init`` line."""
+    def track(self, record: ev.EventBase) -> None:
+        """Remember what later lines and the result need from ``record`` (every format's
+        output does this; only stream-json prints ``lines``)."""
         if isinstance(record, ev.SessionStart):
             self.session, self.cwd, self.model, self.window = (
                 record.session,
@@ -91,13 +92,23 @@ class ClaudeStream:
                 record.window,
             )
             self._ids = session_namespace(record.session)
-            return [self._init(record, listing or {})]
-        if isinstance(record, ev.AgentSpawn):
+        elif isinstance(record, ev.AgentSpawn):
             self._spawned(record)
         elif isinstance(record, ev.RouteDecision):
             self.route = record.choice
         elif isinstance(record, ev.SessionEnd):
             self.end = record
+        elif isinstance(record, ev.Message) and record.role == "assistant":
+            if record.agent == ROOT_AGENT and record.parse_error is None:
+                self.root_turns += 1
+            if record.usage is not None:
+                self._tally(self._models.get(record.agent, self.model), record.usage)
+
+    def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Track ``record``, then its lines; ``listing`` (what startup found) joins ``init``."""
+        self.track(record)
+        if isinstance(record, ev.SessionStart):
+            return [self._init(record, listing or {})]
         if isinstance(record, ev.Message):
             return [self._assistant(record) if record.role == "assistant" else self._tool_result(record)]
         fields = record.model_dump(mode="json", exclude_none=True)
@@ -149,10 +160,6 @@ class ClaudeStream:
 
     def _assistant(self, record: ev.Message) -> dict[str, Any]:
         model = self._models.get(record.agent, self.model)
-        if record.agent == ROOT_AGENT and record.parse_error is None:
-            self.root_turns += 1
-        if record.usage is not None:
-            self._tally(model, record.usage)
         content = assistant_blocks(record, self.cwd)
         line: dict[str, Any] = {
             "type": "assistant",
