@@ -18,6 +18,7 @@ from aerix.adapters.project import ProjectFiles
 from aerix.app.ports import MemberInfo
 from aerix.app.request.startup import BoundMembers, startup_listing
 from aerix.domain import events as ev
+from aerix.domain.claude_tools import claude_tool_name
 from aerix.domain.tools import TOOL_NAMES
 
 
@@ -171,7 +172,8 @@ def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> No
     )
     init = json.loads(out.getvalue())
     assert (init["type"], init["subtype"], init["session_id"]) == ("system", "init", "s1")
-    assert init["tools"] == list(TOOL_NAMES) and init["skills"] == ["deploy", "reviewer:review"]
+    assert init["tools"] == [claude_tool_name(tool) for tool in TOOL_NAMES]  # Claude Code's names
+    assert init["skills"] == ["deploy", "reviewer:review"]
     assert init["members"] == {"main": "smollm2-135m", "decision": None}
     assert init["instruction_files"] == [str(repo / "AGENTS.md")]
     assert init["settings_files"] == [str(repo / ".aerix" / "settings.json")]

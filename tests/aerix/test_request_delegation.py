@@ -100,12 +100,12 @@ def test_an_edit_request_delegates_and_its_output_includes_the_piece(
         for block in line["message"]["content"]
         if block["type"] == "tool_use"
     )
-    assert (root_call["id"], root_call["name"]) == ("a1.c1", "agent")
+    assert (root_call["id"], root_call["name"]) == ("toolu_a1_c1", "Agent")  # Claude Code's names
     subagent_lines = [
         line for line in lines if line["type"] in ("assistant", "user") and line["agent"] != "a1"
     ]
     assert {line["agent"] for line in subagent_lines} == {"a1.c1", "a1.c1.v1"}
-    assert {line["parent_tool_use_id"] for line in subagent_lines} == {"a1.c1"}
+    assert {line["parent_tool_use_id"] for line in subagent_lines} == {"toolu_a1_c1"}
     root_lines = [line for line in lines if line["type"] in ("assistant", "user") and line["agent"] == "a1"]
     assert root_lines and all(line["parent_tool_use_id"] is None for line in root_lines)
     spawned = [line["agent"] for line in lines if line.get("subtype") == "agent.spawn"]
@@ -116,7 +116,7 @@ def test_an_edit_request_delegates_and_its_output_includes_the_piece(
         if line["type"] == "user" and line["agent"] == "a1"
         for block in line["message"]["content"]
     ]
-    assert piece["tool_use_id"] == "a1.c1"
+    assert piece["tool_use_id"] == "toolu_a1_c1"
     assert json.loads(piece["content"].split("\n", 1)[1])["outcome"] == "done"
     # The result names the piece and how it ended, and so does its outcome line.
     assert (result["pieces"], result["files_changed"]) == ([{"id": "a1.c1", "outcome": "done"}], 1)
