@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
+from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE
+
 #: Flags aerix acts on as Claude Code does (their help says how).
 ACTED_ON: Final = (
     "--append-system-prompt",
@@ -53,7 +55,6 @@ IGNORED: Final[tuple[tuple[str, bool, str], ...]] = (
 
 #: Claude Code's permission modes (--permission-mode); aerix -p runs as bypassPermissions.
 PERMISSION_MODES: Final = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions")
-NATIVE_PERMISSION_MODE: Final = "bypassPermissions"
 
 
 def add_claude_flags(group: argparse._ArgumentGroup) -> None:
@@ -130,7 +131,7 @@ def ignored_flags(args: argparse.Namespace) -> list[str]:
             continue  # the SDK's default: no prompt of its own, which leaves aerix's in place
         if (value is not None) if takes_value else value:
             named.append(flag)
-    if args.permission_mode not in (None, NATIVE_PERMISSION_MODE):
+    if args.permission_mode not in (None, HEADLESS_PERMISSION_MODE):
         named.append(f"--permission-mode {args.permission_mode}")
     return named
 

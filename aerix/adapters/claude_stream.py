@@ -18,11 +18,12 @@ the transcript's and the hooks' (``aerix.domain.claude_format``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from aerix.app.ports import RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.claude_format import (
+    HEADLESS_PERMISSION_MODE,
     USAGE_KEYS,
     assistant_blocks,
     claude_tool_id,
@@ -33,9 +34,6 @@ from aerix.domain.claude_format import (
 )
 from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name
 from aerix.domain.segments import ROOT_AGENT
-
-#: aerix -p asks no permission: every tool call runs, as under Claude Code's bypassPermissions.
-PERMISSION_MODE: Final = "bypassPermissions"
 
 
 @dataclass
@@ -129,7 +127,7 @@ class ClaudeStream:
             "tools": [claude_tool_name(tool) for tool in listing.get("tools", [])],
             "mcp_servers": [],
             "model": start.model,
-            "permissionMode": PERMISSION_MODE,
+            "permissionMode": HEADLESS_PERMISSION_MODE,
             "slash_commands": skills,
             "apiKeySource": "none",
             "claude_code_version": CLAUDE_CODE_VERSION,

@@ -15,6 +15,10 @@ from typing import Any, Final
 from aerix.domain.claude_tools import claude_tool_name, to_claude_input
 from aerix.domain.events import Message, ToolCall, Usage
 
+#: How aerix -p runs, in Claude Code's terms: no permission is asked, every call runs (hooks'
+#: ``permission_mode``, stream-json's ``permissionMode``, the one --permission-mode acted on).
+HEADLESS_PERMISSION_MODE: Final = "bypassPermissions"
+
 _NAMESPACE: Final = uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11")
 
 

@@ -21,6 +21,7 @@ import anyio
 from aerix.app.ports import EventRecorder, HookRunner, SpoolWriter, TranscriptSync
 from aerix.domain import bounds
 from aerix.domain import events as ev
+from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE
 from aerix.domain.hook_answers import (
     NO_VERDICT,
     HandlerRun,
@@ -32,9 +33,6 @@ from aerix.domain.hook_answers import (
 )
 from aerix.domain.hook_contract import HookSource, SelectedHandler, select_handlers
 from aerix.domain.hook_payloads import common_fields
-
-#: ``permission_mode`` of ``aerix -p``: it runs with no permission prompts.
-HEADLESS_PERMISSION_MODE = "bypassPermissions"
 
 
 class HookStopped(Exception):
