@@ -15,7 +15,7 @@ from aerix.adapters.settings_files import SettingsOverrides, load_settings, pars
 from aerix.adapters.stream_input import BadLine, ControlRequest, UserPrompt, parse_line
 from aerix.app.request.run import RequestOptions
 from aerix.claude_flags import ACTED_ON, IGNORED, ignored_note
-from aerix.cli import build_parser, main
+from aerix.cli import build_parser, main, split_prompt
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.errors import SettingsError
 from aerix.wiring import run_stream_input
@@ -179,3 +179,11 @@ def test_control_requests_are_answered_without_a_pool_and_a_bad_line_is_one_note
     assert notes[0].startswith("aerix: the SDK's hook callbacks are not called")
     assert notes[1].startswith("aerix: stdin line 6: not JSON")
     assert notes[2] == "aerix: stdin line 7: not UTF-8 text; left out" and len(notes) == 3
+
+
+def test_a_claude_flags_value_is_never_taken_for_the_first_prompt() -> None:
+    argv = ["--system-prompt", "", "--model", "m", "--allowedTools", "Read", "fix it", "--effort", "low"]
+    assert split_prompt(argv, ["sessions"]) == (
+        ["--system-prompt", "", "--model", "m", "--allowedTools", "Read", "--effort", "low"],
+        "fix it",
+    )
