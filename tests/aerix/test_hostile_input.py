@@ -384,8 +384,8 @@ def test_a_reader_gone_mid_request_stops_it_and_the_log_says_why(world: World, p
     for line in process.stdout:
         shown = json.loads(line)
         session = session or shown.get("session_id")
-        if shown["type"] == "assistant" and shown["message"]["content"][-1].get("name") == "bash":
-            break  # the turn calling bash is shown: the tool is running now
+        if shown["type"] == "assistant" and shown["message"]["content"][-1].get("name") == "Bash":
+            break  # the turn calling Bash (Claude's name) is shown: the tool is running now
     process.stdout.close()  # the reader goes away…
     flag.touch()  # …and only then can the tool finish, if it has started
     stderr = process.stderr.read().decode()
