@@ -37,7 +37,7 @@ from aerix.adapters.project import ProjectFiles
 from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
-from aerix.adapters.settings_files import SettingsOverrides
+from aerix.adapters.settings_files import SettingsOverrides, load_settings
 from aerix.adapters.stream_input import (
     BadLine,
     ControlRequest,
@@ -47,7 +47,6 @@ from aerix.adapters.stream_input import (
     read_items,
     success,
 )
-from aerix.adapters.settings_files import load_settings
 from aerix.adapters.terminal.screen import TerminalScreen
 from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.adapters.tools import LocalToolsFactory

@@ -163,7 +163,7 @@ class ClaudeStream:
             "type": "assistant",
             "message": {
                 "model": model,
-                "id": message_id(self._ids, record.seq),
+                "id": record.message_id or message_id(self._ids, record.seq),
                 "type": "message",
                 "role": "assistant",
                 "content": content,

@@ -38,15 +38,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final, Literal, Protocol, TextIO
 
-from aerix.adapters.terminal.diff_view import diff_text
-from aerix.domain.bounds import EXIT_CANCELLED
-from aerix.domain.diffs import RequestDiff
-from aerix.errors import OutputClosed
 from rich.console import Console
 
 from aerix.adapters.claude_stream import ClaudeStream, ModelTally
+from aerix.adapters.terminal.diff_view import diff_text
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
+from aerix.domain.bounds import EXIT_CANCELLED
+from aerix.domain.diffs import RequestDiff
+from aerix.errors import OutputClosed
 
 OutputFormat = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json", "stream-json")
