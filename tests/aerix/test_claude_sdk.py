@@ -26,6 +26,8 @@ from claude_agent_sdk import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
+    get_session_messages,
+    list_sessions,
     query,
 )
 from claude_agent_sdk import __version__ as SDK_VERSION
@@ -338,3 +340,32 @@ def test_an_interrupt_cancels_the_running_request_and_the_next_prompt_continues_
     # The bash call was stopped while it ran: it has no result in the interrupted request.
     results = [e for e in events if e["type"] == "message" and e["role"] == "tool"]
     assert not [e for e in results if e["seq"] < ends[0]["seq"]]
+
+
+def test_the_sdks_session_readers_find_aerix_sessions(
+    world: World, project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``transcript.claude_projects`` on, ``list_sessions`` and ``get_session_messages``
+    (which read Claude Code's projects folder) find an aerix session and its conversation."""
+    proj, socket = project
+    settings = json.loads((proj / ".aerix" / "settings.json").read_text())
+    settings["transcript"] = {"claude_projects": True}
+    (proj / ".aerix" / "settings.json").write_text(json.dumps(settings))
+    start_scripted_pool(world, socket, ["answer", WRITE_TURN, FINAL_TURN])
+    done = aerix(world, proj, "-p", "write hello.txt", "--output-format", "stream-json")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    session = lines[0]["session_id"]
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", world.env["CLAUDE_CONFIG_DIR"])
+    [info] = [s for s in list_sessions(directory=str(proj)) if s.session_id == session]
+    assert (info.first_prompt, info.cwd) == ("write hello.txt", str(proj.resolve()))
+    messages = get_session_messages(session, directory=str(proj))
+    assert messages[0].type == "user" and messages[0].message["content"] == "write hello.txt"
+    read = [block for m in messages if m.type == "assistant" for block in m.message["content"]]
+    streamed = [
+        block for line in lines if line["type"] == "assistant" for block in line["message"]["content"]
+    ]
+    calls = [block for block in read if block["type"] == "tool_use"]
+    assert calls == [block for block in streamed if block["type"] == "tool_use"] and len(calls) == 1
+    texts = [block["text"] for block in read if block["type"] == "text"]
+    assert texts[-1] == "I wrote hello.txt."
