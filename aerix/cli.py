@@ -86,14 +86,16 @@ def invalid_choice(value: str, choices: Sequence[str]) -> str:
     return f"invalid choice {value!r} (choose from {', '.join(choices)})"
 
 
+#: How alike a word must be to a choice for "did you mean" (difflib's own default ratio).
+CHOICE_CUTOFF = 0.6
 #: How alike a lone first word must be to a command to be taken as its typo, not as a prompt
 #: (difflib's ratio; "session" → sessions is 0.93, while "more" → import, 0.6, stays a prompt).
 TYPO_CUTOFF = 0.8
 
 
-def close_choice(word: str, choices: Sequence[str]) -> str | None:
-    """The one choice ``word`` is most likely a typo of, if any is close."""
-    return next(iter(difflib.get_close_matches(word, choices, n=1)), None)
+def close_choice(word: str, choices: Sequence[str], cutoff: float = CHOICE_CUTOFF) -> str | None:
+    """The one choice ``word`` is most likely a typo of, if any is at least ``cutoff`` alike."""
+    return next(iter(difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)), None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -379,9 +381,7 @@ def split_prompt(argv: Sequence[str], commands: Sequence[str]) -> tuple[list[str
             continue
         # A one-word near miss of a command (`aerix session list`) is a typo, not a prompt: it
         # stays for the parser, which names the command meant.
-        if word in commands or (
-            " " not in word and difflib.get_close_matches(word, commands, 1, TYPO_CUTOFF)
-        ):
+        if word in commands or (" " not in word and close_choice(word, commands, TYPO_CUTOFF)):
             return words, None
         return words[:index] + words[index + 1 :], word
     return words, None
