@@ -147,7 +147,8 @@ def turn_schema(callable_tools: Sequence[ToolSpec], *, verifier: bool = False) -
 # example it was shown, and a plausible one ("The project builds with `make`; I read README.md
 # to check.") came back as the answer to requests it had nothing to do with. Under the JSON
 # constraint "<tool name>" cannot be a tool and "<pass or fail>" cannot be a verdict; a final
-# that only echoes its placeholder does not parse (``ECHOED_PLACEHOLDER``).
+# that only echoes its placeholder does not parse (``ECHOED_PLACEHOLDER``), nor does a thought
+# that only echoes one (``ECHOED_THOUGHT``: the screen showed "<what you did>" as a turn's thought).
 #: The final's placeholder in the # Turns section.
 FINAL_PLACEHOLDER = "<what you did and what you checked>"
 #: The verdict reason's placeholder.
@@ -161,10 +162,11 @@ _VERDICT_EXAMPLE = {
     "thought": "<what you found>",
     "final": {"verdict": "<pass or fail>", "reason": REASON_PLACEHOLDER},
 }
-#: A final that is nothing but one <placeholder>: the examples' own, or a mix of their words
-#: (a 135M model answered "<what you checked and what they showed>").
+#: A final or a thought that is nothing but one <placeholder>: the examples' own, or a mix of
+#: their words (a 135M model answered "<what you checked and what they showed>").
 _PLACEHOLDER = re.compile(r"<[^<>\n]{1,120}>")
 ECHOED_PLACEHOLDER = "the final only repeats the example's placeholder; write your own answer"
+ECHOED_THOUGHT = "the thought only repeats the example's placeholder; write your own reasoning"
 
 
 def render_turns_section() -> str:
@@ -229,10 +231,19 @@ def parse_turn(
     if has_calls and has_final:
         raise TurnParseError('a turn has either "calls" or "final", not both', verifier=verifier)
     if has_final:
-        return _final_turn(thought, data["final"], verifier)
-    if not has_calls:
+        turn = _final_turn(thought, data["final"], verifier)
+    elif has_calls:
+        turn = _calls_turn(thought, data["calls"], tools, verifier, first_call_number)
+    else:
         raise TurnParseError('the object needs "calls" or "final"', verifier=verifier)
-    return _calls_turn(thought, data["calls"], tools, verifier, first_call_number)
+    # After the calls or the final: what is wrong with them matters more than the thought.
+    if _echoes_a_placeholder(thought):
+        raise TurnParseError(ECHOED_THOUGHT, verifier=verifier)
+    return turn
+
+
+def _echoes_a_placeholder(text: str) -> bool:
+    return _PLACEHOLDER.fullmatch(text.strip()) is not None
 
 
 def _json_object(text: str, verifier: bool) -> dict[str, Any]:
@@ -251,7 +262,7 @@ def _json_object(text: str, verifier: bool) -> dict[str, Any]:
 def _final_turn(thought: str, final: Any, verifier: bool) -> Turn:
     if not verifier:
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
-        if _PLACEHOLDER.fullmatch(text.strip()):
+        if _echoes_a_placeholder(text):
             raise TurnParseError(ECHOED_PLACEHOLDER)
         return Turn(thought=thought, final=text)
     if not isinstance(final, dict) or final.get("verdict") not in VERDICTS:
@@ -259,7 +270,7 @@ def _final_turn(thought: str, final: Any, verifier: bool) -> Turn:
             'a verifier\'s "final" must be {"verdict": "pass"|"fail", "reason": ...}', verifier=True
         )
     reason = final.get("reason", "")
-    if isinstance(reason, str) and _PLACEHOLDER.fullmatch(reason.strip()):
+    if isinstance(reason, str) and _echoes_a_placeholder(reason):
         raise TurnParseError(ECHOED_PLACEHOLDER, verifier=True)
     return Turn(
         thought=thought, verdict=Verdict(final["verdict"], reason if isinstance(reason, str) else str(reason))

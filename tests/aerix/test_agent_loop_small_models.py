@@ -13,7 +13,7 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
-from aerix.domain.turns import ECHOED_PLACEHOLDER, FINAL_PLACEHOLDER
+from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER, turn_retry_message
 from tests.aerix.agent_harness import Make, final, settings_with, turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -169,3 +169,28 @@ async def test_a_final_that_echoes_the_examples_placeholder_is_asked_again(make:
     assert (result.outcome, result.final) == ("done", "a.txt is empty")
     echoed, kept = run.messages()
     assert (echoed.parse_error, echoed.final, kept.attempt) == (ECHOED_PLACEHOLDER, None, 1)
+
+
+async def test_a_turn_whose_thought_echoes_a_placeholder_is_asked_again_and_its_calls_not_run(
+    make: Make,
+) -> None:
+    """The screen showed "<what you did>" as a turn's thought: such a turn is no turn, as an
+    echoed final is not; the model is told why and asked again, and nothing of it runs."""
+    echoed = turn("<what you did>", ("write", {"path": "a.txt", "content": "echoed\n"}))
+    run = await make(
+        [echoed, turn("Write it.", ("write", {"path": "a.txt", "content": "mine\n"})), final("Ok.", "wrote")]
+    )
+    result = await run.run()
+    assert (result.outcome, result.final, result.tool_calls) == ("done", "wrote", 1)
+    refused, kept, _final = run.messages()
+    assert (refused.parse_error, refused.thought, refused.calls, kept.attempt) == (
+        ECHOED_THOUGHT,
+        None,
+        [],
+        1,
+    )
+    assert (kept.thought, [m.call for m in run.messages("tool")]) == ("Write it.", ["c1"])
+    assert (run.cwd / "a.txt").read_text() == "mine\n"
+    notes = [s.text for s in run.of(ev.Segment) if s.label == "note"]
+    assert notes == [turn_retry_message(ECHOED_THOUGHT)]
+    await run.assert_log_rebuilds_the_context()

@@ -20,6 +20,7 @@ from aerix.domain.tools import (
 )
 from aerix.domain.turns import (
     ECHOED_PLACEHOLDER,
+    ECHOED_THOUGHT,
     TurnParseError,
     parse_turn,
     render_turns_section,
@@ -92,6 +93,45 @@ def test_the_examples_shown_to_the_model_are_placeholders_it_cannot_pass_off_as_
             '{"thought": "<what you found>", "final": "<what you checked and what they showed>"}', TOOLS
         )
     assert parse_turn('{"thought": "ok", "final": "I read <a.txt>."}', TOOLS).final == "I read <a.txt>."
+
+
+@pytest.mark.parametrize(
+    "thought",
+    ["<why these calls>", "<what you did>", " <why you are done> ", "<what you found>"],
+)
+def test_a_thought_that_only_echoes_a_placeholder_does_not_parse(thought: str) -> None:
+    """The screen showed a turn whose thought was "<what you did>": a mix of the examples' words."""
+    calls = json.dumps({"thought": thought, "calls": [{"tool": "read", "input": {"path": "a.txt"}}]})
+    with pytest.raises(TurnParseError) as raised:
+        parse_turn(calls, TOOLS)
+    assert raised.value.problem == ECHOED_THOUGHT
+    assert raised.value.message.startswith(f"Your answer was not a valid turn: {ECHOED_THOUGHT}. ")
+    with pytest.raises(TurnParseError) as raised:
+        parse_turn(json.dumps({"thought": thought, "final": "a.txt is empty"}), TOOLS)
+    assert raised.value.problem == ECHOED_THOUGHT
+    verdict = {"thought": thought, "final": {"verdict": "pass", "reason": "the tests pass"}}
+    with pytest.raises(TurnParseError) as raised:
+        parse_turn(json.dumps(verdict), VERIFIER, verifier=True)
+    assert (raised.value.problem, '"verdict"' in raised.value.message) == (ECHOED_THOUGHT, True)
+
+
+def test_what_is_wrong_with_the_calls_or_final_is_named_before_an_echoed_thought() -> None:
+    unknown = '{"thought": "<why these calls>", "calls": [{"tool": "fly", "input": {}}]}'
+    with pytest.raises(TurnParseError, match="tool 'fly' cannot be called here"):
+        parse_turn(unknown, TOOLS)
+    with pytest.raises(TurnParseError) as raised:
+        parse_turn('{"thought": "<why you are done>", "final": "<what you did>"}', TOOLS)
+    assert raised.value.problem == ECHOED_PLACEHOLDER
+
+
+@pytest.mark.parametrize(
+    "thought", ["", "Read <a.txt> first.", "<a.txt> then <b.txt>", "<" + "x" * 200 + ">"]
+)
+def test_a_thought_with_angle_brackets_in_its_own_words_parses(thought: str) -> None:
+    turn = parse_turn(
+        json.dumps({"thought": thought, "calls": [{"tool": "read", "input": {"path": "a"}}]}), TOOLS
+    )
+    assert turn.thought == thought and [call.tool for call in turn.calls] == ["read"]
 
 
 def test_schema_refuses_what_the_spec_refuses() -> None:
