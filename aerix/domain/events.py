@@ -184,6 +184,9 @@ class Message(EventBase):
     outcome: AgentOutcome | None = Field(
         default=None, description="An agent call's result: the outcome of the piece it ran (null: none ran)."
     )
+    unchanged_since: str | None = Field(
+        default=None, description="The earlier call a repeated call repeats: it was not run again."
+    )
     message_id: str | None = Field(default=None, description="Claude Code's message.id (imported turns).")
     request_id: str | None = Field(default=None, description="Claude Code's requestId (imported turns).")
 

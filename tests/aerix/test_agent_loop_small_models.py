@@ -122,6 +122,13 @@ async def test_the_same_call_as_the_previous_turn_is_not_run_again(make: Make) -
     assert results["c1"] == "[read c1]\n1\tone"
     assert results["c2"].startswith("[read c2]\nunchanged since call c1: the same read with the same input")
     assert "Do something else" in results["c2"]
+    # The event says which call it repeats, so a reader need not read that from the text.
+    assert {m.call: m.unchanged_since for m in run.messages("tool")} == {
+        "c1": None,
+        "c2": "c1",
+        "c3": None,
+        "c4": None,
+    }
     # After a write, the same read is a new question: it runs.
     assert results["c4"] == "[read c4]\n1\ttwo"
     assert result.tool_calls == 3  # c2 was not run

@@ -54,6 +54,7 @@ SCRIPT = [
     # a prompt with a tool call and a final
     "answer",
     turn("Look around.", ("bash", {"command": "echo hello-from-the-tool"})),
+    turn("Look again.", ("bash", {"command": "echo hello-from-the-tool"})),
     final("Done.", "The project has **one** file."),
     # a plan accepted
     "plan",
@@ -174,6 +175,7 @@ def test_a_prompt_shows_its_tool_line_and_final(tmux: Tmux) -> None:
     assert "› What is here?" in shown
     assert "● Look around." in shown
     assert "⎿ bash echo hello-from-the-tool → exit 0 · 1 line" in shown
+    assert "⎿ bash echo hello-from-the-tool → unchanged since c1 · not run again" in shown
     shown = tmux.wait_for("tok/s")
     assert "context " in shown and " / 4,096 tokens" in shown
 

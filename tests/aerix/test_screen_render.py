@@ -22,6 +22,7 @@ from aerix.adapters.terminal.transcript import Transcript, depth_of, prompt_echo
 from aerix.app.ports import StartupNote
 from aerix.domain import events as ev
 from aerix.domain.diffs import FileStat, RequestDiff
+from aerix.domain.repeats import unchanged_result
 from aerix.projections.index import IndexEntry
 from aerix.projections.status import ContextFigure, DiffFigure, StatsFigure, StatusFigures
 
@@ -399,6 +400,51 @@ def test_depth_counts_agent_calls_not_retries_or_verifiers() -> None:
 )
 def test_short_results(tool: str, text: str, short: str) -> None:
     assert short_result(tool, text) == short
+
+
+def test_a_call_that_was_not_run_again_says_so_instead_of_counting_its_lines() -> None:
+    """A repeated call's result is a note to the model ("unchanged since call c1: …"), not output:
+    the screen says it was not run again, from the event's ``unchanged_since``."""
+    transcript = Transcript()
+    turn = event(
+        ev.Message,
+        agent="a1",
+        role="assistant",
+        turn=2,
+        text="{}",
+        thought="Look again.",
+        calls=[call("c2", "read", path="a.txt"), call("c3", "bash", command="wc -l a.txt")],
+    )
+    results = [
+        event(
+            ev.Message,
+            agent="a1",
+            role="tool",
+            text=f"[{tool} {call_id}]\n{unchanged_result(tool, since)}",
+            call=call_id,
+            tool=tool,
+            unchanged_since=since,
+        )
+        for call_id, tool, since in (("c2", "read", "c1"), ("c3", "bash", "c0"))
+    ]
+    printed = [render(line) for record in (turn, *results) for line in transcript.lines(record)]
+    assert printed == [
+        "● Look again.",
+        "⎿ read a.txt → unchanged since c1 · not run again",
+        "⎿ bash wc -l a.txt → unchanged since c0 · not run again",
+    ]
+    # A result that only reads like one (a file holding those words) is counted as any other.
+    [quoted] = transcript.lines(
+        event(
+            ev.Message,
+            agent="a1",
+            role="tool",
+            text=f"[read c4]\n1\t{unchanged_result('read', 'c1')}",
+            call="c4",
+            tool="read",
+        )
+    )
+    assert render(quoted) == "⎿ read → 1 line"
 
 
 def test_plans_compactions_jobs_and_parse_errors_have_their_lines() -> None:

@@ -87,6 +87,12 @@ def short_result(tool: str, text: str) -> str:
     return cut(lines[0], RESULT_MAX_CHARS) if lines else "(empty)"
 
 
+def unchanged_summary(since: str) -> str:
+    """The result of a repeated call that was not run again (its text is a note to the model,
+    not output whose lines are worth counting)."""
+    return f"unchanged since {since} · not run again"
+
+
 def _piece_result(body: str) -> str:
     """An agent call's JSON result (``{summary, files_touched, checks_run, outcome}``) in a few words."""
     try:
@@ -154,7 +160,9 @@ class Transcript:
             call = self.pending.pop((record.agent, record.call or ""), None)
             tool = record.tool or (call.tool if call else "?")
             argument = call.argument if call else ""
-            line = _call_text(tool, argument, short_result(tool, record.text), record.is_error)
+            since = record.unchanged_since
+            result = short_result(tool, record.text) if since is None else unchanged_summary(since)
+            line = _call_text(tool, argument, result, record.is_error)
             return [_indented(record.agent, line)]
         if record.parse_error is not None:
             text = Text(f"turn {record.turn} did not parse: {record.parse_error}; asked again", style=EMBER)

@@ -51,6 +51,7 @@ from aerix.domain.claude_tools import tool_name_aliases
 from aerix.domain.hook_answers import HookVerdict
 from aerix.domain.hook_payloads import tool_error, tool_fields, tool_response, updated_input
 from aerix.domain.pieces import piece_outcome
+from aerix.domain.repeats import unchanged_result
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ToolCaps
 from aerix.domain.turns import ToolCall, Turn
@@ -73,6 +74,8 @@ class Result:
     call_id: str
     tool: str
     text: str
+    #: The earlier call this one repeats, when it was not run again (its text says so).
+    unchanged_since: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -110,12 +113,13 @@ class Dispatcher:
         self, turn: Turn, turn_number: int, unchanged: Mapping[str, str] | None = None
     ) -> bool:
         """Run the turn's calls, then append their results, its notes and finished jobs; a call
-        in ``unchanged`` is not run, its text there is its result. True when jobs reported."""
+        in ``unchanged`` (call id -> the earlier call it repeats) is not run, its result says so.
+        True when jobs reported."""
         context_tool = ContextTool(self.live)
         results = {
-            call.id: Result(call.id, call.tool, unchanged[call.id])
+            call.id: Result(call.id, call.tool, unchanged_result(call.tool, since), unchanged_since=since)
             for call in turn.calls
-            if unchanged and call.id in unchanged
+            if unchanged and (since := unchanged.get(call.id)) is not None
         }
         to_run = [call for call in turn.calls if call.id not in results]
         self.calls_run += len(to_run)
@@ -234,7 +238,15 @@ class Dispatcher:
         output = ToolOutput(result.text, self.caps.cap_for(result.tool), self.spool, segment_id)
         outcome = piece_outcome(result.text) if result.tool == "agent" else None
         await self._append_output(
-            output, segment_id, header, result.tool, result.call_id, turn_number, result.is_error, outcome
+            output,
+            segment_id,
+            header,
+            result.tool,
+            result.call_id,
+            turn_number,
+            result.is_error,
+            outcome,
+            unchanged_since=result.unchanged_since,
         )
 
     async def append_jobs(self, reports: Sequence[JobReportLike], turn_number: int) -> None:
@@ -274,6 +286,8 @@ class Dispatcher:
         turn_number: int,
         is_error: bool,
         piece: ev.AgentOutcome | None = None,
+        *,
+        unchanged_since: str | None = None,
     ) -> None:
         target = _ResultTarget(self.live, self.prompts, segment_id, header, tool, call_id)
         outcome = await append_result(target, output)
@@ -296,6 +310,7 @@ class Dispatcher:
             is_error=is_error,
             spool=str(output.spool_path) if output.spool_path else None,
             outcome=piece,
+            unchanged_since=unchanged_since,
         )
 
 

@@ -55,7 +55,7 @@ from aerix.app.ports import Caller, ToolHooks
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
-from aerix.domain.repeats import RepeatWatch, unchanged_result
+from aerix.domain.repeats import RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
@@ -202,12 +202,7 @@ class _AgentRun:
         if self.runner.jobs.running_ids():
             self.repeats.reset()  # a background job may change what any call sees
         check = self.repeats.check(turn.calls)
-        unchanged = {
-            call.id: unchanged_result(call.tool, check.unchanged[call.id])
-            for call in turn.calls
-            if call.id in check.unchanged
-        }
-        if await self.dispatcher.run_turn(turn, turn_number, unchanged):
+        if await self.dispatcher.run_turn(turn, turn_number, check.unchanged):
             self.repeats.reset()  # finished jobs reported after the results
         return _Ended("failed", check.failure) if check.failure is not None else None
 
