@@ -17,8 +17,7 @@ from aerix.app.ports.profiles import (
     SyncReport,
     TuneReport,
 )
-
-SHORT = 12
+from aerix.domain.profile import short_commit
 
 
 class StreamObserver(ProfileObserver):
@@ -94,7 +93,7 @@ def _outcome(
     elif commit is None:
         print(f"no revision passed; {branch} of profile {profile} is unchanged", file=out)
     else:
-        print(f"committed {count} to {branch} of profile {profile} as {commit[:SHORT]}", file=out)
+        print(f"committed {count} to {branch} of profile {profile} as {short_commit(commit)}", file=out)
     _revisions(revisions, out)
 
 
@@ -106,7 +105,7 @@ def render_edit(outcome: EditOutcome, out: TextIO, err: TextIO) -> None:
     else:
         print(
             f"committed {outcome.path} to {outcome.branch} of profile {outcome.profile} "
-            f"as {outcome.commit[:SHORT]}",
+            f"as {short_commit(outcome.commit)}",
             file=out,
         )
 
@@ -138,7 +137,7 @@ def render_show(view: ProfileView, out: TextIO, as_json: bool = False) -> None:
     print(f"profile {view.name}  {view.path}", file=out)
     width = max((len(branch.name) for branch in view.branches), default=4)
     for branch in view.branches:
-        print(f"{branch.name:<{width}}  {branch.head[:SHORT]}  {branch.subject}", file=out)
+        print(f"{branch.name:<{width}}  {short_commit(branch.head)}  {branch.subject}", file=out)
         if branch.upstream_problem is not None:
             print(f"  {branch.upstream_problem}: what it tunes cannot be told", file=out)
             continue
@@ -147,7 +146,7 @@ def render_show(view: ProfileView, out: TextIO, as_json: bool = False) -> None:
     count = sum(len(ids) for ids in view.sessions.values())
     if count:
         at = ", ".join(
-            f"{commit[:SHORT]}: {len(ids)}"
+            f"{short_commit(commit)}: {len(ids)}"
             for commit, ids in sorted(view.sessions.items(), key=lambda kv: -len(kv[1]))
         )
         print(f"sessions: {count} branches at {len(view.sessions)} commits ({at})", file=out)
@@ -160,7 +159,7 @@ def render_log(entries: Sequence[tuple[str, list[ProfileCommit]]], out: TextIO) 
         print(f"{branch}:", file=out)
         for commit in commits:
             print(
-                f"  {commit.id[:SHORT]}  {commit.time.isoformat(timespec='seconds')}  {commit.subject}",
+                f"  {short_commit(commit.id)}  {commit.time.isoformat(timespec='seconds')}  {commit.subject}",
                 file=out,
             )
             body = commit.message.split("\n", 1)[1].strip() if "\n" in commit.message else ""

@@ -24,7 +24,7 @@ from aerix.adapters.git_runner import GitFailed, GitOutput, call_git
 from aerix.adapters.paths import data_home
 from aerix.app.ports.profiles import ProfileCommit
 from aerix.domain import bounds
-from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot
+from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, short_commit
 from aerix.errors import ProfileError, ProfileGitFailed, ProfileUnusable
 
 #: Who the commits aerix writes are by (a hand edit through git keeps the user's own identity).
@@ -147,7 +147,9 @@ class GitProfile:
         for path, blob in paths.items():
             data = blobs.get(blob)
             if data is None:
-                raise ProfileUnusable(self._name, self._path, f"{path} of commit {commit[:12]} is missing")
+                raise ProfileUnusable(
+                    self._name, self._path, f"{path} of commit {short_commit(commit)} is missing"
+                )
             files[path] = data
         return ProfileSnapshot.of(commit, files)
 

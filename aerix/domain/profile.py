@@ -30,6 +30,9 @@ PROMPTS_DIR = "prompts"
 SKILLS_DIR = "skills"
 AGENTS_DIR = "agents"
 ARTIFACT_SUFFIX = ".md"
+#: How many characters of a commit id aerix shows wherever it names one: the screen's profile
+#: row, the profile's notes and errors, the profile commands' output.
+SHORT_COMMIT_CHARS = 12
 
 ArtifactKind = Literal["prompt", "skill", "agent"]
 _KIND_OF_DIR: dict[str, ArtifactKind] = {PROMPTS_DIR: "prompt", SKILLS_DIR: "skill", AGENTS_DIR: "agent"}
@@ -71,6 +74,11 @@ def ref_component(name: str) -> str:
 def model_branch(model: str) -> str:
     """The model base of ``model``: ``model/<model>``."""
     return MODEL_BRANCH_PREFIX + ref_component(model)
+
+
+def short_commit(commit: str) -> str:
+    """``commit`` as aerix shows it: its first :data:`SHORT_COMMIT_CHARS` characters."""
+    return commit[:SHORT_COMMIT_CHARS]
 
 
 def session_branch(session_id: str) -> str:

@@ -6,18 +6,27 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.adapters.terminal.startup_block import profile_text
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import CAS_TRIES, Write, commit_change, delete_branch
 from aerix.domain import bounds
 from aerix.domain.bounds import CAS_RETRIES
-from aerix.domain.profile import UPSTREAM_FILE, ProfileSnapshot, UpstreamEntry, blob_id, render_upstream
+from aerix.domain.profile import (
+    SHORT_COMMIT_CHARS,
+    UPSTREAM_FILE,
+    ProfileSnapshot,
+    UpstreamEntry,
+    blob_id,
+    render_upstream,
+)
 from aerix.errors import ProfileGitFailed, ProfileRace, ProfileUnusable
 from tests.aerix.profile_world import EMBEDDED, RELEASE, add_file, git, write_in_another_process
 
@@ -125,6 +134,18 @@ def test_a_recorded_commit_the_profile_lost_is_one_note_and_the_model_base() -> 
         "profile default no longer holds commit 0123456789ab, which this session read; "
         "reading model/smollm2-135m's head",
     )
+
+
+def test_the_screens_profile_row_shortens_a_commit_as_the_profiles_notes_do() -> None:
+    """One short form of a commit: the startup block's row once showed 8 characters where the
+    profile's own notes (and its commands) show 12."""
+    lost = "0123456789abcdef0123456789abcdef01234567"
+    [note] = _attach("s1", recorded_commit=lost).notes
+    shown = re.search(r"holds commit (\w+),", note)
+    assert shown is not None and lost.startswith(shown.group(1))
+    row = profile_text({"name": "default", "model_branch": "model/m", "commit": lost, "tuned": None})
+    assert row == f"default · model/m · {shown.group(1)}"
+    assert len(shown.group(1)) == SHORT_COMMIT_CHARS
 
 
 def test_deleting_a_session_branch() -> None:

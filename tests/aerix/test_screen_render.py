@@ -176,9 +176,9 @@ def test_the_profile_row_names_the_profile_its_model_base_the_commit_and_what_it
     }
     view = StartupView("m", "cpu", Path("/run/p.sock"), "abc", profile=profile_text(profile), home=HOME)
     lines = render(startup_block(view), 100).splitlines()
-    assert lines[1] == "profile  default · model/smollm2-135m · 8c01f2e4 · 2 tuned"
+    assert lines[1] == "profile  default · model/smollm2-135m · 8c01f2e4a9d1 · 2 tuned"
     # An upstream.json that does not parse leaves the count out; no profile at all: embedded prompts.
-    assert profile_text({**profile, "tuned": None}) == "default · model/smollm2-135m · 8c01f2e4"
+    assert profile_text({**profile, "tuned": None}) == "default · model/smollm2-135m · 8c01f2e4a9d1"
     assert profile_text(None) == "embedded prompts"
 
 

@@ -21,11 +21,10 @@ from rich.text import Text
 from aerix.adapters.terminal.launch import home_relative
 from aerix.adapters.terminal.theme import DIM, NOTE_MARKS, OK, READY_MARK
 from aerix.app.ports import StartupNote
+from aerix.domain.profile import short_commit
 
 #: The profile row when no profile could be opened.
 EMBEDDED_PROMPTS: Final = "embedded prompts"
-#: How much of the session's commit the profile row shows, as git's short hashes do.
-SHORT_COMMIT: Final = 8
 
 
 def profile_text(profile: Mapping[str, Any] | None) -> str:
@@ -37,7 +36,7 @@ def profile_text(profile: Mapping[str, Any] | None) -> str:
     parts = [str(profile["name"]), str(profile.get("model_branch") or "")]
     commit = profile.get("commit")
     if commit:
-        parts.append(str(commit)[:SHORT_COMMIT])
+        parts.append(short_commit(str(commit)))
     tuned = profile.get("tuned")
     if tuned is not None:
         parts.append(f"{tuned} tuned")

@@ -17,7 +17,7 @@ from aerix.app.ports import PromptSource
 from aerix.app.ports.profiles import ProfileRepository, ProfileStore
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import create_branch, point_branch
-from aerix.domain.profile import ProfileSnapshot, prompt_path, session_branch
+from aerix.domain.profile import ProfileSnapshot, prompt_path, session_branch, short_commit
 from aerix.errors import ProfileError
 
 EMBEDDED_NOTE = "the embedded prompts are used"
@@ -96,7 +96,7 @@ def _attach(
         create_branch(repo, branch, commit)
     else:
         notes.append(
-            f"profile {repo.name} no longer holds commit {recorded[:12]}, which this session read; "
+            f"profile {repo.name} no longer holds commit {short_commit(recorded)}, which this session read; "
             f"reading {base_branch}'s head"
         )
         commit = base_head
@@ -126,7 +126,7 @@ def _attach(
 
 
 def _snapshot_notes(name: str, snapshot: ProfileSnapshot, embedded: Mapping[str, str]) -> list[str]:
-    short = (snapshot.commit or "")[:12]
+    short = short_commit(snapshot.commit or "")
     notes = []
     if snapshot.upstream_problem is not None:
         notes.append(
