@@ -14,7 +14,7 @@ import pytest
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.terminal.startup_block import profile_text
-from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile
+from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import CAS_TRIES, Write, commit_change, delete_branch
 from aerix.domain import bounds
@@ -146,6 +146,42 @@ def test_the_screens_profile_row_shortens_a_commit_as_the_profiles_notes_do() ->
     row = profile_text({"name": "default", "model_branch": "model/m", "commit": lost, "tuned": None})
     assert row == f"default · model/m · {shown.group(1)}"
     assert len(shown.group(1)) == SHORT_COMMIT_CHARS
+
+
+def _preview(session: str, recorded_commit: str | None = None) -> AttachedProfile:
+    request = ProfileRequest("default", MODEL, session, RELEASE, recorded_commit)
+    return preview_profile(GitProfiles(), request, EMBEDDED, EmbeddedPrompts())
+
+
+def test_a_preview_reads_the_commit_a_session_will_read_and_makes_no_session_branch() -> None:
+    """The screen shows the commit before the first prompt; quitting there must leave no
+    ``session/<id>`` without a session log, so only the first request makes it."""
+    first = _attach("s1")
+    repo = GitProfiles().open("default")
+    before = repo.branches()
+    tuned = UpstreamEntry(blob_id(EMBEDDED["routing"]), RELEASE, "2026-01-01T00:00:00+00:00")
+    moved = commit_change(
+        repo,
+        "model/smollm2-135m",
+        lambda base: Write(
+            base.with_texts({"prompts/routing.md": "tuned"}, {"prompts/routing.md": tuned}), "t"
+        ),
+    )
+    new, resumed = _preview("s2"), _preview("s1", recorded_commit=first.commit)
+    assert (new.commit, new.branch, new.tuned, new.get("routing")) == (moved, "session/s2", 1, "tuned")
+    assert (resumed.commit, resumed.get("routing")) == (first.commit, EMBEDDED["routing"])
+    assert repo.branches() == {**before, "model/smollm2-135m": moved}
+    # The first request attaches what the preview showed, and only then is the branch made.
+    attached = _attach("s2")
+    assert (attached.commit, attached.texts) == (new.commit, new.texts)
+    assert repo.head("session/s2") == moved
+
+
+def test_a_preview_of_a_new_profile_seeds_it_but_makes_no_session_branch() -> None:
+    shown = _preview("s1")
+    repo = GitProfiles().open("default")
+    assert set(repo.branches()) == {"main", "model/smollm2-135m"}
+    assert shown.commit == repo.head("model/smollm2-135m") and shown.notes == ()
 
 
 def test_deleting_a_session_branch() -> None:

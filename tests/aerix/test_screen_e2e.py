@@ -3,9 +3,10 @@
 
 The steps run in order, one test each, on one screen: open, a prompt with a tool call and its
 final, a plan accepted, a plan edited in $EDITOR, a plan aborted, Esc while a command runs, a
-prompt queued behind a running one, /clear and /resume, a resize, quit, and a launch resuming
-the session. Each step is read back with ``capture-pane``; the script's completions are taken
-in the order the steps ask for generations (routing takes one, each turn one).
+prompt queued behind a running one, /clear and /resume, a resize, quit, a launch resuming
+the session, and one quit before any prompt (no session branch left in the profile). Each step
+is read back with ``capture-pane``; the script's completions are taken in the order the steps
+ask for generations (routing takes one, each turn one).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import pytest
 
 from aerix.cli import NEEDS_A_TERMINAL
 from aerix.domain.bounds import EXIT_USAGE
+from aerix.domain.profile import SHORT_COMMIT_CHARS
+from tests.aerix.profile_world import git
 from tests.aerix.request_world import (
     AERIX,
     World,
@@ -388,6 +391,31 @@ def test_without_a_terminal_a_prompt_runs_plainly_and_bare_aerix_says_to_use_p(
     bare = aerix(world, project)
     assert bare.returncode == EXIT_USAGE
     assert bare.stderr.strip() == f"aerix: {NEEDS_A_TERMINAL}"
+
+
+def test_quitting_before_any_prompt_leaves_no_session_branch_in_the_profile(
+    world: World, project: Path
+) -> None:
+    """The startup block shows the commit the session will read, but only a request makes its
+    ``session/<id>`` branch: a screen opened and quit leaves no branch without a session log."""
+    profile = world.root / "data" / "aerix" / "profiles" / "default.git"
+    terminal = Tmux(server=f"aerix-test-{os.getpid()}-5", stderr=world.root / "screen5.stderr")
+    env = {k: v for k, v in world.env.items() if k.startswith(("XDG_", "CLAUDE_", "PATH", "HOME"))}
+    terminal.start([AERIX], project, env, WIDTH, HEIGHT)
+    try:
+        shown = terminal.wait_for("✓ ready in")
+        [session] = [line.split()[1] for line in shown.splitlines() if line.startswith("session  ")]
+        [row] = [line for line in shown.splitlines() if line.startswith("profile  ")]
+        base = git(profile, "rev-parse", "model/smollm2-135m").strip()
+        assert row.split(" · ")[2] == base[:SHORT_COMMIT_CHARS]  # the commit is shown all the same
+        terminal.keys("C-d")
+        shown = terminal.wait_for("SCREEN-EXITED 0")
+        assert "aerix --resume" not in shown  # no request, no session to resume
+    finally:
+        terminal.stop()
+    branches = git(profile, "for-each-ref", "--format=%(refname:short)", "refs/heads/session/").split()
+    assert branches and f"session/{session}" not in branches  # the earlier screens' sessions made theirs
+    assert not list(world.sessions.glob(f"*/{session}*"))
 
 
 def test_a_session_that_cannot_be_opened_is_one_error_row_and_exit_1(world: World, project: Path) -> None:

@@ -4,12 +4,14 @@ It opens (or creates) the profile, seeds ``main``, makes the main member's model
 ``model/<model>`` when it is new, and picks the commit: the model base's head for a new session,
 the commit a resumed session recorded (even when the main model changed since), or, with
 ``--profile-refresh``, the model base's head again. ``session/<id>`` is made (or moved) to that
-commit. A profile that cannot be used is one note, and the embedded prompts are used.
+commit; ``preview_profile`` picks and reads the same commit without it, for the screen to show
+before the first prompt (a session quit before one leaves no branch). A profile that cannot be
+used is one note, and the embedded prompts are used.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,34 +75,59 @@ class AttachedProfile:
 def attach_profile(
     store: ProfileStore, request: ProfileRequest, embedded: Mapping[str, str], fallback: PromptSource
 ) -> AttachedProfile:
+    """The session's texts, with ``session/<id>`` made (or moved) to the commit they are read from."""
+    return _open(store, request, embedded, fallback, make_branch=True)
+
+
+def preview_profile(
+    store: ProfileStore, request: ProfileRequest, embedded: Mapping[str, str], fallback: PromptSource
+) -> AttachedProfile:
+    """What :func:`attach_profile` would attach, without making the session's branch: ``main``
+    and the model base are seeded as for any session, but ``session/<id>`` waits for the first
+    request, so a screen quit before its first prompt leaves no branch without a session log."""
+    return _open(store, request, embedded, fallback, make_branch=False)
+
+
+def _open(
+    store: ProfileStore,
+    request: ProfileRequest,
+    embedded: Mapping[str, str],
+    fallback: PromptSource,
+    *,
+    make_branch: bool,
+) -> AttachedProfile:
     try:
         repo = store.open(request.profile)
-        return _attach(repo, request, embedded, fallback)
+        return _attach(repo, request, embedded, fallback, make_branch)
     except ProfileError as error:
         return AttachedProfile(fallback, notes=(f"{error}; {EMBEDDED_NOTE}",))
 
 
 def _attach(
-    repo: ProfileRepository, request: ProfileRequest, embedded: Mapping[str, str], fallback: PromptSource
+    repo: ProfileRepository,
+    request: ProfileRequest,
+    embedded: Mapping[str, str],
+    fallback: PromptSource,
+    make_branch: bool,
 ) -> AttachedProfile:
     main_head = seed_main(repo, embedded, request.release)
     base_branch, base_head = ensure_model_base(repo, request.model, main_head)
     branch = session_branch(request.session)
     notes: list[str] = []
     recorded = request.recorded_commit
+    place: Callable[[ProfileRepository, str, str], object]  # how session/<id> is put at the commit
     if request.refresh or recorded is None:
-        commit = base_head
-        point_branch(repo, branch, commit)
+        commit, place = base_head, point_branch
     elif repo.has_commit(recorded):
-        commit = recorded
-        create_branch(repo, branch, commit)
+        commit, place = recorded, create_branch
     else:
         notes.append(
-            f"profile {repo.name} no longer holds commit {short_commit(recorded)}, which this session read; "
-            f"reading {base_branch}'s head"
+            f"profile {repo.name} no longer holds commit {short_commit(recorded)}, "
+            f"which this session read; reading {base_branch}'s head"
         )
-        commit = base_head
-        point_branch(repo, branch, commit)
+        commit, place = base_head, point_branch
+    if make_branch:
+        place(repo, branch, commit)
     snapshot = repo.read(commit)
     notes.extend(_snapshot_notes(repo.name, snapshot, embedded))
     texts = {}

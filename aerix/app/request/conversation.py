@@ -89,8 +89,9 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
         with anyio.CancelScope(shield=True):
             await opened.aclose()
     session_id = resume.session if resume else new_session_id()
-    # The session's commit is known before the first prompt, as the startup block shows it.
-    profile = attach_session_profile(probe, deps, project, members, resume, session_id)
+    # The startup block shows the commit the first request will read; only that request makes
+    # session/<id>, so a screen quit (or /clear-ed) before any prompt leaves no branch behind.
+    profile = attach_session_profile(probe, deps, project, members, resume, session_id, preview=True)
     notes = [StartupNote(line) for line in (*project.notes, *members.notes, *profile.notes)]
     if opened.started:
         notes.append(

@@ -41,7 +41,7 @@ from aerix.app.ports import (
     SessionStorage,
     ToolRunnerFactory,
 )
-from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile
+from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
 from aerix.app.request.recorder import RequestRecorder
 from aerix.app.request.root import EXIT_CODES, RootEnded, RootRun, run_root
 from aerix.app.request.root_context import (
@@ -181,8 +181,11 @@ def attach_session_profile(
     members: BoundMembers,
     resume: ResumeState | None,
     session_id: str,
+    *,
+    preview: bool = False,
 ) -> AttachedProfile:
-    """The session's profile, attached: a resumed session keeps the profile and commit it read."""
+    """The session's profile, attached: a resumed session keeps the profile and commit it read.
+    ``preview``: read the commit without making ``session/<id>`` (the screen before a prompt)."""
     name = options.profile or project.settings.profile
     recorded = None
     if resume is not None and resume.profile is not None:
@@ -194,7 +197,8 @@ def attach_session_profile(
         name, recorded = resume.profile, resume.profile_commit
     model = members.main.model
     request = ProfileRequest(name, model, session_id, deps.version, recorded, options.profile_refresh)
-    return attach_profile(deps.profiles, request, deps.embedded, deps.prompts)
+    attach = preview_profile if preview else attach_profile
+    return attach(deps.profiles, request, deps.embedded, deps.prompts)
 
 
 def _with_overlays(project: Project, profile: AttachedProfile) -> Project:
