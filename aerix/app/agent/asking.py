@@ -9,7 +9,9 @@ agent ends ``failed``), each time with the answer removed and a note telling the
   string that never closes), so the loop closed the generation as soon as that showed, instead
   of letting it run to ``max_new_tokens``. The pool sends no done frame for a closed
   generation, so a stopped attempt has no usage: the pool's figures are never estimated here;
-- **unparsed**: only a member without the JSON constraint can answer something that is no turn.
+- **unparsed**: only a member without the JSON constraint can answer something of the wrong
+  shape, but any member can echo a placeholder of the ``# Turns`` examples as its final or
+  its thought (``aerix.domain.turns``), and that is no turn either.
 
 After a cut or a stop the re-ask asks for less (``aerix.domain.compaction.retry_ask``: half the
 last ask, at least MIN_CUT_TURN_TOKENS): the same budget would only be spent again.
