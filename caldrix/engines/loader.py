@@ -14,7 +14,7 @@ from typing import Literal
 
 from caldrix.engines.base import Engine, ServingFlags
 from caldrix.errors import ModelNotFound, PrecheckFailed
-from caldrix.models.gguf import open_regular_file
+from caldrix.models.files import open_regular_file
 
 EngineName = Literal["llamacpp", "ctransformers", "scripted"]
 

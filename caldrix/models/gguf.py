@@ -18,13 +18,14 @@ from __future__ import annotations
 import dataclasses
 import mmap
 import os
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
 from caldrix.errors import PrecheckFailed, quoted
+from caldrix.models.architectures import ENCODER_ONLY_ARCHITECTURES, LLAMA_CPP_ARCHITECTURES
+from caldrix.models.files import open_regular_file
 from caldrix.models.ggml_header import HEAD_BYTES, LegacyHeaderInvalid, missing_tensor_bytes, parse_header
 
 GGUF_MAGIC = b"GGUF"
@@ -33,130 +34,6 @@ SUPPORTED_GGUF_VERSIONS: tuple[int, ...] = (2, 3)
 DEFAULT_GGUF_ALIGNMENT = 32
 #: ggml tensors have at most four dimensions; more means the tensor table is corrupt.
 GGML_MAX_DIMS = 4
-
-#: Architectures this build of llama.cpp generates text with (``general.architecture``).
-LLAMA_CPP_ARCHITECTURES: tuple[str, ...] = (
-    "llama",
-    "llama4",
-    "deci",
-    "falcon",
-    "falcon-h1",
-    "grok",
-    "gpt2",
-    "gptj",
-    "gptneox",
-    "mpt",
-    "baichuan",
-    "starcoder",
-    "starcoder2",
-    "refact",
-    "bloom",
-    "stablelm",
-    "qwen",
-    "qwen2",
-    "qwen2moe",
-    "qwen2vl",
-    "qwen3",
-    "qwen3moe",
-    "qwen3next",
-    "qwen3vl",
-    "qwen3vlmoe",
-    "qwen35",
-    "qwen35moe",
-    "phi2",
-    "phi3",
-    "phimoe",
-    "plamo",
-    "plamo2",
-    "plamo3",
-    "codeshell",
-    "orion",
-    "internlm2",
-    "minicpm",
-    "minicpm3",
-    "gemma",
-    "gemma2",
-    "gemma3",
-    "gemma3n",
-    "gemma4",
-    "mamba",
-    "mamba2",
-    "jamba",
-    "xverse",
-    "command-r",
-    "cohere2",
-    "cohere2moe",
-    "dbrx",
-    "olmo",
-    "olmo2",
-    "olmoe",
-    "openelm",
-    "arctic",
-    "deepseek",
-    "deepseek2",
-    "chatglm",
-    "glm4",
-    "glm4moe",
-    "bitnet",
-    "t5",
-    "jais",
-    "jais2",
-    "nemotron",
-    "nemotron_h",
-    "nemotron_h_moe",
-    "exaone",
-    "exaone4",
-    "exaone-moe",
-    "rwkv6",
-    "rwkv6qwen2",
-    "rwkv7",
-    "arwkv7",
-    "granite",
-    "granitemoe",
-    "granitehybrid",
-    "chameleon",
-    "plm",
-    "bailingmoe",
-    "bailingmoe2",
-    "dots1",
-    "arcee",
-    "ernie4_5",
-    "ernie4_5-moe",
-    "hunyuan-moe",
-    "hunyuan-dense",
-    "smollm3",
-    "gpt-oss",
-    "lfm2",
-    "lfm2moe",
-    "dream",
-    "smallthinker",
-    "llada",
-    "llada-moe",
-    "seed_oss",
-    "grovemoe",
-    "apertus",
-    "minimax-m2",
-    "cogvlm",
-    "pangu-embedded",
-    "mistral3",
-    "afmoe",
-    "mimo2",
-)
-#: Architectures llama.cpp loads only to embed or encode text; caldrix serves generation.
-ENCODER_ONLY_ARCHITECTURES: tuple[str, ...] = (
-    "bert",
-    "modern-bert",
-    "nomic-bert",
-    "nomic-bert-moe",
-    "neo-bert",
-    "jina-bert-v2",
-    "jina-bert-v3",
-    "eurobert",
-    "t5encoder",
-    "gemma-embedding",
-    "wavtokenizer-dec",
-    "clip",
-)
 
 #: ggml tensor types: id → (elements per block, bytes per block). Checked against
 #: ``ggml_blck_size``/``ggml_type_size`` of the bundled ggml.
@@ -356,34 +233,6 @@ def precheck(path: Path) -> ModelInfo:
         raise PrecheckFailed(f"{path}: {reason}", path=str(path), reason=reason) from None
     except OSError as exc:
         raise PrecheckFailed(f"{path}: cannot read the file ({exc.strerror})", path=str(path)) from exc
-
-
-def open_regular_file(path: Path) -> BinaryIO:
-    """``path`` opened for reading, refused unless it is a regular file. The open itself does
-    not block (O_NONBLOCK), so a named pipe, whose open waits for a writer, is refused here
-    instead of hanging whoever asked; the check is made on the opened file, not on the name."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            reason = f"it is {_file_kind(mode)}, not a regular file; a model must be a regular file"
-            raise PrecheckFailed(f"{path}: {reason}", path=str(path), reason=reason)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _file_kind(mode: int) -> str:
-    kinds = (
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    )
-    return next((words for test, words in kinds if test(mode)), "not a file")
 
 
 def _read_legacy(path: Path, handle: BinaryIO, head: bytes, size: int) -> ModelInfo:

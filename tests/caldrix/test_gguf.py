@@ -10,7 +10,8 @@ import pytest
 
 from caldrix.engines.loader import engine_for_file
 from caldrix.errors import PrecheckFailed
-from caldrix.models.gguf import LLAMA_CPP_ARCHITECTURES, precheck
+from caldrix.models.architectures import LLAMA_CPP_ARCHITECTURES
+from caldrix.models.gguf import precheck
 from caldrix.models.references import resolve_model
 from tests.caldrix.ggml_writer import write_tiny_gpt2
 from tests.caldrix.gguf_writer import gguf_bytes, tiny_llama_metadata, write_gguf
