@@ -20,7 +20,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -37,16 +37,17 @@ from caldrix.engines.base import (
 )
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
 from caldrix.generation.templates import template_source_for
+from caldrix.models.files import native_path, open_regular_file
 from caldrix.models.ggml_header import (
     GGUF_MAGIC,
     LEGACY_MAGICS,
     GgmlHeader,
     LegacyHeaderInvalid,
     header_for_type,
-    missing_tensor_bytes,
     read_header,
     read_magic,
 )
+from caldrix.models.ggml_tensors import missing_tensor_bytes
 
 #: The architectures ctransformers can open from a legacy GGML file (``--model-type``).
 MODEL_TYPES = ("gpt2", "gptj", "gpt_neox", "dollyv2", "mpt", "replit", "starcoder", "falcon", "llama")
@@ -68,54 +69,64 @@ _EVAL_LOCK = threading.Lock()
 
 
 def open_ctransformers(path: Path, flags: ServingFlags) -> CtransformersEngine:
-    """Load the legacy GGML file at ``path`` with ``flags``; errors are one line each."""
-    if not path.is_file():
-        raise ModelNotFound(f"no model file at {path}")
+    """Load the legacy GGML file at ``path`` with ``flags``; errors are one line each.
+
+    The file is opened once: the header and tensor checks read that open file, and the native
+    loader opens it again through its descriptor, so the name cannot be swapped for a named
+    pipe or another file between the checks and the load."""
     try:
-        header, model_type = _checked_header(path, flags.model_type)
-        missing = missing_tensor_bytes(path, header)
-    except LegacyHeaderInvalid as exc:
-        raise PrecheckFailed(f"{path.name} is not a usable legacy GGML file: {exc}") from None
-    if missing:
-        raise PrecheckFailed(
-            f"{path.name} ends {missing} bytes before its last tensor; the file is incomplete "
-            "(download it again)"
+        opened = open_regular_file(path)
+    except FileNotFoundError:
+        raise ModelNotFound(f"no model file at {path}") from None
+    except OSError as exc:
+        raise PrecheckFailed(f"cannot read {path}: {exc.strerror}") from exc
+    with opened as handle:
+        try:
+            header, model_type = _checked_header(handle, path.name, flags.model_type)
+            missing = missing_tensor_bytes(handle, header)
+        except LegacyHeaderInvalid as exc:
+            raise PrecheckFailed(f"{path.name} is not a usable legacy GGML file: {exc}") from None
+        if missing:
+            raise PrecheckFailed(
+                f"{path.name} ends {missing} bytes before its last tensor; the file is incomplete "
+                "(download it again)"
+            )
+        lib = _load_library()
+        native = _create(
+            lib, native_path(handle, path), path.name, model_type, _context_length(model_type, header, flags)
         )
-    lib = _load_library()
-    handle = _create(lib, path, model_type, _context_length(model_type, header, flags))
-    return CtransformersEngine(lib, handle, path, model_type, header, flags)
+    return CtransformersEngine(lib, native, path, model_type, header, flags)
 
 
-def _checked_header(path: Path, model_type: str | None) -> tuple[GgmlHeader, str]:
-    """The file's header and its architecture: ``model_type`` checked against the layout,
-    or detected from the header when not given."""
-    magic = read_magic(path)
+def _checked_header(handle: BinaryIO, name: str, model_type: str | None) -> tuple[GgmlHeader, str]:
+    """The open file's header and its architecture: ``model_type`` checked against the
+    layout, or detected from the header when not given."""
+    magic = read_magic(handle)
     if magic == GGUF_MAGIC:
         raise PrecheckFailed(
-            f"{path.name} is a GGUF file; ctransformers only opens legacy GGML files "
+            f"{name} is a GGUF file; ctransformers only opens legacy GGML files "
             "(use --engine llamacpp or auto)"
         )
     if magic not in LEGACY_MAGICS:
-        raise PrecheckFailed(f"{path.name} is not a legacy GGML model file (unknown magic {magic:#010x})")
+        raise PrecheckFailed(f"{name} is not a legacy GGML model file (unknown magic {magic:#010x})")
     if model_type is None:
-        header = read_header(path)
+        header = read_header(handle)
         if header.model_type is None:
             raise PrecheckFailed(
-                f"cannot tell the architecture of {path.name} from its header; "
+                f"cannot tell the architecture of {name} from its header; "
                 f"pass --model-type (one of {', '.join(MODEL_TYPES)})"
             )
         return header, header.model_type
     canonical = _canonical_model_type(model_type)
     if canonical is None:
         raise PrecheckFailed(f"unknown model type {model_type!r}; use one of {', '.join(MODEL_TYPES)}")
-    model_type = canonical
-    checked = header_for_type(path, model_type)
+    checked = header_for_type(handle, canonical)
     if checked is None:
         raise PrecheckFailed(
-            f"{path.name} does not have the layout of a {model_type} GGML file; "
+            f"{name} does not have the layout of a {canonical} GGML file; "
             "check --model-type (or leave it out to detect it)"
         )
-    return checked, model_type
+    return checked, canonical
 
 
 def _context_length(model_type: str, header: GgmlHeader, flags: ServingFlags) -> int:
@@ -150,14 +161,15 @@ def _load_library() -> Any:
         raise PrecheckFailed(f"ctransformers has no library for this machine: {exc}") from exc
 
 
-def _create(lib: Any, path: Path, model_type: str, context_length: int) -> int:
+def _create(lib: Any, native: str, name: str, model_type: str, context_length: int) -> int:
+    """ctransformers' model handle for the file at ``native`` (named ``name`` to people)."""
     config = ConfigStruct(context_length=context_length, gpu_layers=0, mmap=True, mlock=False)
     # ggml's loaders print their own complaint before failing; caldrix's line below says it.
-    with native_stderr_captured(f"ctransformers loading {path.name}"):
-        handle = lib.ctransformers_llm_create(str(path).encode(), model_type.encode(), config)
+    with native_stderr_captured(f"ctransformers loading {name}"):
+        handle = lib.ctransformers_llm_create(native.encode(), model_type.encode(), config)
     if not handle:
         raise PrecheckFailed(
-            f"ctransformers could not load {path.name} as a {model_type} GGML file; "
+            f"ctransformers could not load {name} as a {model_type} GGML file; "
             "check --model-type and that the file is complete"
         )
     return int(handle)
@@ -248,7 +260,8 @@ class CtransformersEngine:
         if header.n_layer is None or header.n_embd is None:
             return None
         window = int(self._lib.ctransformers_llm_context_length(self._live_handle()))
-        kv = 2 * header.n_layer * window * header.n_embd * header.kv_element_bytes
+        kv_width = header.n_embd * (header.kv_heads or 1) // (header.n_head or 1)
+        kv = 2 * header.n_layer * window * kv_width * header.kv_element_bytes
         return self._path.stat().st_size + kv
 
     # -- tokens -------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from caldrix.engines.base import (
     ServingFlags,
 )
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
+from caldrix.models.files import native_path, open_regular_file
 
 #: The one sequence a member serves (``--max-batch 1``).
 SEQ_ID = 0
@@ -64,28 +65,38 @@ def disable_extra_buffer_types() -> None:
 
 
 def open_llamacpp(path: Path, flags: ServingFlags) -> LlamaCppEngine:
-    """Load the GGUF file at ``path`` with ``flags``; errors are one line each."""
-    if not path.is_file():
-        raise ModelNotFound(f"no model file at {path}")
-    n_ctx = flags.ctx or DEFAULT_CTX
-    llm, buffer_bytes = _load_llama(path, n_ctx, flags)
-    n_ctx_train = int(_llama_c.llama_model_n_ctx_train(llm._model.model))
-    if flags.ctx is None and 0 < n_ctx_train < n_ctx:
-        # The default window is the smaller of DEFAULT_CTX and the training window; that is
-        # only known once loaded, so a model trained on a shorter window is opened again
-        # (the file is memory-mapped, so the second load is cheap).
-        llm.close()
-        llm, buffer_bytes = _load_llama(path, n_ctx_train, flags)
+    """Load the GGUF file at ``path`` with ``flags``; errors are one line each.
+
+    llama.cpp opens the file through the descriptor caldrix holds open, so the name cannot be
+    swapped for a named pipe (whose open would never return) after it was checked."""
+    try:
+        opened = open_regular_file(path)
+    except FileNotFoundError:
+        raise ModelNotFound(f"no model file at {path}") from None
+    except OSError as exc:
+        raise PrecheckFailed(f"cannot read {path}: {exc.strerror}") from exc
+    with opened as handle:
+        native = native_path(handle, path)
+        n_ctx = flags.ctx or DEFAULT_CTX
+        llm, buffer_bytes = _load_llama(native, path.name, n_ctx, flags)
+        n_ctx_train = int(_llama_c.llama_model_n_ctx_train(llm._model.model))
+        if flags.ctx is None and 0 < n_ctx_train < n_ctx:
+            # The default window is the smaller of DEFAULT_CTX and the training window; that is
+            # only known once loaded, so a model trained on a shorter window is opened again
+            # (the file is memory-mapped, so the second load is cheap).
+            llm.close()
+            llm, buffer_bytes = _load_llama(native, path.name, n_ctx_train, flags)
     return LlamaCppEngine(llm, flags, compute_bytes=buffer_bytes)
 
 
-def _load_llama(path: Path, n_ctx: int, flags: ServingFlags) -> tuple[Llama, int | None]:
-    """The loaded model and the compute + output buffer bytes llama.cpp reported, if any."""
+def _load_llama(native: str, name: str, n_ctx: int, flags: ServingFlags) -> tuple[Llama, int | None]:
+    """The loaded model (the file at ``native``, named ``name`` to people) and the compute +
+    output buffer bytes llama.cpp reported, if any."""
     disable_extra_buffer_types()
     with LoadLog() as log:
         try:
             llm = Llama(
-                model_path=str(path),
+                model_path=native,
                 n_ctx=n_ctx,
                 n_batch=flags.batch,
                 n_ubatch=flags.batch,
@@ -97,7 +108,7 @@ def _load_llama(path: Path, n_ctx: int, flags: ServingFlags) -> tuple[Llama, int
         except (ValueError, RuntimeError) as exc:
             reason = log.last_error() or str(exc)
             raise PrecheckFailed(
-                f"llama.cpp could not load {path.name}: {reason}; check that it is a complete GGUF model"
+                f"llama.cpp could not load {name}: {reason}; check that it is a complete GGUF model"
             ) from exc
     return llm, log.buffer_bytes()
 

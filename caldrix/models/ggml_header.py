@@ -6,6 +6,10 @@ by name — so the architecture can be told apart by trying each layout and chec
 vocabulary parses and the first tensor's name uses that architecture's naming. Checking this
 before ctransformers opens the file also matters because its loaders trust the header: the
 wrong ``model_type`` on a file can make them allocate garbage sizes instead of failing.
+
+llama (``ggmf``/``ggjt``) and falcon (``ggcc``) files are versioned and name their layout by
+their magic. Every count a header gives is bounded by what the file can hold before anything
+trusts it; ``ggml_tensors`` then walks the tensor records the same way.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import dataclasses
 import os
 import struct
 from dataclasses import dataclass
-from pathlib import Path
+from typing import BinaryIO
 
 from caldrix.limits import LEGACY_MIN_BYTES_PER_WEIGHT, LEGACY_VOCAB_ENTRY_MIN_BYTES
 
@@ -25,6 +29,19 @@ GGMF_MAGIC = 0x67676D66
 GGJT_MAGIC = 0x67676A74
 #: Falcon files written by ggllm.cpp.
 GGCC_MAGIC = 0x67676363
+#: The one ``ggcc`` version ggllm.cpp's loader reads (it starts at 10, apart from ``ggjt``'s).
+GGCC_VERSION = 10
+#: The falcons ggllm.cpp's loader knows: by layer count (7B, 40B), else by the header's
+#: ``n_falcon_type``. It asserts on any other, which ends the process that loaded it.
+FALCON_LAYER_COUNTS = frozenset({32, 60})
+FALCON_TYPES = frozenset({7, 40})
+#: The loader reads the first 12 vocabulary entries as its special tokens.
+FALCON_MIN_VOCAB = 12
+#: Why a falcon file in an older format than ``ggcc`` is refused.
+OLD_FALCON_REFUSAL = (
+    "it is a falcon file in a format older than ggcc, for which ggllm.cpp's loader reads "
+    "tokenizer.json beside it and ends the process when it cannot; convert it to ggcc with ggllm.cpp"
+)
 #: GGUF files are not legacy: the llama.cpp engine opens them.
 GGUF_MAGIC = 0x46554747
 LEGACY_MAGICS = frozenset({GGML_MAGIC, GGMF_MAGIC, GGJT_MAGIC, GGCC_MAGIC})
@@ -35,15 +52,14 @@ HEAD_BYTES = 8 * 1024 * 1024
 MAX_VOCAB = 1_000_000
 MAX_TOKEN_BYTES = 4096
 MAX_NAME_BYTES = 512
+#: Every ctransformers loader reads one or two extents a tensor; the falcon and llama ones
+#: refuse more, the gpt2 family overflows the two-slot array it reads them into.
+MAX_TENSOR_DIMS = 2
 F32_BYTES = 4
 F16_BYTES = 2
 QNT_VERSION_FACTOR = 1000
-#: The quantization format version whose block sizes are listed below.
+#: The quantization format version whose block sizes ``ggml_tensors`` knows.
 CURRENT_QNT_VERSION = 2
-#: ggml tensor types whose record size is known: type -> (bytes per block, values per block).
-#: f32 and f16 never changed; the quantized blocks are those of format version 2.
-_PLAIN_TYPES = {0: (4, 1), 1: (2, 1)}
-_QUANTIZED_TYPES = {2: (18, 32), 3: (20, 32), 6: (22, 32), 7: (24, 32), 8: (34, 32)}
 
 
 @dataclass(frozen=True)
@@ -94,7 +110,14 @@ class GgmlHeader:
     n_vocab: int | None = None
     n_head: int | None = None
     tensor_alignment: int = 1
-    """Tensor data starts at a multiple of this (32 in ``ggjt`` files, packed elsewhere)."""
+    """Tensor data starts at a multiple of this (32 in ``ggjt`` and ``ggcc`` files, packed
+    elsewhere)."""
+    n_head_kv: int | None = None
+    """Heads of the KV cache where fewer than ``n_head`` (falcon's multi-query attention)."""
+
+    @property
+    def kv_heads(self) -> int | None:
+        return self.n_head_kv or self.n_head
 
 
 class LegacyHeaderInvalid(ValueError):
@@ -107,17 +130,17 @@ GGJT_ALIGNMENT = 32
 GGJT_CURRENT_VERSION = 3
 
 
-def read_magic(path: Path) -> int:
-    """The little-endian u32 at the start of the file (0 when the file is shorter)."""
-    with path.open("rb") as f:
-        head = f.read(4)
+def read_magic(handle: BinaryIO) -> int:
+    """The little-endian u32 at the start of the open file (0 when the file is shorter)."""
+    handle.seek(0)
+    head = handle.read(4)
     return struct.unpack("<I", head)[0] if len(head) == 4 else 0
 
 
-def read_header(path: Path) -> GgmlHeader:
-    """Parse the header of a legacy GGML file; ``model_type`` is None when it cannot be told.
-    :class:`LegacyHeaderInvalid` when the header claims more than the file holds."""
-    head, size = _head(path)
+def read_header(handle: BinaryIO) -> GgmlHeader:
+    """Parse the header of the open legacy GGML file; ``model_type`` is None when it cannot be
+    told. :class:`LegacyHeaderInvalid` when the header claims more than the file holds."""
+    head, size = _head(handle)
     return parse_header(head, size)
 
 
@@ -127,7 +150,7 @@ def parse_header(head: bytes, size: int) -> GgmlHeader:
     if magic in (GGMF_MAGIC, GGJT_MAGIC):
         return _llama_header(magic, head, size)
     if magic == GGCC_MAGIC:
-        return GgmlHeader(magic, "falcon")
+        return _falcon_header(head, size)
     if magic == GGML_MAGIC:
         for layout in _LAYOUTS:
             header = _try_layout(layout, head, size)
@@ -136,21 +159,24 @@ def parse_header(head: bytes, size: int) -> GgmlHeader:
     return GgmlHeader(magic, None)
 
 
-def header_for_type(path: Path, model_type: str) -> GgmlHeader | None:
-    """The header read with ``model_type``'s layout; None when the file does not fit it, and
-    :class:`LegacyHeaderInvalid` when it does but claims more than the file holds.
+def header_for_type(handle: BinaryIO, model_type: str) -> GgmlHeader | None:
+    """The open file's header read with ``model_type``'s layout; None when the file does not
+    have it, and :class:`LegacyHeaderInvalid` when it does but claims more than the file
+    holds (or is a falcon file whose loader would end the process).
 
-    llama files are read as llama files whatever their magic; falcon (``ggcc``) files have no
-    layout here and are returned with only the magic."""
-    head, size = _head(path)
+    llama files are read as llama files whatever their older magic; falcon files must be
+    ggllm.cpp's ``ggcc``, and a ``ggcc`` file is read as nothing else."""
+    head, size = _head(handle)
     magic = struct.unpack("<I", head[:4])[0] if len(head) >= 4 else 0
+    if model_type == "falcon":
+        if magic in (GGML_MAGIC, GGMF_MAGIC, GGJT_MAGIC):
+            raise LegacyHeaderInvalid(OLD_FALCON_REFUSAL)
+        return _falcon_header(head, size) if magic == GGCC_MAGIC else None
+    if model_type == "llama":
+        return _llama_header(magic, head, size) if magic in (GGML_MAGIC, GGMF_MAGIC, GGJT_MAGIC) else None
     wanted = _SAME_LAYOUT_AS.get(model_type, model_type)
     layout = next((lay for lay in _LAYOUTS if lay.model_type == wanted), None)
-    if layout is None:
-        if model_type == "llama" and magic in (GGML_MAGIC, GGMF_MAGIC, GGJT_MAGIC):
-            return _llama_header(magic, head, size)
-        return GgmlHeader(magic, model_type)
-    if magic != GGML_MAGIC:
+    if layout is None or magic != GGML_MAGIC:
         return None
     header = _try_layout(layout, head, size)
     if header is None:
@@ -158,9 +184,9 @@ def header_for_type(path: Path, model_type: str) -> GgmlHeader | None:
     return dataclasses.replace(header, model_type=model_type)
 
 
-def _head(path: Path) -> tuple[bytes, int]:
-    with path.open("rb") as f:
-        return f.read(HEAD_BYTES), os.fstat(f.fileno()).st_size
+def _head(handle: BinaryIO) -> tuple[bytes, int]:
+    handle.seek(0)
+    return handle.read(HEAD_BYTES), os.fstat(handle.fileno()).st_size
 
 
 def _llama_header(magic: int, head: bytes, size: int) -> GgmlHeader:
@@ -194,6 +220,78 @@ def _llama_header(magic: int, head: bytes, size: int) -> GgmlHeader:
         n_head=n_head,
         tensor_alignment=GGJT_ALIGNMENT if magic == GGJT_MAGIC else 1,
     )
+
+
+def _falcon_header(head: bytes, size: int) -> GgmlHeader:
+    """A falcon file in ggllm.cpp's ``ggcc`` format: a version, eight hparams, the scored
+    vocabulary, the BPE merges, then tensors aligned to 32 bytes. Its loader trusts every
+    figure (it sizes its tables by them and asserts on a model it does not know, which ends
+    the process), so each is checked against the file and the loader's own rules first."""
+    hparams_at = 8
+    if len(head) < hparams_at + 8 * 4:
+        raise LegacyHeaderInvalid(f"the file ends inside its header ({size} bytes)")
+    (version,) = struct.unpack_from("<I", head, 4)
+    if version != GGCC_VERSION:
+        raise LegacyHeaderInvalid(
+            f"it is a ggcc file of version {version}; ggllm.cpp's falcon loader reads version {GGCC_VERSION}"
+        )
+    n_vocab, n_embd, n_head, n_head_kv, n_layer, falcon_type, _ftype, _merges = struct.unpack_from(
+        "<8i", head, hparams_at
+    )
+    _check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=1, size=size)
+    if n_vocab < FALCON_MIN_VOCAB:
+        raise LegacyHeaderInvalid(
+            f"its header claims {n_vocab} vocabulary entries; "
+            f"a falcon vocabulary has at least {FALCON_MIN_VOCAB}"
+        )
+    if not 0 < n_head_kv <= n_head or n_head % n_head_kv or n_embd % n_head:
+        raise LegacyHeaderInvalid(
+            f"its header claims {n_head_kv} KV heads for {n_head} heads of an embedding of {n_embd}; "
+            "the heads must divide the embedding and the KV heads the heads"
+        )
+    if n_layer not in FALCON_LAYER_COUNTS and falcon_type not in FALCON_TYPES:
+        raise LegacyHeaderInvalid(
+            f"its header names a falcon of {n_layer} layers and type {falcon_type}; ggllm.cpp's loader "
+            "knows 32 or 60 layers, or type 7 or 40"
+        )
+    _check_weights(n_vocab * n_embd + n_layer * 2 * n_embd * n_embd, size)
+    offset = _skip_vocab_within(head, hparams_at + 8 * 4, n_vocab, scored=True, size=size)
+    tensors_at = _skip_merges_within(head, offset, size)
+    return GgmlHeader(
+        GGCC_MAGIC,
+        "falcon",
+        None,
+        n_embd,
+        n_layer,
+        F16_BYTES,
+        tensors_at=tensors_at,
+        qnt_version=CURRENT_QNT_VERSION,
+        n_vocab=n_vocab,
+        n_head=n_head,
+        tensor_alignment=GGJT_ALIGNMENT,
+        n_head_kv=n_head_kv,
+    )
+
+
+def _skip_merges_within(head: bytes, offset: int, size: int) -> int:
+    """The offset past a ``ggcc`` file's BPE merges (a count, then pairs of length-prefixed
+    strings), which must lie inside the file's head like its vocabulary."""
+    try:
+        (count,) = struct.unpack_from("<i", head, offset)
+        if count < 0:
+            raise ValueError("negative count")
+        offset += 4
+        for _ in range(count):
+            for _side in range(2):
+                (length,) = struct.unpack_from("<I", head, offset)
+                if length > MAX_TOKEN_BYTES or offset + 4 + length > len(head):
+                    raise ValueError("not a merge")
+                offset += 4 + length
+    except (struct.error, ValueError):
+        raise LegacyHeaderInvalid(
+            f"its BPE merges do not fit in the file's first {min(size, len(head)):,} bytes"
+        ) from None
+    return offset
 
 
 def _check_counts(*, n_vocab: int, n_embd: int, n_head: int, n_layer: int, n_ctx: int, size: int) -> None:
@@ -294,7 +392,7 @@ def _skip_vocab(head: bytes, offset: int, n_vocab: int, scored: bool) -> tuple[i
 
 def _first_tensor_name(head: bytes, offset: int) -> str | None:
     n_dims, name_len, _ttype = struct.unpack_from("<3i", head, offset)
-    if not (1 <= n_dims <= 4 and 0 < name_len <= MAX_NAME_BYTES):
+    if not (1 <= n_dims <= MAX_TENSOR_DIMS and 0 < name_len <= MAX_NAME_BYTES):
         return None
     start = offset + 12 + 4 * n_dims
     raw = head[start : start + name_len]
@@ -304,39 +402,3 @@ def _first_tensor_name(head: bytes, offset: int) -> str | None:
         return raw.decode("ascii")
     except UnicodeDecodeError:
         return None
-
-
-def missing_tensor_bytes(path: Path, header: GgmlHeader) -> int:
-    """How many bytes the tensor records need beyond the end of the file (0 when complete).
-
-    ggml's unversioned loaders read tensors until end of file and never notice a file that
-    ends early, so a truncated download would load with weights missing. The records are
-    walked here; at a tensor type whose size is not known the walk stops and reports 0."""
-    if header.tensors_at is None:
-        return 0
-    known = dict(_PLAIN_TYPES)
-    if header.qnt_version == CURRENT_QNT_VERSION:
-        known.update(_QUANTIZED_TYPES)
-    size = path.stat().st_size
-    offset = header.tensors_at
-    with path.open("rb") as f:
-        while offset < size:
-            f.seek(offset)
-            record = f.read(12 + 4 * 4)
-            if len(record) < 12:
-                return 12 - len(record)
-            n_dims, name_len, ttype = struct.unpack_from("<3i", record)
-            if ttype not in known or not 1 <= n_dims <= 4 or len(record) < 12 + 4 * n_dims:
-                return 0
-            extents = struct.unpack_from(f"<{n_dims}i", record, 12)
-            if name_len <= 0 or min(extents) <= 0:
-                # A walk by negative sizes would go backwards for ever: the record is corrupt.
-                raise LegacyHeaderInvalid(f"the tensor record at byte {offset:,} has a size of 0 or less")
-            n_values = 1
-            for extent in extents:
-                n_values *= extent
-            block_bytes, block_values = known[ttype]
-            offset += 12 + 4 * n_dims + name_len
-            offset = -(-offset // header.tensor_alignment) * header.tensor_alignment
-            offset += n_values // block_values * block_bytes
-    return max(0, offset - size)

@@ -26,7 +26,8 @@ from typing import BinaryIO, Literal
 from caldrix.errors import PrecheckFailed, quoted
 from caldrix.models.architectures import ENCODER_ONLY_ARCHITECTURES, LLAMA_CPP_ARCHITECTURES
 from caldrix.models.files import open_regular_file
-from caldrix.models.ggml_header import HEAD_BYTES, LegacyHeaderInvalid, missing_tensor_bytes, parse_header
+from caldrix.models.ggml_header import HEAD_BYTES, LegacyHeaderInvalid, parse_header
+from caldrix.models.ggml_tensors import missing_tensor_bytes
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_GGUF_VERSIONS: tuple[int, ...] = (2, 3)
@@ -249,7 +250,7 @@ def _read_legacy(path: Path, handle: BinaryIO, head: bytes, size: int) -> ModelI
     info = ModelInfo(path=path, format="ggml", file_size=size, version=version, legacy_magic=name)
     try:
         header = parse_header(head + handle.read(HEAD_BYTES - len(head)), size)
-        missing = missing_tensor_bytes(path, header)
+        missing = missing_tensor_bytes(handle, header)
     except LegacyHeaderInvalid as exc:
         raise _Invalid(f"not a usable legacy GGML file: {exc}") from None
     if missing:
@@ -262,7 +263,7 @@ def _read_legacy(path: Path, handle: BinaryIO, head: bytes, size: int) -> ModelI
         tensor_bytes=size,
         n_layer=header.n_layer,
         n_head=header.n_head,
-        n_head_kv=header.n_head,
+        n_head_kv=header.kv_heads,
         n_embd=header.n_embd,
         head_dim_k=head_dim,
         head_dim_v=head_dim,

@@ -1,4 +1,5 @@
-"""Write a tiny legacy GGML gpt2 model file with random weights, for the ctransformers tests.
+"""Write tiny legacy GGML model files with random weights, for the ctransformers tests: a gpt2
+(below), a llama header, and a falcon in ggllm.cpp's ``ggcc`` format (at the end).
 
 The layout is the one ggml's ``examples/gpt-2`` loader reads (ctransformers vendors it as
 ``models/llms/gpt2.cc``), with no padding anywhere:
@@ -122,13 +123,15 @@ def _tensors(shape: TinyGpt2, n_vocab: int, rng: np.random.Generator) -> list[tu
     return tensors
 
 
-def _write_tensor(out: BinaryIO, name: str, data: np.ndarray) -> None:
+def _write_tensor(out: BinaryIO, name: str, data: np.ndarray, alignment: int = 1) -> None:
+    """One tensor record; its data starts at a multiple of ``alignment`` (1: packed)."""
     write = out.write
     encoded = name.encode()
     extents = tuple(reversed(data.shape))  # ggml lists the innermost extent first
     write(struct.pack("<3i", len(extents), len(encoded), TENSOR_TYPE_F32))
     write(struct.pack(f"<{len(extents)}i", *extents))
     write(encoded)
+    write(bytes(-out.tell() % alignment))
     write(np.ascontiguousarray(data, dtype="<f4").tobytes())
 
 
@@ -172,3 +175,94 @@ def write_llama_header(path: Path, header: LlamaHeader, vocab: list[bytes], tail
             out.write(struct.pack("<I", len(token)) + token + struct.pack("<f", 0.0))
         out.write(tail)
     return path
+
+
+GGCC_MAGIC = 0x67676363
+GGCC_VERSION = 10
+#: ggllm.cpp's alignment of tensor data in ``ggcc`` files.
+GGCC_ALIGNMENT = 32
+
+
+@dataclass(frozen=True)
+class TinyFalcon:
+    """A falcon small enough to load in milliseconds, with the 7B's layout (one layernorm a
+    layer, multi-query attention: one KV head). ``falcon_type`` 7 tells ggllm.cpp's loader the
+    layout when the layer count is not the 7B's 32."""
+
+    n_embd: int = 32
+    n_head: int = 4
+    n_head_kv: int = 1
+    n_layer: int = 2
+    falcon_type: int = 7
+    seed: int = 4321
+
+
+#: The falcon hparams in header order, as :func:`write_tiny_falcon`'s ``claims`` names them.
+FALCON_HPARAMS = ("n_vocab", "n_embd", "n_head", "n_head_kv", "n_layer", "falcon_type")
+
+
+def write_tiny_falcon(
+    path: Path,
+    shape: TinyFalcon | None = None,
+    claims: dict[str, int] | None = None,
+    *,
+    version: int = GGCC_VERSION,
+    merges: list[tuple[bytes, bytes]] | None = None,
+) -> Path:
+    """A ``ggcc`` file the way ggllm.cpp writes one (ctransformers vendors its loader as
+    ``models/ggml/libfalcon.cpp``): the magic and ``version``, eight i32 hparams (``n_vocab,
+    n_embd, n_head, n_head_kv, n_layer, n_falcon_type, ftype, n_bpe_merges``), the vocabulary
+    (each entry a u32 length, its bytes and an f32 score), the BPE merges (a count, then pairs
+    of length-prefixed strings), then every tensor the 7B layout names, its data aligned to 32
+    bytes. ``claims`` overrides hparams in the header only. Returns ``path``."""
+    shape = shape or TinyFalcon()
+    vocab = tiny_vocab()
+    merges = merges if merges is not None else [(b"t", b"h"), (b"th", b"e")]
+    figures = (len(vocab), shape.n_embd, shape.n_head, shape.n_head_kv, shape.n_layer, shape.falcon_type)
+    hparams = {**dict(zip(FALCON_HPARAMS, figures, strict=True)), **(claims or {})}
+    rng = np.random.default_rng(shape.seed)
+    with path.open("wb") as out:
+        out.write(struct.pack("<II", GGCC_MAGIC, version))
+        out.write(struct.pack("<6i", *(hparams[name] for name in FALCON_HPARAMS)))
+        out.write(struct.pack("<2i", FTYPE_ALL_F32, len(merges)))
+        for token in vocab:
+            out.write(struct.pack("<I", len(token)) + token + struct.pack("<f", 0.0))
+        out.write(struct.pack("<i", len(merges)))
+        for left, right in merges:
+            out.write(struct.pack("<I", len(left)) + left + struct.pack("<I", len(right)) + right)
+        for name, data in _falcon_tensors(shape, len(vocab), rng):
+            _write_tensor(out, name, data, alignment=GGCC_ALIGNMENT)
+    return path
+
+
+def _falcon_tensors(
+    shape: TinyFalcon, n_vocab: int, rng: np.random.Generator
+) -> list[tuple[str, np.ndarray]]:
+    e = shape.n_embd
+    head_dim = e // shape.n_head
+
+    def weight(rows: int, cols: int) -> np.ndarray:
+        return rng.normal(0.0, 0.5, size=(rows, cols)).astype(np.float32)
+
+    ones = np.ones(e, dtype=np.float32)
+    zeros = np.zeros(e, dtype=np.float32)
+    tensors: list[tuple[str, np.ndarray]] = [
+        ("transformer.word_embeddings.weight", weight(n_vocab, e)),
+        ("transformer.ln_f.weight", ones),
+        ("transformer.ln_f.bias", zeros),
+        ("lm_head.weight", weight(n_vocab, e)),
+    ]
+    for i in range(shape.n_layer):
+        p = f"transformer.h.{i}"
+        tensors += [
+            (f"{p}.input_layernorm.weight", ones),
+            (f"{p}.input_layernorm.bias", zeros),
+            (
+                f"{p}.self_attention.query_key_value.weight",
+                weight((2 * shape.n_head_kv + shape.n_head) * head_dim, e),
+            ),
+            (f"{p}.self_attention.dense.weight", weight(e, e)),
+            (f"{p}.mlp.dense_h_to_4h.weight", weight(4 * e, e)),
+            (f"{p}.mlp.dense_4h_to_h.weight", weight(e, 4 * e)),
+        ]
+    return tensors

@@ -13,7 +13,7 @@ from caldrix.errors import PrecheckFailed
 from caldrix.models.architectures import LLAMA_CPP_ARCHITECTURES
 from caldrix.models.gguf import precheck
 from caldrix.models.references import resolve_model
-from tests.caldrix.ggml_writer import write_tiny_gpt2
+from tests.caldrix.ggml_writer import TinyFalcon, write_tiny_falcon, write_tiny_gpt2
 from tests.caldrix.gguf_writer import gguf_bytes, tiny_llama_metadata, write_gguf
 
 #: Bytes of the real file copied for checks decided by the header alone.
@@ -131,10 +131,13 @@ def test_a_legacy_ggml_file_is_recognised_for_ctransformers(tmp_path: Path) -> N
 
 
 def test_a_falcon_ggcc_file_is_recognised_as_legacy_and_sent_to_ctransformers(tmp_path: Path) -> None:
-    path = tmp_path / "falcon.bin"
-    path.write_bytes(struct.pack("<II", 0x67676363, 3) + bytes(64))  # magic 'ggcc', version 3
+    shape = TinyFalcon()
+    path = write_tiny_falcon(tmp_path / "falcon.bin", shape)
     info = precheck(path)
-    assert (info.format, info.legacy_magic, info.is_legacy, info.version) == ("ggml", "ggcc", True, 3)
+    assert (info.format, info.legacy_magic, info.is_legacy, info.version) == ("ggml", "ggcc", True, 10)
+    # Multi-query attention: the fit counts the header's one KV head, not one per head.
+    assert (info.n_layer, info.n_head, info.n_head_kv) == (shape.n_layer, shape.n_head, shape.n_head_kv)
+    assert info.head_dim_k == shape.n_embd // shape.n_head
     assert engine_for_file(path) == "ctransformers"
 
 

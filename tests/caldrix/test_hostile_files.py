@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,15 @@ from typing import Any
 import pytest
 
 from caldrix.cli.pool import process_alive
-from tests.caldrix.ggml_writer import LlamaHeader, write_llama_header, write_tiny_gpt2
+from caldrix.models.ggml_header import GGJT_ALIGNMENT
+from tests.caldrix.ggml_writer import (
+    LlamaHeader,
+    TinyFalcon,
+    TinyGpt2,
+    write_llama_header,
+    write_tiny_falcon,
+    write_tiny_gpt2,
+)
 from tests.caldrix.pool_harness import (
     DEFAULT_MODEL,
     EXIT_TIMEOUT_SECS,
@@ -127,9 +136,16 @@ def random_tjgg(path: Path) -> Path:
 
 
 def loader_failure(path: Path) -> Path:
-    """A llama header whose small figures the file can back, and no tensors after it: the
-    precheck passes it, ggml's llama loader fails on it (and prints why on stderr)."""
-    return write_llama_header(path, LlamaHeader(), [b"a", b"b", b"c", b"d"], bytes(300))
+    """A llama header whose small figures the file can back, and one well-formed tensor that
+    is not a llama tensor: the precheck passes it, ggml's llama loader fails on it (and prints
+    why on stderr)."""
+    vocab = [b"a", b"b", b"c", b"d"]
+    record_at = 8 + 7 * 4 + sum(4 + len(token) + 4 for token in vocab)
+    name = b"not.a.llama.tensor"
+    values = 64  # enough bytes for the weights the header's figures imply
+    record = struct.pack("<4i", 1, len(name), 0, values) + name
+    padding = bytes(-(record_at + len(record)) % GGJT_ALIGNMENT)
+    return write_llama_header(path, LlamaHeader(), vocab, record + padding + bytes(4 * values))
 
 
 # --- item 4: a named pipe as a model file ----------------------------------------------------
@@ -286,6 +302,125 @@ def test_a_legacy_load_is_fitted_by_its_header(pool: PoolProcess, tmp_path: Path
     refused = load(pool, "huge-window", path, ctx=2_000_000)
     message = one_line(refused, "no_fit")
     assert refused["limit_bytes"] == MEMORY_LIMIT and refused["footprint_bytes"] > MEMORY_LIMIT, message
+
+
+# --- item 6, falcon: ggllm.cpp's ggcc files, whose loader ends the process on what it does not know
+
+
+def generate_once(pool: PoolProcess, member: str) -> dict[str, Any]:
+    """A context on ``member`` and a four-token generation on it; the ``done`` frame."""
+    with raw_connection(pool.socket_path, pool.frames) as connection:
+        user = {"id": "u1", "role": "user", "text": "Say the word.", "pinned": False}
+        created = request(
+            connection, {"op": "context.create", "rid": 1, "member": member, "segments": [user]}
+        )
+        assert created["op"] == "ok", created
+        connection.send({"op": "generate", "rid": 2, "context": created["context"], "max_new_tokens": 4})
+        while (frame := connection.receive())["op"] in ("token", "progress"):
+            pass
+        return frame
+
+
+def test_a_falcon_ggcc_file_loads_and_generates(pool: PoolProcess, tmp_path: Path) -> None:
+    """The header walk reads ggllm.cpp's format as its loader does: the tiny falcon is detected,
+    fitted by its one KV head, and served."""
+    path = write_tiny_falcon(tmp_path / "falcon.bin")
+    loaded = load(pool, "falcon", path)
+    assert loaded["op"] == "ok" and loaded["member"]["state"] == "ready", loaded
+    member, shape = loaded["member"], TinyFalcon()
+    # The KV of falcon's multi-query attention: one head of n_embd / n_head, f16, K and V.
+    kv_row = 2 * shape.n_layer * (shape.n_embd // shape.n_head) * shape.n_head_kv * 2
+    assert member["footprint_bytes"] == path.stat().st_size + member["n_ctx"] * kv_row, member
+    done = generate_once(pool, "falcon")
+    try:
+        assert done["op"] == "done" and done["completion_tokens"] >= 1, done
+    finally:
+        unload(pool, "falcon")
+
+
+@pytest.mark.parametrize(
+    ("claims", "says"),
+    [
+        ({"n_vocab": CLAIMED_VOCAB}, f"{CLAIMED_VOCAB:,} vocabulary entries, more than its"),
+        ({"n_vocab": 4}, "at least 12"),
+        ({"n_embd": 1_000_000}, "weights"),
+        ({"n_head_kv": 3}, "KV heads"),
+        ({"n_head_kv": 0}, "KV heads"),
+        # Neither the 7B's nor the 40B's layer count, and no type that names one: the loader
+        # would assert, which ends the process.
+        ({"falcon_type": 9}, "knows 32 or 60 layers"),
+    ],
+)
+def test_falcon_counts_the_loader_cannot_take_are_refused(
+    pool: PoolProcess, tmp_path: Path, claims: dict[str, int], says: str
+) -> None:
+    path = write_tiny_falcon(tmp_path / "lies.bin", claims=claims)
+    message = one_line(load(pool, "lies", path), "precheck_failed")
+    assert says in message, message
+    message = one_line(load(pool, "lies", path, model_type="falcon"), "precheck_failed")
+    assert says in message, message
+    assert pool.process.poll() is None
+
+
+def test_falcon_merges_past_the_file_are_refused(pool: PoolProcess, tmp_path: Path) -> None:
+    path = write_tiny_falcon(tmp_path / "merges.bin")
+    data = bytearray(path.read_bytes())
+    count_at = data.index(struct.pack("<I", 1) + b"t" + struct.pack("<I", 1) + b"h") - 4
+    data[count_at : count_at + 4] = struct.pack("<i", 50_000_000)
+    path.write_bytes(bytes(data))
+    message = one_line(load(pool, "merges", path), "precheck_failed")
+    assert "BPE merges do not fit" in message, message
+
+
+def test_an_older_ggcc_version_or_an_old_format_falcon_is_refused(pool: PoolProcess, tmp_path: Path) -> None:
+    """ggllm.cpp reads only version 10; for falcons in the older llama magics it reads
+    tokenizer.json beside the file and exits the process when that fails."""
+    old_version = write_tiny_falcon(tmp_path / "v3.bin", version=3)
+    assert "reads version 10" in one_line(load(pool, "old", old_version), "precheck_failed")
+    # A ggjt file the precheck reads as llama's, given to the falcon loader.
+    old_format = loader_failure(tmp_path / "ggjt-falcon.bin")
+    message = one_line(load(pool, "old", old_format, model_type="falcon"), "precheck_failed")
+    assert "older than ggcc" in message and "tokenizer.json" in message, message
+    assert pool.process.poll() is None
+
+
+def test_a_ggcc_file_read_as_another_architecture_is_refused(pool: PoolProcess, tmp_path: Path) -> None:
+    path = write_tiny_falcon(tmp_path / "falcon.bin")
+    for model_type in ("llama", "gpt2"):
+        message = one_line(load(pool, "wrong", path, model_type=model_type), "precheck_failed")
+        assert f"does not have the layout of a {model_type} GGML file" in message, message
+
+
+# --- item 6, tensors: records the loaders would trust ---------------------------------------------
+
+
+def first_tensor_record_at(path: Path) -> int:
+    """The offset of the tiny gpt2 file's first tensor record (after its vocabulary)."""
+    return path.read_bytes().index(struct.pack("<3i", 1, len(b"model/ln_f/g"), 0))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        # gpt2's loader reads extents into a two-slot array on its stack.
+        (0, 3, "claims 3 dimensions"),
+        (1, 2_000_000_000, "a name of 2,000,000,000 bytes"),
+        (1, -5, "a name of -5 bytes"),
+        (2, 77, "tensor type 77"),
+    ],
+)
+def test_a_tensor_record_no_loader_reads_safely_is_refused(
+    pool: PoolProcess, tmp_path: Path, field: int, value: int, says: str
+) -> None:
+    path = write_tiny_gpt2(tmp_path / "record.bin", TinyGpt2())
+    data = bytearray(path.read_bytes())
+    # The last record's head: a lie there passes every earlier check.
+    at = data.rindex(struct.pack("<3i", 1, len(b"model/h1/mlp/c_proj/b"), 0))
+    data[at + 4 * field : at + 4 * field + 4] = struct.pack("<i", value)
+    path.write_bytes(bytes(data))
+    message = one_line(load(pool, "record", path), "precheck_failed")
+    assert says in message, message
+    assert pool.process.poll() is None
 
 
 # --- item 8: a failed member holds no memory ----------------------------------------------------
