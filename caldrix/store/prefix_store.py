@@ -279,7 +279,8 @@ class PrefixStore:
         one holding the longest shared prefix); return the decision and that snapshot."""
         # Some prompt rows must be evaluated: logits are not part of the KV rows, and on some
         # engines the last batch must hold more than one row (``min_fill_rows``, by default 2).
-        limit = max(0, len(prompt_tokens) - max(1, engine.capabilities.min_fill_rows))
+        least_rows = max(1, engine.capabilities.min_fill_rows)
+        limit = max(0, len(prompt_tokens) - least_rows)
         live_start = min(common_prefix_length(engine.live_tokens, prompt_tokens), limit)
         candidates = [Candidate("live", live_start)]
         match = self._trie.longest_prefix(prompt_tokens)
@@ -288,7 +289,8 @@ class PrefixStore:
         if stored_start > live_start and match.holders:
             cheapest = min(match.holders, key=lambda e: e.nbytes)
             candidates.append(Candidate("stored", stored_start, cheapest.nbytes))
-        return decide(len(prompt_tokens), candidates, self.rates.current()), cheapest
+        decision = decide(len(prompt_tokens), candidates, self.rates.current(), least_rows=least_rows)
+        return decision, cheapest
 
     def _restore(self, engine: Engine, entry: _Entry, start: int) -> None:
         started = time.perf_counter()

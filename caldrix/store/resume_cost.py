@@ -154,9 +154,15 @@ def price(candidate: Candidate, prompt_rows: int, rates: RatesUsed) -> float:
     return restore + (prompt_rows - candidate.start) / rates.fill_rows_per_s
 
 
-def decide(prompt_rows: int, resumable: list[Candidate], rates: RatesUsed) -> ResumeDecision:
+def decide(
+    prompt_rows: int, resumable: list[Candidate], rates: RatesUsed, *, least_rows: int = 1
+) -> ResumeDecision:
     """Price the whole prefill and every resumable start; pick the cheapest. A resume must be
-    strictly cheaper than the whole prefill to be chosen."""
+    strictly cheaper than the whole prefill to be chosen — except the live rows when they hold
+    all but the ``least_rows`` every start computes anyway (the logits' rows): that resume
+    computes a part of what any other start does, on the same path, so no price is needed,
+    and prices from noisy timings (a one-row fill timed on a busy machine is mostly fixed
+    overhead) must not make the pool compute a prompt it already holds again."""
     whole = PricedCandidate(Candidate("prefill", 0), price(Candidate("prefill", 0), prompt_rows, rates))
     priced = [whole]
     for candidate in resumable:
@@ -165,5 +171,9 @@ def decide(prompt_rows: int, resumable: list[Candidate], rates: RatesUsed) -> Re
     chosen = whole
     for option in priced[1:]:
         if option.seconds < chosen.seconds:
+            chosen = option
+    for option in priced[1:]:
+        held = option.candidate
+        if held.source == "live" and held.start >= prompt_rows - least_rows:
             chosen = option
     return ResumeDecision(prompt_rows=prompt_rows, chosen=chosen, alternatives=tuple(priced), rates=rates)

@@ -162,6 +162,19 @@ def test_measured_fill_rate_lets_a_shorter_prefix_win() -> None:
     assert decide(1000, [Candidate("stored", 300, restore_bytes=7_000_000)], current).start == 300
 
 
+def test_live_rows_holding_all_but_the_logits_rows_win_whatever_the_timings() -> None:
+    """On a busy machine a one-row fill is timed mostly as fixed overhead, so its measured
+    rate can make a whole prefill look cheaper; a prompt the live rows already hold is still
+    resumed, since every start computes those last rows anyway."""
+    current = measured_rates(prefill=1000, fill=1, restore=5e9).current()
+    assert decide(30, [Candidate("live", 29)], current, least_rows=1).start == 29
+    assert decide(30, [Candidate("live", 28)], current, least_rows=2).start == 28
+    # Holding fewer rows than that, the prices decide as before.
+    assert decide(30, [Candidate("live", 27)], current, least_rows=2).start == 0
+    # A snapshot has its restore to pay for: it is priced, not preferred.
+    assert decide(30, [Candidate("stored", 29, restore_bytes=1_000_000)], current).start == 0
+
+
 def test_restore_cost_is_weighed_against_what_it_saves() -> None:
     current = measured_rates(prefill=250, fill=250, restore=1e6).current()  # a slow 1 MB/s restore
     options = [Candidate("live", 100), Candidate("stored", 900, restore_bytes=20_000_000)]
