@@ -45,3 +45,7 @@ LEGACY_MIN_BYTES_PER_WEIGHT: Final = 0.25
 #: The scratch buffer ggml's example loaders evaluate in (256 MiB, grown on demand), counted in
 #: a legacy model's footprint beside its weights and KV.
 LEGACY_SCRATCH_BYTES: Final = 256 * 1024 * 1024
+
+#: How long a signalled pool lets connections finish the request they are answering, by
+#: default (``caldrix pool --shutdown-grace``).
+SHUTDOWN_GRACE_SECS: Final = 10.0

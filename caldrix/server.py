@@ -7,7 +7,7 @@ socket answer therefore finds the members loaded.
 
 Stop, in order, on ``pool.stop``, SIGTERM/SIGINT, or ``--idle-timeout`` seconds without a
 connection: stop accepting and remove the socket file; let each connection finish the request
-it is answering (no wait for ``pool.stop``, up to :data:`SHUTDOWN_GRACE_SECS` for a signal);
+it is answering (no wait for ``pool.stop``, up to ``--shutdown-grace`` seconds for a signal);
 cancel what is left; unload the members. Exit status 0.
 """
 
@@ -30,6 +30,7 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup
 from caldrix.connection import Connection
 from caldrix.engines.base import ServingFlags
 from caldrix.errors import CaldrixError, SocketRefused, quoted
+from caldrix.limits import SHUTDOWN_GRACE_SECS
 from caldrix.members import MemoryPlan
 from caldrix.models.references import is_remote_reference, local_file, parse_reference
 from caldrix.pool import MAX_CONNECTIONS, Pool
@@ -38,8 +39,6 @@ from caldrix.protocol.transport import unwritable_socket_folder
 
 logger = logging.getLogger("caldrix.pool")
 
-#: How long a signalled pool lets connections finish the request they are answering.
-SHUTDOWN_GRACE_SECS: Final = 10.0
 #: How long a stopping pool waits for its members to unload before it exits without them.
 SHUTDOWN_UNLOAD_SECS: Final = 30.0
 #: How long the check for a live pool on the socket waits for it to accept.
@@ -61,6 +60,8 @@ class PoolSettings:
     loads: list[tuple[str, str]] = field(default_factory=list)
     """Members to load before binding: (name, model reference)."""
     max_connections: int = MAX_CONNECTIONS
+    shutdown_grace: float = SHUTDOWN_GRACE_SECS
+    """Seconds a signalled pool lets connections finish their current request."""
 
 
 def fetch_reference(reference: str) -> Path:
@@ -240,7 +241,7 @@ class PoolServer:
         self._count_changed = anyio.Event()
 
     async def _close_connections(self) -> None:
-        grace = SHUTDOWN_GRACE_SECS if self._stop_reason == "signal" else 0.0
+        grace = self.settings.shutdown_grace if self._stop_reason == "signal" else 0.0
         for connection in list(self._connections):
             if grace:
                 connection.close_when_idle()

@@ -16,6 +16,7 @@ from caldrix import __version__
 from caldrix.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
 from caldrix.engines.base import ServingFlags
 from caldrix.errors import CaldrixError, UsageError, one_line
+from caldrix.limits import SHUTDOWN_GRACE_SECS
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
 
@@ -218,6 +219,14 @@ def _add_pool(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         default=DEFAULT_IDLE_TIMEOUT_SECS,
         metavar="SECS",
         help="exit after this long with no connection open (default 1800; 0 = never)",
+    )
+    pool.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=SHUTDOWN_GRACE_SECS,
+        metavar="SECS",
+        help="on SIGTERM or SIGINT, let running requests finish for up to this long (default 10; "
+        "0 cancels them at once)",
     )
     pool.add_argument(
         "--max-connections",

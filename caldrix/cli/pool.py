@@ -63,6 +63,7 @@ def pool_control(args: argparse.Namespace) -> int:
 def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Path) -> PoolSettings:
     """The daemon's settings from its flags, each checked with a one-line refusal."""
     _require(args.idle_timeout >= 0, "--idle-timeout must be 0 (never) or more seconds")
+    _require(args.shutdown_grace >= 0, "--shutdown-grace must be 0 or more seconds")
     max_connections = MAX_CONNECTIONS if args.max_connections is None else args.max_connections
     _require(max_connections >= 1, "--max-connections must be 1 or more")
     _require(
@@ -77,6 +78,7 @@ def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Pa
         loads=member_names(list(args.load), args.decision),
         idle_timeout=float(args.idle_timeout),
         max_connections=max_connections,
+        shutdown_grace=float(args.shutdown_grace),
     )
 
 
