@@ -2,7 +2,10 @@
 
 ``record`` runs ``aerix -p`` requests on the embedded model through a pool, with a proxy on the
 socket between them: before each ``generate`` goes through, the proxy reads that context's
-segments on a side connection (``context.get``) and keeps them with the request's fields.
+segments on a side connection (``context.get``) and keeps them with the request's fields. The
+pool's member is either the model itself (its own answers) or, for the request with two
+delegated pieces (``_two_pieces.py``), the model under ``--engine scripted --script-prefill``
+(every row computed by the model, the answers from a script).
 """
 
 from __future__ import annotations
@@ -26,21 +29,26 @@ from tests.default_model import DEFAULT_MODEL_NAME, default_model_path
 ROOT = Path(__file__).resolve().parents[1]
 AERIX = str(Path(sys.executable).with_name("aerix"))
 RECORDING = ROOT / "benchmarks" / "recordings" / "aerix_request.json"
-#: The requests recorded until delegation lands (then: one request with two delegated pieces).
-DEFAULT_PROMPTS = (
-    "Read greet.py and say what greet returns.",
-    "Add a function farewell(name) to greet.py that returns 'Goodbye, <name>!'.",
-    "Which files are in this project?",
-)
 #: The window every setup gets; the recorded requests fit it.
 WINDOW = 4096
+#: Pieces of one turn run one at a time while recording, so the recorded order (and the
+#: tool output a later piece sees of an earlier one's files) is the same every time; the
+#: replay sends the generations one at a time in that order either way.
+RECORDING_PARALLEL = 1
 
 
-def record(prompts: list[str], max_turns: int) -> None:
+def record(prompts: list[str], max_turns: int, script: list[Any] | None = None) -> dict[str, Any]:
     """Real ``aerix -p`` requests (the later ones ``--continue`` the session) through a
-    recording proxy; writes :data:`RECORDING`."""
+    recording proxy; returns the recording (:func:`write_recording` keeps it). With ``script``,
+    the model computes every row and the answers come from the script."""
     work = Path(tempfile.mkdtemp(prefix="bench-vs-servers-"))
-    pool = start_pool(work, "--load", DEFAULT_MODEL_NAME, "--ctx", str(WINDOW), "--idle-timeout", "0")
+    scripted: list[str] = []
+    if script is not None:
+        (work / "script.json").write_text(json.dumps(script))
+        scripted = ["--engine", "scripted", "--script-prefill", "--script", str(work / "script.json")]
+    pool = start_pool(
+        work, "--load", DEFAULT_MODEL_NAME, *scripted, "--ctx", str(WINDOW), "--idle-timeout", "0"
+    )
     generations: list[dict[str, Any]] = []
     proxy_path = work / "proxy.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -52,7 +60,10 @@ def record(prompts: list[str], max_turns: int) -> None:
         target=_serve_proxy, args=(listener, pool.socket_path, side, generations), daemon=True
     ).start()
     project = _scratch_project(work / "project")
-    settings = {"pool": {"socket": str(proxy_path), "main_flags": {"ctx": WINDOW}}}
+    settings = {
+        "pool": {"socket": str(proxy_path), "main_flags": {"ctx": WINDOW}},
+        "delegation": {"parallel": RECORDING_PARALLEL},
+    }
     env = _aerix_env(work, settings)
     outcomes: list[str] = []
     try:
@@ -68,18 +79,29 @@ def record(prompts: list[str], max_turns: int) -> None:
             )
             outcome = json.loads(done.stdout).get("outcome") if done.stdout.strip() else None
             outcomes.append(str(outcome or f"exit {done.returncode}"))
+        changed = subprocess.run(
+            ["git", "-C", str(project), "status", "--porcelain"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
     finally:
         pool.stop()
-    RECORDING.parent.mkdir(parents=True, exist_ok=True)
-    recording = {
+        shutil.rmtree(work, ignore_errors=True)
+    return {
         "model": DEFAULT_MODEL_NAME,
         "prompts": prompts,
         "outcomes": outcomes,
+        "answers": "scripted; every row computed by the model" if script is not None else "the model's own",
+        "changed_files": changed,
+        "script": script,
         "generations": generations,
     }
+
+
+def write_recording(recording: dict[str, Any]) -> None:
+    RECORDING.parent.mkdir(parents=True, exist_ok=True)
     RECORDING.write_text(json.dumps(recording, indent=1) + "\n")
-    print(f"recorded {len(generations)} generations of {len(prompts)} request(s) ({outcomes}) in {RECORDING}")
-    shutil.rmtree(work, ignore_errors=True)
+    generations, requests = len(recording["generations"]), len(recording["prompts"])
+    outcomes = recording["outcomes"]
+    print(f"recorded {generations} generations of {requests} request(s) ({outcomes}) in {RECORDING}")
 
 
 def _scratch_project(path: Path) -> Path:

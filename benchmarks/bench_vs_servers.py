@@ -49,13 +49,14 @@ sys.path.insert(0, str(ROOT))  # the tests' real-server and real-pool launchers
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _aerix_recording import (  # noqa: E402
-    DEFAULT_PROMPTS,
     RECORDING,
     WINDOW,
     floor_rows,
     prompt_tokens,
     record,
+    write_recording,
 )
+from _two_pieces import PIECES, PROMPT, missing_pieces, script, summarize  # noqa: E402
 
 from tests.caldrix.pool_harness import RawConnection, start_pool  # noqa: E402
 from tests.default_model import DEFAULT_MODEL_NAME  # noqa: E402
@@ -231,6 +232,15 @@ def _report(recording: dict[str, Any], runs: dict[str, list[Figures]], floor: in
     print(f"{requests} aerix request(s) on {model}: {generations} generations, {prompted} rows prompted")
     for prompt, outcome in zip(recording["prompts"], recording["outcomes"], strict=True):
         print(f"request: {prompt!r} ({outcome})")
+    answers = recording.get("answers", "the model's own")  # recordings made before scripts
+    print(f"answers: {answers}")
+    print(
+        "agents: "
+        + ", ".join(
+            f"{a.agent} {a.kind}{' ' + a.piece if a.piece else ''} ×{a.generations}"
+            for a in summarize(recording["generations"])
+        )
+    )
     print(f"floor: {floor} rows (each distinct prompt token computed once; appended outputs were decoded)")
     print(
         f"{rounds} round(s); times are medians, per round: "
@@ -241,8 +251,8 @@ def _report(recording: dict[str, Any], runs: dict[str, list[Figures]], floor: in
     )
     print(f"{'setup':34} {'prefilled/prompted':>20} {'sum TTFT s':>11} {'wall s':>8}")
     for name, figures in runs.items():
-        rows = {f.prefilled for f in figures}
-        share = f"{'/'.join(str(r) for r in sorted(rows))}/{figures[0].prompted or prompted}"
+        distinct = sorted({f.prefilled for f in figures})
+        share = f"{'/'.join(str(r) for r in distinct)}/{figures[0].prompted or prompted}"
         ttft = statistics.median(f.ttft_s for f in figures)
         wall = statistics.median(f.wall_s for f in figures)
         print(f"{name:34} {share:>20} {ttft:>11.2f} {wall:>8.2f}")
@@ -259,20 +269,48 @@ def _report(recording: dict[str, Any], runs: dict[str, list[Figures]], floor: in
     print(f"(a) against the floor: {prefilled} rows prefilled for {floor} ({prefilled / floor:.2f}×)")
 
 
+def record_request(prompts: list[str] | None, script_file: str | None, max_turns: int) -> None:
+    """The request with two delegated pieces (the default), or ``prompts`` on the model's own
+    answers, or ``prompts`` answered from ``script_file``; the recording is written only once
+    it holds what it should."""
+    if prompts is None and script_file is not None:
+        raise SystemExit("bench_vs_servers: --script needs the request it answers: give --prompt TEXT")
+    two_pieces = prompts is None
+    answers = script() if two_pieces else json.loads(Path(script_file).read_text()) if script_file else None
+    recording = record([PROMPT] if two_pieces else list(prompts or ()), max_turns, answers)
+    summary = summarize(recording["generations"])
+    for agent in summary:
+        piece = f", piece {agent.piece}" if agent.piece else ""
+        print(f"  {agent.agent:12} {agent.kind}{piece}: {agent.generations} generation(s)")
+    print(f"  files changed: {', '.join(recording['changed_files']) or 'none'}")
+    if two_pieces:
+        missing = missing_pieces(summary, list(PIECES))
+        if missing or recording["outcomes"] != ["done"]:
+            raise SystemExit(
+                f"bench_vs_servers: the two-piece request ended {recording['outcomes']} and its recording "
+                f"lacks {', '.join(missing) or 'nothing'}: {RECORDING} was left as it was"
+            )
+    write_recording(recording)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("action", nargs="?", choices=["record", "replay"], default="replay")
     parser.add_argument(
-        "--prompt", action="append", help="a request to record (repeatable; later ones --continue)"
+        "--prompt",
+        action="append",
+        help="record this request on the model's own answers instead of the two-piece request "
+        "(repeatable; later ones --continue)",
     )
+    parser.add_argument("--script", help="with --prompt: answer from this scripted-engine script (prefilled)")
     parser.add_argument("--max-turns", type=int, default=6, help="the recorded request's turn budget")
     parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the four setups (default 2)")
     args = parser.parse_args()
     action: Callable[[], None] = (
-        (lambda: record(args.prompt or list(DEFAULT_PROMPTS), args.max_turns))
+        (lambda: record_request(args.prompt, args.script, args.max_turns))
         if args.action == "record"
         else (lambda: replay(args.threads, args.rounds))
     )
