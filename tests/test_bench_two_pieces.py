@@ -1,0 +1,99 @@
+"""The side-by-side benchmark's two-piece request: its script's ``when`` keys pick exactly the
+agent each answer is meant for, as aerix's own openings word them, and the summary of a
+recording names each agent and says which piece lacks what."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.app.delegation.openings import implementer_segments, verifier_segments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _two_pieces() -> ModuleType:
+    # benchmarks/ is a folder of scripts, not a package: load the pure module by its path.
+    spec = importlib.util.spec_from_file_location("_two_pieces", ROOT / "benchmarks" / "_two_pieces.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("_two_pieces", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+two = _two_pieces()
+
+
+def _openings() -> dict[str, str]:
+    """Each agent's own opening text, as aerix fills brief.md and verifier.md."""
+    prompts = EmbeddedPrompts()
+    texts = {"root": two.PROMPT}
+    for number, (piece, (brief, check)) in enumerate(two.PIECES.items(), start=3):
+        agent = f"a1.c{number}"
+        [implementer] = implementer_segments(agent, prompts, brief, check)
+        [verifier] = verifier_segments(f"{agent}.v1", prompts, brief, check, "I did it.", ["greet.py"])
+        texts[f"implementer {piece}"] = implementer.text
+        texts[f"verifier {piece}"] = verifier.text
+    return texts
+
+
+def test_each_keyed_answer_is_taken_only_by_the_agent_it_is_for() -> None:
+    openings = _openings()
+    takers: dict[str, set[str]] = {}
+    for completion in two.script():
+        if isinstance(completion, dict):
+            takers.setdefault(completion["when"], set()).update(
+                agent for agent, text in openings.items() if completion["when"] in text
+            )
+    assert takers == {
+        two.PROMPT: {"root"},
+        "# Your task\nPiece A:": {"implementer A"},
+        "given this task:\nPiece A:": {"verifier A"},
+        "# Your task\nPiece B:": {"implementer B"},
+        "given this task:\nPiece B:": {"verifier B"},
+    }
+    # The one plain answer is the first: the routing probe, the request's first generation.
+    assert [c for c in two.script() if isinstance(c, str)] == [two.script()[0]] == ["edit"]
+
+
+def _generation(*segment_ids: str, text: str = "") -> dict[str, Any]:
+    return {"segments": [{"id": sid, "text": text if sid.endswith("brief") else ""} for sid in segment_ids]}
+
+
+def test_the_summary_names_each_agent_its_kind_and_piece() -> None:
+    shared = ("a1.system", "a1.instructions")
+    generations = [
+        _generation("routing", "request"),
+        _generation(*shared, "a1.p1"),
+        _generation(*shared, "a1.c3.brief", text="# Your task\nPiece A: add farewell"),
+        _generation(*shared, "a1.c3.brief", "a1.c3.m1", "a1.c3.c1", text="# Your task\nPiece A: add"),
+        _generation(*shared, "a1.c3.v1.brief", text="Another agent was given this task:\nPiece A: add"),
+        _generation(*shared, "a1.c4.brief", text="# Your task\nPiece B: test it"),
+        _generation(*shared, "a1.p1", "a1.m1", "a1.c3", "a1.c4"),
+    ]
+    summary = two.summarize(generations)
+    assert [(a.agent, a.kind, a.piece, a.generations) for a in summary] == [
+        ("routing", "routing", None, 1),
+        ("a1", "root", None, 2),
+        ("a1.c3", "implementer", "A", 2),
+        ("a1.c3.v1", "verifier", "A", 1),
+        ("a1.c4", "implementer", "B", 1),
+    ]
+    assert two.missing_pieces(summary, ["A", "B"]) == ["verifier of piece B"]
+    assert two.missing_pieces(summary[2:], ["A"]) == ["routing", "root"]
+
+
+def test_the_committed_recording_is_the_two_piece_request() -> None:
+    recording = json.loads((ROOT / "benchmarks" / "recordings" / "aerix_request.json").read_text())
+    assert (recording["prompts"], recording["outcomes"]) == ([two.PROMPT], ["done"])
+    summary = two.summarize(recording["generations"])
+    assert two.missing_pieces(summary, list(two.PIECES)) == []
+    assert {(a.kind, a.piece) for a in summary if a.piece} == {
+        (kind, piece) for piece in two.PIECES for kind in ("implementer", "verifier")
+    }
