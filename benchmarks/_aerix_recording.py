@@ -203,32 +203,6 @@ def _appended_output(generations: list[dict[str, Any]], number: int) -> dict[str
     return None
 
 
-def scripted_answers(recording: dict[str, Any]) -> list[str] | None:
-    """For a recording whose answers came from a script, each generation's answer as it was
-    written: the appended segment a later context holds, else the completion the scripted
-    engine took (the first unused one whose ``when`` the prompt holds). ``None`` for a
-    recording of the model's own answers."""
-    script = recording.get("script")
-    if script is None:
-        return None
-    completions = script["completions"] if isinstance(script, dict) else script
-    generations: list[dict[str, Any]] = recording["generations"]
-    used: set[int] = set()
-    answers: list[str] = []
-    for number, generation in enumerate(generations):
-        prompt = "\n".join(str(segment["text"]) for segment in generation["segments"])
-        text = ""
-        for index, completion in enumerate(completions):
-            if index in used or (isinstance(completion, dict) and completion["when"] not in prompt):
-                continue
-            used.add(index)
-            text = completion if isinstance(completion, str) else completion["text"]
-            break
-        output = _appended_output(generations, number)
-        answers.append(str(output["text"]) if output is not None else text)
-    return answers
-
-
 def floor_rows(prompts: list[list[int]], decoded: list[list[int] | None]) -> int:
     """The rows a replay must prefill at the least: each distinct (prefix, token) of every
     prompt computed once (the nodes of a trie over the prompts), where the rows an earlier

@@ -1,21 +1,10 @@
 """Side by side: the generations of a real aerix request, replayed against caldrix and against
 what users run today, on the same model and the same prompts.
 
-``record`` runs a real ``aerix -p`` request on the embedded model through a pool, with a
-recording proxy on the socket between them: for every ``generate`` it asks the pool for that
-context's segments and keeps them, with the request's fields (constraint, max_new_tokens,
-append …). The recording is ``benchmarks/recordings/aerix_request.json``. By default the request
-is one with two delegated pieces (``_two_pieces.py``): the embedded 135M model routes it but
-never calls ``agent``, so the pool runs the model with ``--engine scripted --script-prefill``:
-llama.cpp computes every row with the model's weights and the prefix store keeps real
-snapshots, while a script chooses the tokens (the root maps the project, writes its plan and
-delegates piece A, farewell in greet.py, and piece B, its test in test_greet.py; each
-implementer uses real tools on the scratch project, each verifier runs the check and passes
-it). The contexts are therefore the ones aerix builds for that request on this model's
-tokenizer and template: the routing probe, three root turns, and each piece's implementer and
-verifier turns. ``record`` prints each agent's generations and writes the recording only when
-both pieces' implementers and verifiers are in it. ``record --prompt TEXT`` records requests on
-the model's own answers instead (``--script FILE`` answers them from a script).
+``record`` runs real ``aerix -p`` requests on the embedded model (the later ones continue the
+session) through a pool, with a recording proxy on the socket between them: for every
+``generate`` it asks the pool for that context's segments and keeps them, with the request's
+fields (constraint, max_new_tokens, append …). The recording is ``benchmarks/recordings/aerix_request.json``.
 
 ``replay`` (the default) sends those generations, in order, to four setups in one run, each
 setup once a round, the order reversed every other round:
@@ -35,7 +24,7 @@ is each distinct prompt token computed once (the nodes of a trie over every prom
 where an earlier generation's appended output, whose rows its decode computed, counts as
 computed.
 
-    .venv/bin/python benchmarks/bench_vs_servers.py record [--prompt TEXT ... [--script FILE]] [--max-turns 6]
+    .venv/bin/python benchmarks/bench_vs_servers.py record [--prompt TEXT ...] [--max-turns 6]
     .venv/bin/python benchmarks/bench_vs_servers.py [replay] [--threads 1] [--rounds 2]
 """
 
@@ -65,7 +54,6 @@ from _aerix_recording import (  # noqa: E402
     floor_rows,
     prompt_tokens,
     record,
-    scripted_answers,
     write_recording,
 )
 from _two_pieces import PIECES, PROMPT, missing_pieces, script, summarize  # noqa: E402
@@ -102,8 +90,7 @@ def replay(threads: int, rounds: int) -> None:
     """Every setup once a round, the order reversed every other round; the times reported
     are each setup's median, and each ratio is the median of the per-round ratios."""
     recording = json.loads(RECORDING.read_text())
-    generations: list[dict[str, Any]] = recording["generations"]
-    answers = scripted_answers(recording)
+    generations = replayed_generations(recording)
     prompts, decoded = prompt_tokens(generations)
     floor = floor_rows(prompts, decoded)
     work = Path(tempfile.mkdtemp(prefix="bench-vs-servers-"))
@@ -114,24 +101,31 @@ def replay(threads: int, rounds: int) -> None:
             folder = work / f"r{number}-{len(runs[name])}-{kind}-{len(flags)}"
             folder.mkdir()
             run = _replay_caldrix if kind == "caldrix" else _replay_server
-            runs[name].append(run(folder, generations, answers, threads, name, list(flags)))
+            runs[name].append(run(folder, generations, threads, name, list(flags)))
     shutil.rmtree(work, ignore_errors=True)
     _report(recording, runs, floor, sum(len(p) for p in prompts))
 
 
+def replayed_generations(recording: dict[str, Any]) -> list[dict[str, Any]]:
+    """The generations as every setup replays them. A recording of the model's own answers is
+    replayed as recorded: each setup decodes the same greedy answer, and the next prompt resumes
+    after it. A scripted recording's answers are the script's, which no setup's decode writes
+    again token for token (a grammar of the text makes the 135M model pick up to twice as many,
+    shorter tokens, which the next prompt then re-tokenizes differently), so each of its
+    generations decodes one token and appends nothing: every answer reaches every setup as
+    prompt rows of the next turn, and the floor counts them once, as prefill."""
+    generations: list[dict[str, Any]] = recording["generations"]
+    if recording.get("script") is None:
+        return generations
+    return [
+        {**{k: v for k, v in generation.items() if k != "append"}, "max_new_tokens": 1}
+        for generation in generations
+    ]
+
+
 def _replay_caldrix(
-    folder: Path,
-    generations: list[dict[str, Any]],
-    answers: list[str] | None,
-    threads: int,
-    name: str,
-    flags: list[str],
+    folder: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
 ) -> Figures:
-    if answers is not None:
-        # The recorded answers, in order (one generation at a time takes the next), every row
-        # computed by the model: the decode writes what the recorded run wrote.
-        (folder / "answers.json").write_text(json.dumps(answers))
-        flags = ["--engine", "scripted", "--script-prefill", "--script", str(folder / "answers.json"), *flags]
     pool = start_pool(
         folder, "--load", DEFAULT_MODEL_NAME, "--ctx", str(WINDOW), "--threads", str(threads), *flags
     )
@@ -168,21 +162,16 @@ def _replay_caldrix(
 
 
 def _replay_server(
-    folder: Path,
-    generations: list[dict[str, Any]],
-    answers: list[str] | None,
-    threads: int,
-    name: str,
-    flags: list[str],
+    folder: Path, generations: list[dict[str, Any]], threads: int, name: str, flags: list[str]
 ) -> Figures:
     # logits_all off, as caldrix computes logits for the last row only: the same work a row.
     server = start_server(folder, "--logits_all", "false", *flags, n_ctx=WINDOW, threads=threads)
     figures = Figures(name)
     try:
         started = time.perf_counter()
-        for number, generation in enumerate(generations):
+        for generation in generations:
             seen = len(server.log())
-            ttft = _stream_chat(server, generation, answers[number] if answers is not None else None)
+            ttft = _stream_chat(server, generation)
             figures.ttft_s += ttft
             rows = _last_prompt_eval(server, seen)
             figures.prefilled += rows
@@ -192,9 +181,8 @@ def _replay_server(
     return figures
 
 
-def _stream_chat(server: OpenAIServer, generation: dict[str, Any], answer: str | None) -> float:
-    """One streamed chat completion; returns the time to its first text. With ``answer``, a
-    grammar of that one text makes the server write it."""
+def _stream_chat(server: OpenAIServer, generation: dict[str, Any]) -> float:
+    """One streamed chat completion; returns the time to its first text."""
     body: dict[str, Any] = {
         "model": SERVED_MODEL,
         "messages": [{"role": s["role"], "content": s["text"]} for s in generation["segments"]],
@@ -206,14 +194,12 @@ def _stream_chat(server: OpenAIServer, generation: dict[str, Any], answer: str |
         "min_p": 0.0,
         "repeat_penalty": 1.0,
     }
-    from caldrix.engines._remote_servers import choice_grammar
-
     constraint = generation.get("constraint") or {}
-    if answer is not None:
-        body["grammar"] = choice_grammar([answer])
-    elif "json" in constraint:
+    if "json" in constraint:
         body["response_format"] = {"type": "json_object", "schema": constraint["json"]}
     elif "one_of" in constraint:
+        from caldrix.engines._remote_servers import choice_grammar
+
         body["grammar"] = choice_grammar(constraint["one_of"])
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=600)
     sent = time.perf_counter()
@@ -265,7 +251,7 @@ def _report(recording: dict[str, Any], runs: dict[str, list[Figures]], floor: in
         print(f"request: {prompt!r} ({outcome})")
     answers = recording.get("answers", "the model's own")  # recordings made before scripts
     if recording.get("script") is not None:
-        answers += "; every setup writes them again (caldrix: scripted with prefill; server: a grammar)"
+        answers += "; replayed as prompt rows (each generation decodes one token)"
     print(f"answers: {answers}")
     print(
         "agents: "
@@ -274,7 +260,8 @@ def _report(recording: dict[str, Any], runs: dict[str, list[Figures]], floor: in
             for a in summarize(recording["generations"])
         )
     )
-    print(f"floor: {floor} rows (each distinct prompt token computed once; appended outputs were decoded)")
+    decoded = "" if recording.get("script") is not None else "; appended outputs were decoded"
+    print(f"floor: {floor} rows (each distinct prompt token computed once{decoded})")
     print(
         f"{rounds} round(s); times are medians, per round: "
         + "; ".join(

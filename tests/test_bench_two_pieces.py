@@ -97,33 +97,3 @@ def test_the_committed_recording_is_the_two_piece_request() -> None:
     assert {(a.kind, a.piece) for a in summary if a.piece} == {
         (kind, piece) for piece in two.PIECES for kind in ("implementer", "verifier")
     }
-
-
-def _recording_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "_aerix_recording", ROOT / "benchmarks" / "_aerix_recording.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_replay_writes_each_generation_the_answer_the_recorded_run_wrote() -> None:
-    recording = json.loads((ROOT / "benchmarks" / "recordings" / "aerix_request.json").read_text())
-    answers = _recording_module().scripted_answers(recording)
-    # The request ran one piece at a time, so its generations took the script in its own order:
-    # the appended answers later contexts hold, and the rest (routing, each final) from the script.
-    assert answers == [c if isinstance(c, str) else c["text"] for c in recording["script"]]
-
-
-def test_a_keyed_answer_goes_to_the_generation_whose_prompt_holds_its_key() -> None:
-    def generation(text: str) -> dict[str, Any]:
-        return {"segments": [{"id": "a1.p1", "text": text}]}
-
-    recording = {
-        "script": ["first", {"when": "Piece B", "text": "for B"}, {"when": "Piece A", "text": "for A"}],
-        "generations": [generation("route"), generation("Piece A: x"), generation("Piece B: y")],
-    }
-    assert _recording_module().scripted_answers(recording) == ["first", "for A", "for B"]
-    assert _recording_module().scripted_answers({"script": None, "generations": []}) is None
