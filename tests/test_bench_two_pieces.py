@@ -97,3 +97,33 @@ def test_the_committed_recording_is_the_two_piece_request() -> None:
     assert {(a.kind, a.piece) for a in summary if a.piece} == {
         (kind, piece) for piece in two.PIECES for kind in ("implementer", "verifier")
     }
+
+
+def _replay_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bench_vs_servers", ROOT / "benchmarks" / "bench_vs_servers.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_vs_servers", module)  # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_scripted_recording_is_replayed_as_prompts_and_the_floor_counts_its_answers_once() -> None:
+    bench = _replay_module()
+    recording = json.loads((ROOT / "benchmarks" / "recordings" / "aerix_request.json").read_text())
+    replayed = bench.replayed_generations(recording)
+    assert [g["segments"] for g in replayed] == [g["segments"] for g in recording["generations"]]
+    assert {g["max_new_tokens"] for g in replayed} == {1}
+    assert not any("append" in g for g in replayed)
+    assert any("append" in g for g in recording["generations"])
+    # A recording of the model's own answers is replayed as it was: decoded, then resumed after.
+    own = {**recording, "script": None}
+    assert bench.replayed_generations(own) == recording["generations"]
+    # Two turns sharing a prefix, the first's answer (tokens 7, 8) in the second's prompt: counted
+    # as prefill when nothing decoded it, as computed when the first turn's decode wrote it.
+    first, second = [1, 2, 3], [1, 2, 3, 7, 8, 4]
+    assert bench.floor_rows([first, second], [None, None]) == 6
+    assert bench.floor_rows([first, second], [[1, 2, 3, 7, 8], None]) == 4
+    assert bench.floor_rows([first, [1, 2, 3, 7, 8, 9, 4]], [None, None]) == 7
