@@ -17,17 +17,18 @@ from aerix.app.delegation.openings import implementer_segments, verifier_segment
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _two_pieces() -> ModuleType:
-    # benchmarks/ is a folder of scripts, not a package: load the pure module by its path.
-    spec = importlib.util.spec_from_file_location("_two_pieces", ROOT / "benchmarks" / "_two_pieces.py")
+def _benchmark(name: str) -> ModuleType:
+    """``benchmarks/NAME.py``: a folder of scripts, not a package, so loaded by its path (and
+    registered under its name, as its dataclasses and its own imports look it up)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("_two_pieces", module)
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
 
 
-two = _two_pieces()
+two = _benchmark("_two_pieces")
 
 
 def _openings() -> dict[str, str]:
@@ -99,19 +100,8 @@ def test_the_committed_recording_is_the_two_piece_request() -> None:
     }
 
 
-def _replay_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_vs_servers", ROOT / "benchmarks" / "bench_vs_servers.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_vs_servers", module)  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_scripted_recording_is_replayed_as_prompts_and_the_floor_counts_its_answers_once() -> None:
-    bench = _replay_module()
+    bench = _benchmark("bench_vs_servers")
     recording = json.loads((ROOT / "benchmarks" / "recordings" / "aerix_request.json").read_text())
     replayed = bench.replayed_generations(recording)
     assert [g["segments"] for g in replayed] == [g["segments"] for g in recording["generations"]]
