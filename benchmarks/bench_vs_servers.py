@@ -20,9 +20,13 @@ For each: the rows prefilled over the rows prompted, the sum of the times to fir
 the whole replay's wall time, and the ratio of (a) to each. Rows prefilled come from caldrix's
 ``recomputed_from`` and, for the server (which reports no cached tokens), from the
 ``prompt eval … / N tokens`` line llama.cpp prints after each completion. The physical floor
-is each distinct prompt token computed once (the nodes of a trie over every prompt's tokens),
-where an earlier generation's appended output, whose rows its decode computed, counts as
-computed.
+is each distinct prompt token computed once (the nodes of a trie over every prompt's tokens).
+A recording of the model's own answers is replayed as recorded: every setup decodes the same
+greedy answer, and an earlier generation's appended output, whose rows its decode computed,
+counts as computed. A scripted recording's answers cannot be decoded again token for token by
+the server (see :func:`replayed_generations`), so each of its generations decodes one token and
+appends nothing, and the answers are prompt rows of the next turn, for every setup and for the
+floor alike.
 
     .venv/bin/python benchmarks/bench_vs_servers.py record [--prompt TEXT ...] [--max-turns 6]
     .venv/bin/python benchmarks/bench_vs_servers.py [replay] [--threads 1] [--rounds 2]

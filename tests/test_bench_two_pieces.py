@@ -1,6 +1,7 @@
 """The side-by-side benchmark's two-piece request: its script's ``when`` keys pick exactly the
-agent each answer is meant for, as aerix's own openings word them, and the summary of a
-recording names each agent and says which piece lacks what."""
+agent each answer is meant for, as aerix's own openings word them; the summary of a recording
+names each agent and says which piece lacks what; and a scripted recording replays as its
+prompts, with the floor counting its answers once as prefill."""
 
 from __future__ import annotations
 
