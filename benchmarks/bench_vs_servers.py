@@ -293,6 +293,13 @@ def _report(recording: dict[str, Any], runs: dict[str, list[Figures]], floor: in
     print(f"(a) against the floor: {prefilled} rows prefilled for {floor} ({prefilled / floor:.2f}×)")
 
 
+def _read_script(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"bench_vs_servers: cannot read the script {path}: {exc}") from None
+
+
 def record_request(prompts: list[str] | None, script_file: str | None, max_turns: int) -> None:
     """The request with two delegated pieces (the default), or ``prompts`` on the model's own
     answers, or ``prompts`` answered from ``script_file``; the recording is written only once
@@ -300,7 +307,7 @@ def record_request(prompts: list[str] | None, script_file: str | None, max_turns
     if prompts is None and script_file is not None:
         raise SystemExit("bench_vs_servers: --script needs the request it answers: give --prompt TEXT")
     two_pieces = prompts is None
-    answers = script() if two_pieces else json.loads(Path(script_file).read_text()) if script_file else None
+    answers = script() if two_pieces else _read_script(script_file) if script_file else None
     recording = record([PROMPT] if two_pieces else list(prompts or ()), max_turns, answers)
     summary = summarize(recording["generations"])
     for agent in summary:
