@@ -74,12 +74,19 @@ def _check(console: Console, reference: str, ctx: int | None) -> int:
     console.print(f"{reference}: {resolved.path}")
     console.print(f"  {_describe(info)}, {_size(info.file_size)}")
     if info.is_legacy:
-        console.print("  legacy GGML file for the ctransformers engine; footprint unknown (loads alone)")
-        return 0
+        if info.n_layer is None:
+            console.print(
+                "  legacy GGML file for the ctransformers engine; its header does not tell the "
+                "architecture (pass --model-type when loading), so its footprint is unknown (loads alone)"
+            )
+            return 0
+        console.print(
+            "  legacy GGML file for the ctransformers engine: it loads alone, beside no other member"
+        )
     n_ctx = window_for(info, ctx)
     console.print(
         f"  layers {info.n_layer}, heads {info.n_head} (KV {info.n_head_kv}), embedding {info.n_embd}, "
-        f"window {info.context_length}, vocabulary {info.n_vocab}"
+        f"window {info.context_length or 'not recorded'}, vocabulary {info.n_vocab}"
     )
     kv = kv_bytes(info, n_ctx)
     footprint = estimate_footprint(info, n_ctx)

@@ -41,6 +41,7 @@ from caldrix.models.files import native_path, open_regular_file
 from caldrix.models.ggml_header import (
     GGUF_MAGIC,
     LEGACY_MAGICS,
+    UNRECORDED_WINDOW,
     GgmlHeader,
     LegacyHeaderInvalid,
     header_for_type,
@@ -55,9 +56,6 @@ MODEL_TYPES = ("gpt2", "gptj", "gpt_neox", "dollyv2", "mpt", "replit", "starcode
 #: must not be given another ``context_length`` (the table would not match), so a smaller
 #: window is enforced here instead.
 FIXED_WINDOW_TYPES = frozenset({"gpt2", "starcoder"})
-#: The window for files whose header does not record one (llama ``ggjt``, falcon ``ggcc``):
-#: LLaMA 1 and most models of that era were trained on 2,048 tokens. ``--ctx`` sets another.
-UNRECORDED_WINDOW = 2048
 #: Vocabulary entries that act as control tokens: ``<|endoftext|>``, ``<|im_end|>`` …
 SPECIAL_TOKEN_PATTERN = re.compile(rb"<\|[A-Za-z0-9_]+\|>")
 #: ChatML's end of turn: a stop token too, when the vocabulary holds it as one token.

@@ -15,6 +15,7 @@ from pathlib import Path
 from caldrix.engines.base import DEFAULT_BATCH, DEFAULT_CTX
 from caldrix.errors import NoFit
 from caldrix.limits import LEGACY_SCRATCH_BYTES
+from caldrix.models.ggml_header import UNRECORDED_WINDOW
 from caldrix.models.gguf import ModelInfo
 
 #: The share of the machine's available memory the loaded models may use by default.
@@ -41,7 +42,8 @@ def window_for(info: ModelInfo, requested: int | None) -> int:
         return requested
     if info.context_length:
         return min(info.context_length, DEFAULT_CTX)
-    return DEFAULT_CTX
+    # A legacy header that records no window (llama, falcon) gets the one the engine gives it.
+    return UNRECORDED_WINDOW if info.is_legacy else DEFAULT_CTX
 
 
 def kv_bytes(info: ModelInfo, n_ctx: int) -> int | None:

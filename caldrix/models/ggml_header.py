@@ -46,6 +46,9 @@ OLD_FALCON_REFUSAL = (
 GGUF_MAGIC = 0x46554747
 LEGACY_MAGICS = frozenset({GGML_MAGIC, GGMF_MAGIC, GGJT_MAGIC, GGCC_MAGIC})
 
+#: The window for files whose header does not record one (llama ``ggjt``, falcon ``ggcc``):
+#: LLaMA 1 and most models of that era were trained on 2,048 tokens. ``--ctx`` sets another.
+UNRECORDED_WINDOW = 2048
 #: How much of the file head is read to find the first tensor name (the vocabulary of a 50k
 #: token model is well under a megabyte).
 HEAD_BYTES = 8 * 1024 * 1024

