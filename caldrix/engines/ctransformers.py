@@ -35,9 +35,9 @@ from caldrix.engines.base import (
     EngineCapabilities,
     ServingFlags,
 )
-from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
+from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
 from caldrix.generation.templates import template_source_for
-from caldrix.models.files import native_path, open_regular_file
+from caldrix.models.files import native_path, open_model_file
 from caldrix.models.ggml_header import (
     GGUF_MAGIC,
     LEGACY_MAGICS,
@@ -72,13 +72,7 @@ def open_ctransformers(path: Path, flags: ServingFlags) -> CtransformersEngine:
     The file is opened once: the header and tensor checks read that open file, and the native
     loader opens it again through its descriptor, so the name cannot be swapped for a named
     pipe or another file between the checks and the load."""
-    try:
-        opened = open_regular_file(path)
-    except FileNotFoundError:
-        raise ModelNotFound(f"no model file at {path}") from None
-    except OSError as exc:
-        raise PrecheckFailed(f"cannot read {path}: {exc.strerror}") from exc
-    with opened as handle:
+    with open_model_file(path) as handle:
         try:
             header, model_type = _checked_header(handle, path.name, flags.model_type)
             missing = missing_tensor_bytes(handle, header)

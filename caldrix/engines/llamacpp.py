@@ -35,8 +35,8 @@ from caldrix.engines.base import (
     EngineCapabilities,
     ServingFlags,
 )
-from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed
-from caldrix.models.files import native_path, open_regular_file
+from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
+from caldrix.models.files import native_path, open_model_file
 
 #: The one sequence a member serves (``--max-batch 1``).
 SEQ_ID = 0
@@ -69,13 +69,7 @@ def open_llamacpp(path: Path, flags: ServingFlags) -> LlamaCppEngine:
 
     llama.cpp opens the file through the descriptor caldrix holds open, so the name cannot be
     swapped for a named pipe (whose open would never return) after it was checked."""
-    try:
-        opened = open_regular_file(path)
-    except FileNotFoundError:
-        raise ModelNotFound(f"no model file at {path}") from None
-    except OSError as exc:
-        raise PrecheckFailed(f"cannot read {path}: {exc.strerror}") from exc
-    with opened as handle:
+    with open_model_file(path) as handle:
         native = native_path(handle, path)
         n_ctx = flags.ctx or DEFAULT_CTX
         llm, buffer_bytes = _load_llama(native, path.name, n_ctx, flags)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from caldrix.engines.base import Engine, ServingFlags
-from caldrix.errors import ModelNotFound, PrecheckFailed
-from caldrix.models.files import open_regular_file
+from caldrix.errors import PrecheckFailed
+from caldrix.models.files import open_model_file
 
 EngineName = Literal["llamacpp", "ctransformers", "scripted"]
 
@@ -26,13 +26,8 @@ LEGACY_GGML_MAGICS = frozenset({b"lmgg", b"fmgg", b"tjgg", b"ccgg", b"ggml", b"g
 
 def engine_for_file(path: Path) -> EngineName:
     """The engine that serves ``path``, by its magic; a clear error for anything else."""
-    try:
-        with open_regular_file(path) as handle:
-            magic = handle.read(4)
-    except FileNotFoundError as exc:
-        raise ModelNotFound(f"no model file at {path}") from exc
-    except OSError as exc:
-        raise PrecheckFailed(f"cannot read {path}: {exc.strerror}") from exc
+    with open_model_file(path) as handle:
+        magic = handle.read(4)
     if magic == GGUF_MAGIC:
         return "llamacpp"
     if magic in LEGACY_GGML_MAGICS:

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from caldrix.errors import PrecheckFailed
+from caldrix.errors import ModelNotFound, PrecheckFailed
 
 #: Where Linux lets a process open again a file it holds open, by descriptor: the same file
 #: whatever its name now names.
@@ -36,6 +36,17 @@ def open_regular_file(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_model_file(path: Path) -> BinaryIO:
+    """:func:`open_regular_file`, with a missing file as ``model_not_found`` and any other
+    failure to read it as ``precheck_failed``, each one line: how an engine opens its model."""
+    try:
+        return open_regular_file(path)
+    except FileNotFoundError:
+        raise ModelNotFound(f"no model file at {path}") from None
+    except OSError as exc:
+        raise PrecheckFailed(f"cannot read {path}: {exc.strerror}") from exc
 
 
 def native_path(handle: BinaryIO, path: Path) -> str:

@@ -282,11 +282,17 @@ def test_a_vocabulary_larger_than_the_file_is_refused(pool: PoolProcess, tmp_pat
 def test_gpt2_counts_the_file_cannot_back_are_refused(
     pool: PoolProcess, tmp_path: Path, claims: dict[str, int], says: str
 ) -> None:
-    path = write_tiny_gpt2(tmp_path / "lies.bin", claims=claims)
+    assert_refused_detected_and_named(
+        pool, write_tiny_gpt2(tmp_path / "lies.bin", claims=claims), "gpt2", says
+    )
+
+
+def assert_refused_detected_and_named(pool: PoolProcess, path: Path, model_type: str, says: str) -> None:
+    """``path`` is refused saying ``says``, both when its architecture is detected and when
+    ``--model-type`` names it (the engine's own header check), and the pool lives on."""
     message = one_line(load(pool, "lies", path), "precheck_failed")
     assert says in message, message
-    # --model-type reads the header through the engine's own check: the same refusal.
-    message = one_line(load(pool, "lies", path, model_type="gpt2"), "precheck_failed")
+    message = one_line(load(pool, "lies", path, model_type=model_type), "precheck_failed")
     assert says in message, message
     assert pool.process.poll() is None
 
@@ -354,12 +360,9 @@ def test_a_falcon_ggcc_file_loads_and_generates(pool: PoolProcess, tmp_path: Pat
 def test_falcon_counts_the_loader_cannot_take_are_refused(
     pool: PoolProcess, tmp_path: Path, claims: dict[str, int], says: str
 ) -> None:
-    path = write_tiny_falcon(tmp_path / "lies.bin", claims=claims)
-    message = one_line(load(pool, "lies", path), "precheck_failed")
-    assert says in message, message
-    message = one_line(load(pool, "lies", path, model_type="falcon"), "precheck_failed")
-    assert says in message, message
-    assert pool.process.poll() is None
+    assert_refused_detected_and_named(
+        pool, write_tiny_falcon(tmp_path / "lies.bin", claims=claims), "falcon", says
+    )
 
 
 def test_falcon_merges_past_the_file_are_refused(pool: PoolProcess, tmp_path: Path) -> None:
