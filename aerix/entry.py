@@ -1,6 +1,6 @@
 """The ``aerix`` console script's first module: Ctrl-C at any moment is one line, exit 130.
 
-Importing ``aerix.cli`` takes a good part of a second on a small machine (pydantic's event
+Importing ``aerix.cli.main`` takes a good part of a second on a small machine (pydantic's event
 models, rich, anyio); a Ctrl-C meanwhile used to be a ``KeyboardInterrupt`` traceback. This module
 imports nothing heavy: while the rest is imported, Ctrl-C leaves at once (nothing has been
 recorded yet, so nothing can be lost); once the command runs, it is Python's usual
@@ -22,7 +22,7 @@ CANCELLED_LINE = "aerix: cancelled"
 
 def main() -> int:
     signal.signal(signal.SIGINT, _leave_now)
-    from aerix.cli import main as cli_main
+    from aerix.cli.main import main as cli_main
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

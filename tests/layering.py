@@ -10,7 +10,9 @@ returns one line per import that breaks a rule:
 - ``aerix.app`` only ``aerix.domain``, ``aerix.projections``, ``aerix.app``, ``aerix.errors``;
 - ``aerix.adapters`` only ``aerix.domain``, the ports (``aerix.app.ports``), ``aerix.errors``,
   ``aerix.adapters`` and the package root (its version) — never a use-case module;
-- only ``aerix.cli`` and ``aerix.wiring`` import ``aerix.adapters``;
+- only the ``aerix.cli`` package (the command line: main, request, sessions, profiles) and the
+  ``aerix.wiring`` package (the composition root) import ``aerix.adapters``; only ``aerix.entry``
+  (the console script) imports ``aerix.cli``, and only ``aerix.cli`` imports ``aerix.wiring``;
 - ``aerix.errors`` only ``aerix.domain`` (every layer above the domain raises its errors);
 - ``caldrix`` never imports ``aerix``; ``aerix`` reaches caldrix only through ``caldrix.protocol``,
   and only from the app and the adapters (the domain and the projections are caldrix-free);
@@ -68,6 +70,12 @@ CALDRIX_ALLOWED: dict[str, tuple[str, ...]] = {
 }
 #: The only modules that import caldrix's command line.
 CALDRIX_CLI_USERS = ("caldrix.cli", "caldrix.__main__")
+#: The packages that import aerix's adapters: the command line and the composition root (each a
+#: package; ``aerix.cli`` is not ``aerix.cli_x``), besides the adapters themselves.
+ADAPTER_USERS = ("aerix.adapters", "aerix.cli", "aerix.wiring")
+#: Who imports the command line (the console script's first module), and who the composition root.
+AERIX_CLI_USERS = ("aerix.cli", "aerix.entry")
+WIRING_USERS = ("aerix.cli", "aerix.wiring")
 #: Modules of aerix that may use caldrix (through caldrix.protocol only).
 CALDRIX_USERS = ("aerix.app", "aerix.adapters", "aerix.cli", "aerix.wiring")
 
@@ -141,12 +149,14 @@ def violations(root: Path) -> list[str]:
             continue
         if not _within(name, "aerix"):
             continue
-        if _within(name, "aerix.adapters") and not any(
-            _within(module, owner) for owner in ("aerix.adapters", "aerix.cli", "aerix.wiring")
-        ):
+        if _within(name, "aerix.adapters") and not any(_within(module, owner) for owner in ADAPTER_USERS):
             found.append(f"{module} imports {name}: only cli and wiring import adapters")
             continue
         layer = _layer(module)
         if layer is not None and not any(_within(name, allowed) for allowed in ALLOWED[layer]):
             found.append(f"{module} imports {name}: {layer} may import only {', '.join(ALLOWED[layer])}")
+        elif _within(name, "aerix.cli") and not any(_within(module, user) for user in AERIX_CLI_USERS):
+            found.append(f"{module} imports {name}: only aerix.entry imports the command line")
+        elif _within(name, "aerix.wiring") and not any(_within(module, user) for user in WIRING_USERS):
+            found.append(f"{module} imports {name}: only aerix.cli imports the composition root")
     return found

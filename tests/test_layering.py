@@ -80,6 +80,28 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
             "only cli and wiring import adapters",
         ),
         ("aerix/app/x.py", "from aerix import wiring\n", "aerix.app may import only"),
+        # The command line and the composition root are packages: a module beside them is neither.
+        (
+            "aerix/cli_sessions.py",
+            "from aerix.adapters import paths\n",
+            "only cli and wiring import adapters",
+        ),
+        (
+            "aerix/claude_flags.py",
+            "from aerix.adapters.output import OUTPUT_FORMATS\n",
+            "only cli and wiring import adapters",
+        ),
+        (
+            "aerix/claude_flags.py",
+            "from aerix.cli.main import main\n",
+            "only aerix.entry imports the command",
+        ),
+        (
+            "aerix/entry.py",
+            "from aerix.wiring import run_headless\n",
+            "only aerix.cli imports the composition",
+        ),
+        ("aerix/wiring/x.py", "from aerix.cli.main import build_parser\n", "only aerix.entry imports"),
         ("aerix/adapters/x.py", "from aerix.app.request import run\n", "aerix.adapters may import only"),
         (
             "aerix/adapters/x.py",
@@ -130,8 +152,12 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
             "aerix/projections/x.py": "from aerix.domain.events import EventBase\n",
             "aerix/app/x.py": "from aerix.projections import index\nfrom aerix.errors import AerixError\n",
             "aerix/adapters/x.py": "from aerix.app.ports import PoolPort\nimport caldrix.protocol\n",
-            "aerix/cli.py": "from aerix.adapters import paths\nfrom aerix.app.request import run\n",
-            "aerix/wiring.py": "from aerix.adapters.pool import CaldrixPool\n",
+            "aerix/cli/main.py": "from aerix.adapters import paths\nfrom aerix.app.request import run\n",
+            "aerix/cli/sessions.py": "from aerix.adapters.session_render import render_list\n"
+            "from aerix.wiring.commands import session_commands\n",
+            "aerix/entry.py": "from aerix.cli.main import main\n",
+            "aerix/wiring/requests.py": "from aerix.adapters.pool import CaldrixPool\n",
+            "aerix/wiring/commands.py": "from aerix.wiring.requests import request_deps\n",
             "caldrix/engines/x.py": "from caldrix.engines import base\nfrom caldrix.models import fit\n",
             "caldrix/store/x.py": "from caldrix.generation.decoding import run_generation\n",
             "caldrix/server.py": "from caldrix.store import prefix_store\nimport caldrix.protocol\n",

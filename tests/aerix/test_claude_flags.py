@@ -15,7 +15,7 @@ from aerix.adapters.settings_files import SettingsOverrides, load_settings, pars
 from aerix.adapters.stream_input import BadLine, ControlRequest, UserPrompt, parse_line
 from aerix.app.request.run import RequestOptions
 from aerix.claude_flags import ACTED_ON, IGNORED, ignored_note
-from aerix.cli import build_parser, main, split_prompt
+from aerix.cli.main import build_parser, main, split_prompt
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.errors import SettingsError
 from aerix.wiring import run_stream_input

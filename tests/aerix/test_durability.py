@@ -24,7 +24,7 @@ import pytest
 from aerix.adapters.session_store import SessionFiles
 from aerix.app.sessions.queries import load_for_resume
 from aerix.app.sessions.writer import reopen_session, start_session
-from aerix.cli import main
+from aerix.cli.main import main
 from aerix.domain import events as ev
 from tests.aerix.request_world import World, make_project, make_world, start_scripted_pool, stop_pool
 

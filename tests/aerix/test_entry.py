@@ -15,11 +15,11 @@ AERIX = str(Path(sys.executable).with_name("aerix"))
 @pytest.mark.parametrize(
     "checkpoint",
     [
-        "rich.style",  # early: the first of aerix.cli's imports
+        "rich.style",  # early: among the first of aerix.cli.main's imports
         "pydantic",  # the event models' library
         "aerix.domain.events",  # the slowest of aerix's own modules
         "aerix.wiring",  # the last import before the command runs
-        "aerix.cli",  # everything imported: -p is waiting for its prompt on stdin
+        "aerix.cli.main",  # everything imported: -p is waiting for its prompt on stdin
     ],
 )
 def test_ctrl_c_while_starting_is_one_line_and_130(checkpoint: str) -> None:

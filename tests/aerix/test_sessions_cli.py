@@ -354,6 +354,6 @@ def test_files_that_are_not_claude_code_transcripts_are_left_out(tmp_path: Path)
 def test_the_first_prompt_is_the_first_word_that_is_no_flag_value_or_command(
     argv: list[str], words: list[str], prompt: str | None
 ) -> None:
-    from aerix.cli import split_prompt
+    from aerix.cli.main import split_prompt
 
     assert split_prompt(argv, ["sessions", "import"]) == (words, prompt)
