@@ -19,7 +19,8 @@ from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
 from aerix.domain.prompt_bytes import decode_prompt
 from aerix.errors import AerixError
-from aerix.wiring import run_headless, run_interactive, run_stream_input
+from aerix.wiring.requests import run_headless, run_interactive
+from aerix.wiring.stream_session import run_stream_input
 
 NEEDS_A_TERMINAL = (
     "the interactive screen needs a terminal; run one request with -p PROMPT "

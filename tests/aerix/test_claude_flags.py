@@ -18,7 +18,7 @@ from aerix.claude_flags import ACTED_ON, IGNORED, ignored_note
 from aerix.cli.main import build_parser, main, split_prompt
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.errors import SettingsError
-from aerix.wiring import run_stream_input
+from aerix.wiring.stream_session import run_stream_input
 
 DOCS = Path(__file__).parents[2] / "docs" / "commands.md"
 

@@ -18,7 +18,7 @@ AERIX = str(Path(sys.executable).with_name("aerix"))
         "rich.style",  # early: among the first of aerix.cli.main's imports
         "pydantic",  # the event models' library
         "aerix.domain.events",  # the slowest of aerix's own modules
-        "aerix.wiring",  # the last import before the command runs
+        "aerix.wiring.stream_session",  # the composition root's last module: the command runs next
         "aerix.cli.main",  # everything imported: -p is waiting for its prompt on stdin
     ],
 )

@@ -19,7 +19,7 @@ from aerix.adapters.session_store import SessionFiles
 from aerix.app.ports import PlanReview, RequestControls, RequestObserver, RequestResult
 from aerix.app.request.run import RequestOptions, run_request
 from aerix.domain import events as ev
-from aerix.wiring import request_deps
+from aerix.wiring.requests import request_deps
 from tests.aerix.request_world import make_project, make_world, start_scripted_pool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]

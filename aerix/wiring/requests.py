@@ -1,0 +1,139 @@
+"""Running requests on the real adapters: ``aerix -p`` (one request, printed in its output
+format, the status line on a terminal's stderr) and bare ``aerix`` (the screen over the
+conversation); ``request_deps`` builds every port a request uses."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+
+from aerix import __version__
+from aerix.adapters.autostart import AutostartPool
+from aerix.adapters.clock import utc_now
+from aerix.adapters.git_diff import GitDiffs
+from aerix.adapters.hook_runner import SubprocessHooks
+from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
+from aerix.adapters.paths import history_file
+from aerix.adapters.profile_repo import GitProfiles
+from aerix.adapters.project import ProjectFiles
+from aerix.adapters.project_key import project_key
+from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.settings_files import SettingsOverrides
+from aerix.adapters.terminal.screen import TerminalScreen
+from aerix.adapters.terminal.stderr_status import StderrStatus
+from aerix.adapters.tools import LocalToolsFactory
+from aerix.app.ports import HookRunner, RequestResult
+from aerix.app.request.conversation import ConversationOptions, converse
+from aerix.app.request.run import RequestDeps, RequestOptions, run_request
+from aerix.errors import AerixError, FileUnusable
+from aerix.projections.status import StatusFigures
+
+
+def subprocess_hooks(project_dir: Path) -> HookRunner:
+    """The runner of a project's hook handlers: processes in ``project_dir``."""
+    return SubprocessHooks(project_dir)
+
+
+def request_deps(sessions: SessionFiles, overrides: SettingsOverrides | None = None) -> RequestDeps:
+    return RequestDeps(
+        projects=ProjectFiles(overrides),
+        pools=AutostartPool(),
+        sessions=sessions,
+        diffs=GitDiffs(),
+        prompts=EmbeddedPrompts(),
+        profiles=GitProfiles(),
+        embedded=EmbeddedPrompts().all(),
+        # One factory per request: every agent of it gets its own tools, all sharing one repo map.
+        tools=LocalToolsFactory(),
+        hooks=subprocess_hooks,
+        clock=utc_now,
+        version=__version__,
+    )
+
+
+def run_interactive(options: ConversationOptions) -> int:
+    """``aerix`` on a terminal: the screen, talking to the conversation."""
+    sessions = SessionFiles()
+    deps = request_deps(sessions)
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or None
+    history = history_file(project_key(options.cwd.resolve()))
+
+    async def main() -> int:
+        screen = TerminalScreen(__version__, options.cwd, history, StatusFigures, editor)
+        return await screen.run(lambda: converse(options, deps, screen))
+
+    try:
+        return anyio.run(main)
+    finally:
+        sessions.close()
+
+
+def run_headless(
+    options: RequestOptions,
+    fmt: OutputFormat,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    overrides: SettingsOverrides | None = None,
+) -> int:
+    """``aerix -p``: run one request, print it in ``fmt``, return the exit code. On a terminal's
+    stderr the screen's status line shows meanwhile."""
+    err = err or sys.stderr
+    status = StderrStatus(err, StatusFigures())
+    shown = status if status.enabled else None
+    output = HeadlessOutput(fmt, out or sys.stdout, err, shown)
+    return anyio.run(run_one, options, output, overrides, shown)
+
+
+async def run_one(
+    options: RequestOptions,
+    output: HeadlessOutput,
+    overrides: SettingsOverrides | None,
+    status: StderrStatus | None = None,
+) -> int:
+    """One request printed through ``output`` (with ``status`` ticking meanwhile); an error
+    before or around it is one note (and, in the JSON formats, an error result)."""
+    sessions = SessionFiles()
+    try:
+        try:
+            result = await _requested(options, output, request_deps(sessions, overrides), status)
+        except BrokenPipeError:
+            raise  # a closed pipe is the CLI's to end quietly, not a store that cannot be used
+        except OSError as os_error:  # the session store unusable (a file, no permission, full)
+            raise FileUnusable(os_error) from os_error
+    except AerixError as error:
+        output.note(str(error))
+        if output.format != "text":
+            output.json_line(error_object(str(error), error.exit_code, output.stream.session or None))
+        return error.exit_code
+    finally:
+        for notice in sessions.notices():
+            output.note(notice)
+        sessions.close()
+    return output.finish(result)
+
+
+async def _requested(
+    options: RequestOptions, output: HeadlessOutput, deps: RequestDeps, status: StderrStatus | None
+) -> RequestResult:
+    if status is None:
+        return await run_request(options, deps, output)
+    done: RequestResult | None = None
+    error: Exception | None = None
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(status.tick)
+        try:
+            done = await run_request(options, deps, output)
+        except Exception as exc:  # raised after the task group, not inside an exception group
+            error = exc
+        finally:
+            tasks.cancel_scope.cancel()
+            status.clear()
+    if error is not None:
+        raise error
+    assert done is not None
+    return done
