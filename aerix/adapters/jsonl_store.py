@@ -2,8 +2,9 @@
 
 ``SessionLogRecorder`` implements eventsourcing's ``AggregateRecorder`` over a folder (one
 project key's sessions): the events of originator ``<id>`` are the lines of ``<id>.jsonl``.
-``PlainJSONMapper`` turns the Session aggregate's events into those lines and back (plain JSON,
-the short topic as ``type``, the version as ``seq``, upcast on read).
+``aerix.adapters.jsonl_lines`` turns the Session aggregate's events into those lines and back
+(plain JSON, the short topic as ``type``, the version as ``seq``, upcast on read);
+``aerix.adapters.jsonl_files`` holds the lock file and reads the log's tail.
 
 Writing: the first write to a session takes an exclusive ``flock`` on ``<id>.jsonl.lock`` and
 keeps it until ``release``/``close``; a second writer (another process, or another recorder in
@@ -21,97 +22,32 @@ first process that can take the lock moves it to ``<id>.jsonl.torn`` and reports
 
 from __future__ import annotations
 
-import base64
-import fcntl
 import itertools
-import json
 import os
-import re
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import AggregateRecorder, IntegrityError, Mapper, StoredEvent, Transcoder
-from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
+from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
 
 from aerix.adapters.durable import make_folder, replace_durably, sync_folder, write_fully
 from aerix.adapters.gc_pause import gc_paused
+from aerix.adapters.jsonl_files import ends_with_newline, last_line, lock_holder, try_lock, write_holder
+from aerix.adapters.jsonl_lines import (
+    Line,
+    decode_checked,
+    decode_records,
+    encode_line,
+    parse_header,
+    state_of,
+)
 from aerix.domain import events as ev
-from aerix.domain.session import Recorded, wrap
-from aerix.errors import SessionBusy, SessionLogCorrupt, SessionSchemaTooNew
+from aerix.errors import SessionBusy
 
 LOG_SUFFIX = ".jsonl"
 LOCK_SUFFIX = ".jsonl.lock"
 TORN_SUFFIX = ".jsonl.torn"
-
-_HEADER = re.compile(rb'\{"type":"([^"\\]+)","seq":(\d+)[,}]')
-_CURRENT_V = f',"v":{ev.SCHEMA_VERSION},'.encode()
-_TAIL_CHUNK = 65536
-_VALIDATE_JSON = ev.EVENT_ADAPTER.validator.validate_json
-
-
-class _NoTranscoder(Transcoder):
-    """The plain mapper encodes with pydantic; eventsourcing's Mapper still wants a transcoder."""
-
-    def encode(self, obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-    def decode(self, data: bytes) -> Any:
-        return json.loads(data)
-
-
-class PlainJSONMapper(Mapper[str]):
-    """Session events ⇄ stored events whose state is the event's own JSON line.
-
-    Text that cannot be UTF-8 (a lone surrogate: a file name or an argument with bytes that are
-    not UTF-8, as Python hands them over) cannot be a JSON line; such an event is stored with
-    U+FFFD in each such place rather than not at all, and ``replaced`` keeps (seq, type) of each
-    for the store's notice."""
-
-    def __init__(self) -> None:
-        super().__init__(transcoder=_NoTranscoder())
-        self.replaced: list[tuple[int, str]] = []
-
-    def to_stored_event(self, domain_event: Any) -> StoredEvent:
-        record: ev.EventBase = domain_event.record
-        try:
-            state = record.model_dump_json(exclude_none=True).encode()
-        except PydanticSerializationError:
-            cleaned = type(record).model_validate(_without_surrogates(record.model_dump()))
-            state = cleaned.model_dump_json(exclude_none=True).encode()
-            self.replaced.append((record.seq, record.type))
-        return StoredEvent(str(domain_event.originator_id), record.seq, record.type, state)
-
-    def to_domain_event(self, stored_event: StoredEvent) -> Recorded:
-        return wrap(str(stored_event.originator_id), decode_record(stored_event.state))
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _without_surrogates(value: Any) -> Any:
-    """``value`` (plain data from ``model_dump``) with each lone surrogate in its text as U+FFFD."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_without_surrogates(item) for item in value]
-    return value
-
-
-def decode_record(line: bytes) -> ev.EventBase:
-    """One line → its validated, upcast record. Raises ValueError (ValidationError is one)."""
-    if line.find(_CURRENT_V, 0, 96) > 0:
-        # The common case: written by this schema version; pydantic parses the bytes itself.
-        return _VALIDATE_JSON(line)
-    decoded = json.loads(line)
-    if not isinstance(decoded, dict):
-        raise ValueError("a line must be a JSON object")
-    return ev.parse_event(decoded)
 
 
 @dataclass
@@ -120,14 +56,6 @@ class _Writer:
     log_fd: int | None  # None until a new log's first line is written
     last_seq: int
     has_lines: bool
-
-
-@dataclass(frozen=True)
-class _Line:
-    number: int
-    seq: int
-    topic: str
-    raw: bytes
 
 
 class SessionLogRecorder(AggregateRecorder):
@@ -158,15 +86,15 @@ class SessionLogRecorder(AggregateRecorder):
 
     def _open_writer(self, session_id: str) -> _Writer:
         make_folder(self.folder)
-        lock_fd = _try_lock(self._sibling(session_id, LOCK_SUFFIX))
+        lock_fd = try_lock(self._sibling(session_id, LOCK_SUFFIX))
         if lock_fd is None:
-            raise SessionBusy(session_id, _lock_holder(self._sibling(session_id, LOCK_SUFFIX)))
+            raise SessionBusy(session_id, lock_holder(self._sibling(session_id, LOCK_SUFFIX)))
         try:
-            _write_holder(lock_fd)
+            write_holder(lock_fd)
             path = self.log_path(session_id)
             self._set_aside_torn_tail(session_id)
-            last = _last_line(path)
-            last_seq = _parse_header(last, path, 0).seq if last else 0
+            last = last_line(path)
+            last_seq = parse_header(last, path, 0).seq if last else 0
             # A new log is made by its first write, so a session that cannot record its first
             # event leaves no empty log behind.
             log_fd = os.open(path, os.O_WRONLY | os.O_APPEND) if path.exists() else None
@@ -228,7 +156,7 @@ class SessionLogRecorder(AggregateRecorder):
 
     def _append(self, session_id: str, batch: list[StoredEvent]) -> int:
         writer = self._writers[session_id]
-        data = b"".join(_encode_line(stored) for stored in batch)
+        data = b"".join(encode_line(stored) for stored in batch)
         try:
             if writer.log_fd is not None:
                 write_fully(writer.log_fd, data)
@@ -259,7 +187,7 @@ class SessionLogRecorder(AggregateRecorder):
 
     def encode(self, stored_events: Sequence[StoredEvent]) -> bytes:
         """The bytes ``insert_events`` would append for these events."""
-        return b"".join(_encode_line(stored) for stored in stored_events)
+        return b"".join(encode_line(stored) for stored in stored_events)
 
     def replace_log(self, session_id: str, stored_events: Sequence[StoredEvent]) -> None:
         """Swap a whole log for these events at once (re-import): written beside, then renamed."""
@@ -288,7 +216,7 @@ class SessionLogRecorder(AggregateRecorder):
     ) -> Sequence[StoredEvent]:
         session_id = str(originator_id)
         selected = [
-            StoredEvent(originator_id, line.seq, line.topic, _state_of(line))
+            StoredEvent(originator_id, line.seq, line.topic, state_of(line))
             for line in self.read_lines(session_id)
             if (gt is None or line.seq > gt) and (lte is None or line.seq <= lte)
         ]
@@ -310,11 +238,11 @@ class SessionLogRecorder(AggregateRecorder):
         raw_lines.pop()  # after the last newline: empty, or a write still in progress
         return raw_lines
 
-    def read_lines(self, session_id: str) -> list[_Line]:
+    def read_lines(self, session_id: str) -> list[Line]:
         """The complete lines of a log, each with its number, seq and topic."""
         path = self.log_path(session_id)
         raw_lines = self._complete_lines(session_id)
-        return [_parse_header(raw, path, number) for number, raw in enumerate(raw_lines, 1)]
+        return [parse_header(raw, path, number) for number, raw in enumerate(raw_lines, 1)]
 
     def read_records(self, session_id: str) -> list[ev.EventBase]:
         """Every event of a session, validated and upcast, in order."""
@@ -322,14 +250,10 @@ class SessionLogRecorder(AggregateRecorder):
         raw_lines = self._complete_lines(session_id)
         with gc_paused():
             try:
-                # The fast path: current lines go straight to pydantic's validator, no call per line.
-                return [
-                    _VALIDATE_JSON(raw) if raw.find(_CURRENT_V, 0, 96) > 0 else decode_record(raw)
-                    for raw in raw_lines
-                ]
+                return decode_records(raw_lines)
             except ValueError:
                 pass  # some line is bad: go again line by line to say which, and what is wrong
-            return [_decode_checked(raw, number, path) for number, raw in enumerate(raw_lines, 1)]
+            return [decode_checked(raw, number, path) for number, raw in enumerate(raw_lines, 1)]
 
     # ---- crash repair ------------------------------------------------------------------------
 
@@ -339,11 +263,11 @@ class SessionLogRecorder(AggregateRecorder):
             size = path.stat().st_size
         except FileNotFoundError:
             return
-        if size == 0 or _ends_with_newline(path, size):
+        if size == 0 or ends_with_newline(path, size):
             return
         lock_path = self._sibling(session_id, LOCK_SUFFIX)
         held = self._writers.get(session_id)
-        lock_fd = None if held else _try_lock(lock_path)
+        lock_fd = None if held else try_lock(lock_path)
         if not held and lock_fd is None:
             return  # a live writer: the tail is a write in progress, not a torn one
         try:
@@ -373,100 +297,3 @@ class SessionLogRecorder(AggregateRecorder):
             f"{path}:{line_number}: an unfinished last line ({len(tail)} bytes, a crash mid-write) "
             f"was set aside in {torn.name}"
         )
-
-
-def _encode_line(stored: StoredEvent) -> bytes:
-    state = stored.state
-    expected = b'{"type":"%s","seq":%d,' % (stored.topic.encode(), stored.originator_version)
-    if state.startswith(expected) and b"\n" not in state:
-        return state + b"\n"
-    envelope = {
-        "type": stored.topic,
-        "seq": stored.originator_version,
-        "state_b64": base64.b64encode(state).decode(),
-    }
-    return json.dumps(envelope, separators=(",", ":")).encode() + b"\n"
-
-
-def _state_of(line: _Line) -> bytes:
-    if b'"state_b64":' in line.raw:
-        decoded = json.loads(line.raw)
-        if isinstance(decoded, dict) and "state_b64" in decoded:
-            return base64.b64decode(decoded["state_b64"])
-    return line.raw
-
-
-def _parse_header(raw: bytes, path: Path, number: int) -> _Line:
-    match = _HEADER.match(raw)
-    if match:
-        return _Line(number, int(match.group(2)), match.group(1).decode(), raw)
-    try:
-        decoded = json.loads(raw)
-    except ValueError as exc:
-        raise SessionLogCorrupt(str(path), number, f"not JSON: {exc}") from exc
-    if not isinstance(decoded, dict) or not isinstance(decoded.get("seq"), int) or "type" not in decoded:
-        raise SessionLogCorrupt(str(path), number, "no type and seq")
-    return _Line(number, decoded["seq"], str(decoded["type"]), raw)
-
-
-def _decode_checked(raw: bytes, number: int, path: Path) -> ev.EventBase:
-    try:
-        return decode_record(raw)
-    except ev.UnknownSchemaVersion as exc:
-        version = exc.version if isinstance(exc.version, int) else -1
-        raise SessionSchemaTooNew(str(path), number, version, ev.SCHEMA_VERSION) from exc
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise SessionLogCorrupt(str(path), number, f"{where}: {first['msg']}") from exc
-    except ValueError as exc:
-        raise SessionLogCorrupt(str(path), number, str(exc)) from exc
-
-
-def _try_lock(lock_path: Path) -> int | None:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _write_holder(lock_fd: int) -> None:
-    os.ftruncate(lock_fd, 0)
-    os.pwrite(lock_fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
-
-
-def _lock_holder(lock_path: Path) -> str:
-    try:
-        return lock_path.read_text().strip() or "unknown process"
-    except OSError:
-        return "unknown process"
-
-
-def _ends_with_newline(path: Path, size: int) -> bool:
-    with path.open("rb") as log:
-        log.seek(size - 1)
-        return log.read(1) == b"\n"
-
-
-def _last_line(path: Path) -> bytes | None:
-    """The last complete line of a file, read from the end."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return None
-    with path.open("rb") as log:
-        end = size
-        chunk = b""
-        while end > 0:
-            start = max(0, end - _TAIL_CHUNK)
-            log.seek(start)
-            chunk = log.read(end - start) + chunk
-            end = start
-            body = chunk[: chunk.rfind(b"\n")] if b"\n" in chunk else b""
-            cut = body.rfind(b"\n")
-            if cut >= 0 or (end == 0 and body):
-                return body[cut + 1 :] if body else None
-        return None

@@ -32,7 +32,8 @@ from eventsourcing.persistence import EventStore, IntegrityError
 
 from aerix.adapters import paths
 from aerix.adapters.durable import append_durably, make_folder, replace_durably
-from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, PlainJSONMapper, SessionLogRecorder
+from aerix.adapters.jsonl_lines import PlainJSONMapper
+from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, SessionLogRecorder
 from aerix.adapters.spool import spool_dir, write_spool
 from aerix.app.ports import SessionRef
 from aerix.app.ports.sessions import ReplaceOutcome

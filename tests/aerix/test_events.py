@@ -12,7 +12,8 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import get_topic, resolve_topic
 
-from aerix.adapters.jsonl_store import PlainJSONMapper, SessionLogRecorder
+from aerix.adapters.jsonl_lines import PlainJSONMapper
+from aerix.adapters.jsonl_store import SessionLogRecorder
 from aerix.domain import events as ev
 from aerix.domain.session import EVENT_CLASSES, Session, replay
 from tests.aerix.session_streams import T0, start_session
