@@ -52,6 +52,7 @@ from aerix.domain.claude_format import (
     session_namespace,
 )
 from aerix.domain.claude_tools import CLAUDE_CODE_VERSION
+from aerix.domain.plain_json import plain_json
 from aerix.domain.segments import ROOT_AGENT, is_note_segment
 from aerix.projections.base import Handlers, Projection
 from aerix.projections.claude_results import AgentTally, task_result, tool_use_result
@@ -318,7 +319,7 @@ def record_line(record: dict[str, Any]) -> str:
     """
     if record["type"] == "assistant" and _floats_in_tool_input(record["message"]["content"]):
         return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    return ev.plain_json(record)
+    return plain_json(record)
 
 
 def _floats_in_tool_input(content: list[dict[str, Any]]) -> bool:
