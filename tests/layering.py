@@ -18,7 +18,8 @@ returns one line per import that breaks a rule:
   and only from the app and the adapters (the domain and the projections are caldrix-free);
 - inside caldrix, each folder imports only what :data:`CALDRIX_ALLOWED` lists (``generation`` and
   ``store`` reach an engine only through ``caldrix.engines.base``; ``caldrix.limits``, the bounds,
-  imports nothing and the errors only it), and only ``caldrix.cli`` (and
+  imports nothing and the errors only it; a member's engine thread, ``caldrix.engine_thread``,
+  nothing either), and only ``caldrix.cli`` (and
   ``python -m caldrix``) imports the command line.
 """
 
@@ -60,6 +61,7 @@ CALDRIX_ALLOWED: dict[str, tuple[str, ...]] = {
     "caldrix.generation": ("caldrix.generation", "caldrix.errors", "caldrix.engines.base"),
     "caldrix.store": ("caldrix.store", "caldrix.engines.base", "caldrix.generation.decoding"),
     "caldrix.engines.base": (),
+    "caldrix.engine_thread": (),
     "caldrix.engines": (
         "caldrix.engines",
         "caldrix.errors",

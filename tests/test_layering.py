@@ -131,6 +131,7 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         ),
         ("caldrix/errors.py", "from caldrix.protocol import framing\n", "caldrix.errors may import only"),
         ("caldrix/limits.py", "from caldrix.errors import BadRequest\n", "nothing of caldrix"),
+        ("caldrix/engine_thread.py", "from caldrix.engines.base import Engine\n", "nothing of caldrix"),
         ("caldrix/pool.py", "from caldrix.cli.pool import pool_command\n", "only caldrix.cli imports"),
     ],
 )

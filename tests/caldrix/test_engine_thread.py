@@ -8,7 +8,7 @@ import threading
 
 import anyio
 
-from caldrix.members import EngineThread
+from caldrix.engine_thread import EngineThread
 
 
 def test_the_caller_has_its_result_before_the_deferred_work_and_the_next_job_after_it() -> None:
