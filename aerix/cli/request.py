@@ -13,7 +13,7 @@ from pathlib import Path
 from aerix.adapters.output import OUTPUT_FORMATS
 from aerix.adapters.settings_files import SettingsOverrides, parse_sources
 from aerix.app.request.conversation import ConversationOptions
-from aerix.app.request.run import RequestOptions
+from aerix.app.request.options import RequestOptions
 from aerix.claude_flags import add_claude_flags, ignored_note
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name

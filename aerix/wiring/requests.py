@@ -29,7 +29,8 @@ from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.adapters.tools import LocalToolsFactory
 from aerix.app.ports import HookRunner, RequestResult
 from aerix.app.request.conversation import ConversationOptions, converse
-from aerix.app.request.run import RequestDeps, RequestOptions, run_request
+from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.run import run_request
 from aerix.errors import AerixError, FileUnusable
 from aerix.projections.status import StatusFigures
 

@@ -29,7 +29,7 @@ from aerix.adapters.stream_input import (
     read_items,
     success,
 )
-from aerix.app.request.run import RequestOptions
+from aerix.app.request.options import RequestOptions
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE
 from aerix.errors import AerixError

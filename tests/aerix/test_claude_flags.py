@@ -13,7 +13,7 @@ import pytest
 from aerix.adapters.paths import config_home
 from aerix.adapters.settings_files import SettingsOverrides, load_settings, parse_sources
 from aerix.adapters.stream_input import BadLine, ControlRequest, UserPrompt, parse_line
-from aerix.app.request.run import RequestOptions
+from aerix.app.request.options import RequestOptions
 from aerix.claude_flags import ACTED_ON, IGNORED, ignored_note
 from aerix.cli.main import build_parser, main, split_prompt
 from aerix.domain.bounds import EXIT_USAGE

@@ -17,7 +17,8 @@ import pytest
 
 from aerix.adapters.session_store import SessionFiles
 from aerix.app.ports import PlanReview, RequestControls, RequestObserver, RequestResult
-from aerix.app.request.run import RequestOptions, run_request
+from aerix.app.request.options import RequestOptions
+from aerix.app.request.run import run_request
 from aerix.domain import events as ev
 from aerix.wiring.requests import request_deps
 from tests.aerix.request_world import make_project, make_world, start_scripted_pool

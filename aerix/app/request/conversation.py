@@ -26,14 +26,9 @@ from aerix.app.ports import (
     StartupNote,
     UserInput,
 )
-from aerix.app.request.run import (
-    RequestDeps,
-    RequestOptions,
-    attach_session_profile,
-    new_session_id,
-    resume_state,
-    run_request,
-)
+from aerix.app.request.opening import attach_session_profile, new_session_id, resume_state
+from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.run import run_request
 from aerix.app.request.startup import bind_members, startup_listing
 from aerix.app.sessions.queries import list_sessions, load_for_resume
 from aerix.domain import events as ev

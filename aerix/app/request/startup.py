@@ -3,7 +3,8 @@
 In the spec's order: resolve the directory, the settings, instruction files, enabled plugins,
 skills, agent definitions and hooks (``ProjectSource``); then find or start the pool and bind the members
 (``PoolStarter``, then :func:`bind_members`). Opening the session is the request's own step
-(``aerix.app.request.run``), because a resumed session is refused before any pool is started.
+(``aerix.app.request.run``, by ``aerix.app.request.opening``), because a resumed session is refused
+before any pool is started.
 
 Plugins and hooks are listed here (``startup_listing``, which the output shows); the hooks run
 through ``aerix.app.hooks``.

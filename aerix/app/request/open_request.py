@@ -1,0 +1,237 @@
+"""One request once its session is open: the SessionStart and UserPromptSubmit hooks, routing
+(cancellable), the root agent's segments and run, then ``session.end``, the SessionEnd hook and
+the request's result."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import anyio
+
+from aerix.app.agent.loop_tools import PLAN_ABORTED, FirstPlanGate
+from aerix.app.hooks.fire import Hooks, HookSession, HookStopped, no_hooks
+from aerix.app.ports import (
+    CancelSignal,
+    PoolPort,
+    Project,
+    PromptSource,
+    RequestControls,
+    RequestResult,
+)
+from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.recorder import RequestRecorder
+from aerix.app.request.root import EXIT_CODES, RootEnded, RootRun, run_root
+from aerix.app.request.root_context import (
+    prompt_text,
+    rebuilt_segments,
+    request_segments,
+    shared_prefix,
+    system_text,
+)
+from aerix.app.request.routing import route_request
+from aerix.app.request.startup import BoundMembers
+from aerix.app.sessions.queries import ResumeState
+from aerix.app.sessions.transcript import TranscriptFollower
+from aerix.domain import events as ev
+from aerix.domain.diffs import Snapshot
+from aerix.domain.segments import ContextSegment
+from aerix.errors import AerixError, OutputClosed
+
+
+@dataclass
+class OpenRequest:
+    """One request once its session is open: route, run the root, end."""
+
+    options: RequestOptions
+    deps: RequestDeps
+    project: Project
+    members: BoundMembers
+    pool: PoolPort
+    tap: RequestRecorder
+    resume: ResumeState | None
+    prompts: PromptSource  # the profile commit's texts (the release's where it tunes none)
+    controls: RequestControls
+    route: str | None = None
+    hooks: Hooks | None = None
+
+    @property
+    def number(self) -> int:
+        return self.resume.requests + 1 if self.resume else 1
+
+    async def run(self, start: ev.SessionStart, snapshot: Snapshot, began: float) -> RequestResult:
+        try:
+            self.tap.observer.event(start)
+            self.hooks = self._hooks()
+            ended = await self._route_and_run(self.hooks)
+        except HookStopped as stopped:
+            ended = _failure(stopped.reason, "killed")
+        except OutputClosed as closed:  # the reader went away: stop, as SIGPIPE would, and say so
+            ended = RootEnded("cancelled", closed.exit_code, reason=str(closed))
+        except AerixError as exc:
+            ended = _failure(str(exc))
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._finish(snapshot, _failure("cancelled", "cancelled"), began)
+            raise
+        return await self._finish(snapshot, ended, began)
+
+    def _hooks(self) -> Hooks:
+        """The request's hooks: the project's sources, run by the wired runner; the transcript
+        is kept up to date as the session goes (and for them)."""
+        tap, project = self.tap, self.project
+        claude_projects = project.settings.transcript.claude_projects
+        tap.transcript = TranscriptFollower(self.deps.sessions, tap.writer.ref, claude_projects)
+        if not project.hook_sources:
+            return no_hooks(tap)
+        return Hooks(
+            project.hook_sources,
+            self.deps.hooks(project.root),
+            tap,
+            HookSession(tap.writer.ref.id, str(project.cwd)),
+            transcript=tap.transcript,
+            spool=tap,
+            notify=tap.observer.note,
+        )
+
+    async def _route_and_run(self, hooks: Hooks) -> RootEnded:
+        project, cancel = self.project, self.controls.cancel
+        source = "resume" if self.resume is not None else "startup"
+        started = await hooks.fire(
+            "SessionStart", {"source": source, "model": self.members.main.model}, match=(source,)
+        )
+        prompt = project.skills.expand_prompt(self.options.prompt)
+        submitted = await hooks.fire("UserPromptSubmit", {"prompt": prompt})
+        if submitted.blocked:
+            reason = submitted.reason or "no reason given"
+            return _failure(f"a UserPromptSubmit hook blocked the prompt: {reason}", "killed")
+        if submitted.context:
+            prompt = f"{prompt}\n\n{submitted.context}"
+        router = self.members.router
+        choice = None
+        error: Exception | None = None
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_cancel_on, cancel, tasks.cancel_scope)
+            try:
+                choice = await route_request(
+                    self.pool,
+                    router.name,
+                    prompt,
+                    self.prompts,
+                    self.tap,
+                    one_of="one_of" in router.constraints,
+                )
+            except Exception as exc:  # raised after the task group, not inside an exception group
+                error = exc
+            tasks.cancel_scope.cancel()
+        if error is not None:
+            raise error
+        if choice is None or cancel.is_set():
+            return _failure("cancelled", "cancelled")
+        self.route = choice.choice
+        decided = {"choice": choice.choice, "scores": dict(choice.scores), "member": router.name}
+        await hooks.fire("RouteDecision", decided, match=(choice.choice,))
+        rebuilt, added = self._segments(prompt, choice.choice, started.context or None)
+        gate = FirstPlanGate(self.controls.plan_gate, cancel) if self.controls.plan_gate else None
+        ended = await self._run_root(prompt, choice.choice, rebuilt, added, gate, hooks)
+        if cancel.is_set() and ended.outcome == "killed":
+            return _failure(PLAN_ABORTED if gate and gate.aborted else "cancelled", "cancelled")
+        return ended
+
+    async def _run_root(
+        self,
+        prompt: str,
+        route: str,
+        rebuilt: list[ContextSegment],
+        added: list[ContextSegment],
+        gate: FirstPlanGate | None,
+        hooks: Hooks,
+    ) -> RootEnded:
+        deps, project = self.deps, self.project
+        return await run_root(
+            RootRun(
+                pool=self.pool,
+                events=self.tap,
+                prompts=self.prompts,
+                project=project,
+                member=self.members.main,
+                rebuilt=rebuilt,
+                added=added,
+                route=route,
+                max_turns=self.options.max_turns,
+                plan=self.resume.plan if self.resume else None,
+                spool=self.tap,
+                tools=deps.tools,
+                on_token=self.tap.observer.token,
+                hooks=hooks,
+                cancel=self.controls.cancel,
+                plan_gate=gate,
+            )
+        )
+
+    def _segments(
+        self, prompt: str, route: str, hook_context: str | None
+    ) -> tuple[list[ContextSegment], list[ContextSegment]]:
+        """(a resumed root's segments, already in the log; this request's new segments)."""
+        prompts = self.prompts
+        planner_tools = self.project.settings.delegation.planner_tools
+        text = prompt_text(prompt, route, prompts, planner_tools)
+        added = request_segments(self.number, text, hook_context)
+        if self.resume is not None and self.resume.root.segments:
+            if self.options.append_system_prompt:
+                self.tap.observer.note(
+                    "--append-system-prompt shapes a new session's system prompt; "
+                    f"session {self.resume.session} keeps the one it started with"
+                )
+            return rebuilt_segments(self.resume.root.ordered()), added
+        system = system_text(prompts, self.project.skills, self.project.settings, self.project.agents)
+        if self.options.append_system_prompt:
+            system = f"{system}\n\n{self.options.append_system_prompt.strip()}"
+        return [], [*shared_prefix(system, self.project.instructions), *added]
+
+    async def _finish(self, snapshot: Snapshot, ended: RootEnded, began: float) -> RequestResult:
+        tap = self.tap
+        diff = self.deps.diffs.diff(snapshot, tap.touched)
+        duration_ms = round((time.monotonic() - began) * 1000, 1)
+        stats = None
+        if diff.in_git:
+            stats = ev.DiffStats(added=diff.added, removed=diff.removed, files=diff.files)
+        tap.record(
+            ev.SessionEnd,
+            outcome=ended.outcome,
+            exit_code=ended.exit_code,
+            reason=ended.reason,
+            diff=stats,
+            untracked=list(diff.untracked),
+            duration_ms=duration_ms,
+        )
+        if self.hooks is not None:
+            outcome = {"reason": "other", "outcome": ended.outcome, "exit_code": ended.exit_code}
+            await self.hooks.fire("SessionEnd", outcome, match=("other",))
+        return RequestResult(
+            session_id=tap.writer.ref.id,
+            outcome=ended.outcome,
+            exit_code=ended.exit_code,
+            result=ended.result,
+            reason=ended.reason,
+            route=self.route,
+            turns=ended.turns,
+            usage=tap.usage,
+            diff=diff,
+            duration_ms=duration_ms,
+            request=self.number,
+            resumed=self.resume is not None,
+            model=self.members.main.model,
+            log=tap.writer.log_path,
+            notes=(*ended.notes, *diff.notes),
+            pieces=tuple(tap.pieces),
+        )
+
+
+async def _cancel_on(event: CancelSignal, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+def _failure(reason: str, outcome: str = "failed") -> RootEnded:
+    return RootEnded(outcome, EXIT_CODES[outcome], reason=reason)

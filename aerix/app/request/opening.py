@@ -1,0 +1,138 @@
+"""A request's session, before it runs: the session it continues (``--resume``,
+``--continue``) or the new id it takes, the profile it reads its prompts from, and its
+``session.start`` written (what startup loaded among it)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from aerix.app.ports import Project
+from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
+from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.startup import BoundMembers
+from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
+from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
+from aerix.domain import events as ev
+from aerix.domain.diffs import Snapshot
+from aerix.domain.prompt_bytes import encoded_bytes
+from aerix.errors import UsageError
+
+
+def new_session_id() -> str:
+    """A new session's id: a dashed UUID, as Claude Code names its sessions (its readers, the
+    Agent SDK's ``list_sessions`` among them, take no other)."""
+    return str(uuid.uuid4())
+
+
+def refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Project) -> None:
+    """A new session named by the caller (--session-id) must not be one that exists: refused
+    before the pool starts or the profile makes the session's branch."""
+    taken = options.session_id
+    if taken is not None and deps.sessions.exists(deps.sessions.ref(project.key, taken)):
+        raise UsageError(f"session {taken} already exists; give --session-id a new UUID")
+
+
+def resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
+    if options.resume and options.continue_latest:
+        raise UsageError("--resume and --continue both name a session; give one of them")
+    if options.session_id is not None and (options.resume or options.continue_latest):
+        raise UsageError("--session-id names a new session; it cannot go with --resume or --continue")
+    session_id = options.resume
+    if options.continue_latest:
+        session_id = latest_session(deps.sessions, project.key)
+        if session_id is None:
+            raise UsageError("no session to continue in this project; run without --continue to start one")
+    return load_for_resume(deps.sessions, session_id) if session_id else None
+
+
+def attach_session_profile(
+    options: RequestOptions,
+    deps: RequestDeps,
+    project: Project,
+    members: BoundMembers,
+    resume: ResumeState | None,
+    session_id: str,
+    *,
+    preview: bool = False,
+) -> AttachedProfile:
+    """The session's profile, attached: a resumed session keeps the profile and commit it read.
+    ``preview``: read the commit without making ``session/<id>`` (the screen before a prompt)."""
+    name = options.profile or project.settings.profile
+    recorded = None
+    if resume is not None and resume.profile is not None:
+        if options.profile is not None and options.profile != resume.profile:
+            raise UsageError(
+                f"session {resume.session} reads its prompts from profile {resume.profile}; "
+                "--profile names the profile of a new session"
+            )
+        name, recorded = resume.profile, resume.profile_commit
+    model = members.main.model
+    request = ProfileRequest(name, model, session_id, deps.version, recorded, options.profile_refresh)
+    attach = preview_profile if preview else attach_profile
+    return attach(deps.profiles, request, deps.embedded, deps.prompts)
+
+
+def with_overlays(project: Project, profile: AttachedProfile) -> Project:
+    """The project with the profile's skill and agent overlays in place of those bodies."""
+    if not profile.skill_overlays and not profile.agent_overlays:
+        return project
+    return replace(
+        project,
+        skills=project.skills.with_bodies(profile.skill_overlays),
+        agents=project.agents.with_bodies(profile.agent_overlays),
+    )
+
+
+def open_session(
+    options: RequestOptions,
+    deps: RequestDeps,
+    project: Project,
+    members: BoundMembers,
+    resume: ResumeState | None,
+    snapshot: Snapshot,
+    loaded: ev.Loaded,
+    session_id: str,
+    profile: AttachedProfile,
+) -> tuple[SessionWriter, ev.SessionStart]:
+    """The session's writer and the ``session.start`` of this request (written already)."""
+    start: dict[str, Any] = {
+        "cwd": str(project.cwd),
+        "project": project.key,
+        "model": members.main.model,
+        "profile": profile.name,
+        "profile_branch": profile.branch,
+        "profile_commit": profile.commit,
+        "prompt": options.prompt,
+        "prompt_bytes": None if options.prompt_bytes is None else encoded_bytes(options.prompt_bytes),
+        "aerix_version": deps.version,
+        "window": members.main.n_ctx,
+        "base_commit": snapshot.base,
+        "git_branch": snapshot.branch,
+        "loaded": loaded,
+    }
+    if resume is None:
+        writer = start_session(
+            deps.sessions, deps.clock, sync=project.settings.session.sync, session=session_id, **start
+        )
+        if writer.session.start is None:  # Session.begin records it; never None here
+            raise RuntimeError("a new session without its session.start")
+        return writer, writer.session.start
+    writer = reopen_session(deps.sessions, deps.clock, resume.session, project.settings.session.sync)
+    record = writer.record(
+        ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start
+    )
+    return writer, record
+
+
+def loaded_from(listing: dict[str, Any]) -> ev.Loaded:
+    """The part of the startup listing the log keeps: what this request's context and runtime
+    were built from, so a session can be understood (and tuned) without the folders it ran in."""
+    return ev.Loaded(
+        instruction_files=listing["instruction_files"],
+        skills=listing["skills"],
+        agents=listing["agents"],
+        hooks=listing["hooks"],
+        plugins=[plugin["name"] for plugin in listing["plugins"] if plugin["enabled"]],
+    )

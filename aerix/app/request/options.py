@@ -1,0 +1,56 @@
+"""What a request is asked for (``RequestOptions``, from the command line or the screen) and
+what it runs on (``RequestDeps``: every port; ``aerix.wiring`` builds the real ones)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from aerix.app.ports import (
+    Clock,
+    DiffSource,
+    HookRunnerFactory,
+    PoolStarter,
+    ProfileStore,
+    ProjectSource,
+    PromptSource,
+    SessionStorage,
+    ToolRunnerFactory,
+)
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What the command line asked for."""
+
+    prompt: str
+    cwd: Path
+    resume: str | None = None
+    continue_latest: bool = False
+    max_turns: int | None = None
+    profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
+    profile_refresh: bool = False
+    #: The id a new session gets (Claude Code's --session-id, or the one the screen shows before
+    #: the first request); None: a fresh one (``new_session_id``).
+    session_id: str | None = None
+    #: Text added to the end of a new session's system segment (--append-system-prompt).
+    append_system_prompt: str | None = None
+    #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
+    prompt_bytes: bytes | None = None
+
+
+@dataclass
+class RequestDeps:
+    projects: ProjectSource
+    pools: PoolStarter
+    sessions: SessionStorage
+    diffs: DiffSource
+    prompts: PromptSource  # the release's own texts
+    profiles: ProfileStore
+    embedded: Mapping[str, str]  # every prompt a profile may tune, by name
+    tools: ToolRunnerFactory
+    #: Makes the runner of the project's hook handlers (used when the project has hooks).
+    hooks: HookRunnerFactory
+    clock: Clock
+    version: str  # aerix's own, recorded in session.start
