@@ -20,6 +20,8 @@ ACTED_ON: Final = (
     "--settings",
     "--setting-sources",
     "--allowedTools",
+    "--tools",
+    "--disallowedTools",
     "--add-dir",
     "--max-budget-usd",
     "--permission-mode",
@@ -30,8 +32,6 @@ ACTED_ON: Final = (
 IGNORED: Final[tuple[tuple[str, bool, str], ...]] = (
     ("--system-prompt", True, "aerix's system prompt holds the turn format and tools; empty is none"),
     ("--system-prompt-file", True, "as --system-prompt"),
-    ("--tools", True, "every agent has the tools its route and definition give it"),
-    ("--disallowedTools", True, "as --tools"),
     ("--model", True, "the model is the pool's main member (setting pool.main)"),
     ("--fallback-model", True, "as --model"),
     ("--mcp-config", True, "aerix has no MCP client"),
@@ -91,6 +91,21 @@ def add_claude_flags(group: argparse._ArgumentGroup) -> None:
         action="append",
         metavar="TOOLS",
         help="accepted: aerix -p asks no permission, so every tool is allowed already",
+    )
+    group.add_argument(
+        "--tools",
+        metavar="TOOLS",
+        help='the tools every agent may have: "" none, "default" all, or names such as '
+        "\"Read,Grep\" (Claude Code's or aerix's); the others leave every turn schema",
+    )
+    group.add_argument(
+        "--disallowedTools",
+        "--disallowed-tools",
+        dest="disallowed_tools",
+        action="append",
+        metavar="RULES",
+        help="deny rules added to permissions.deny, comma- or space-separated: Bash takes the tool "
+        'away, "Bash(rm:*)" or "Read(./.env)" refuses the calls they match (docs/configuration.md)',
     )
     group.add_argument(
         "--add-dir",

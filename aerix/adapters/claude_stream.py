@@ -32,7 +32,7 @@ from aerix.domain.claude_format import (
     record_uuid,
     session_namespace,
 )
-from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name
+from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name, to_claude_input
 from aerix.domain.segments import ROOT_AGENT
 
 
@@ -78,6 +78,10 @@ class ClaudeStream:
         self.route: str | None = None
         self.root_turns = 0
         self.end: ev.SessionEnd | None = None
+        #: The calls seen (Claude's tool_use_id -> name and input) and the denied ones, for the
+        #: result's ``permission_denials``.
+        self._calls: dict[str, dict[str, Any]] = {}
+        self.denials: list[dict[str, Any]] = []
 
     def track(self, record: ev.EventBase) -> None:
         """Remember what later lines and the result need from ``record`` (every format's
@@ -101,6 +105,17 @@ class ClaudeStream:
                 self.root_turns += 1
             if record.usage is not None:
                 self._tally(self._models.get(record.agent, self.model), record.usage)
+            for call in record.calls:
+                tool_use_id = claude_tool_id(record.agent, call.id)
+                self._calls[tool_use_id] = {
+                    "tool_name": claude_tool_name(call.tool),
+                    "tool_use_id": tool_use_id,
+                    "tool_input": to_claude_input(call.tool, call.input, self.cwd or None),
+                }
+        elif isinstance(record, ev.Message) and record.denied_rule is not None and record.call:
+            denied = self._calls.get(claude_tool_id(record.agent, record.call))
+            if denied is not None:
+                self.denials.append(denied)
 
     def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Track ``record``, then its lines; ``listing`` (what startup found) joins ``init``."""

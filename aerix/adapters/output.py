@@ -132,7 +132,7 @@ class HeadlessOutput(RequestObserver):
         if self.format == "text":
             self._text(result)
         else:
-            self.json_line(result_object(result, self.stream.models or None))
+            self.json_line(result_object(result, self.stream.models or None, self.stream.denials))
         return result.exit_code
 
     def interrupted(self) -> None:
@@ -156,7 +156,7 @@ class HeadlessOutput(RequestObserver):
             duration_ms=(end.duration_ms or 0.0) if end else 0.0,
             model=stream.model,
         )
-        self.json_line(result_object(result, stream.models or None))
+        self.json_line(result_object(result, stream.models or None, stream.denials))
 
     def _text(self, result: RequestResult) -> None:
         text = result.result.rstrip("\n") + "\n" if result.result else ""
@@ -246,10 +246,15 @@ def outcome_line(result: RequestResult) -> str:
     return " · ".join([head, route, turns, pieces, changed_phrase(result.diff)])
 
 
-def result_object(result: RequestResult, models: dict[str, ModelTally] | None = None) -> dict[str, Any]:
+def result_object(
+    result: RequestResult,
+    models: dict[str, ModelTally] | None = None,
+    denials: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The ``json`` format's object, and ``stream-json``'s last line. ``models`` is each model's
     usage as the stream saw it (``modelUsage``); without it the request's totals go under its
-    main model."""
+    main model. ``denials``: the calls a permission rule refused (``permission_denials``, each
+    ``tool_name``, ``tool_use_id`` and ``tool_input``, as Claude Code lists them)."""
     diff = result.diff
     usage = result.usage
     subtype = RESULT_SUBTYPES.get(result.outcome, "error_during_execution")
@@ -282,7 +287,7 @@ def result_object(result: RequestResult, models: dict[str, ModelTally] | None = 
             "output_tokens": usage.completion_tokens,
         },
         "modelUsage": {model: tally.as_json() for model, tally in models.items()},
-        "permission_denials": [],
+        "permission_denials": list(denials or ()),
         "uuid": str(uuid.uuid4()),
     }
     if subtype != "success":

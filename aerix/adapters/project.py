@@ -13,6 +13,7 @@ from aerix.adapters.settings_files import SettingsOverrides, load_settings
 from aerix.adapters.skills import load_skills
 from aerix.app.ports import Project
 from aerix.domain.hook_contract import HookSource, unknown_events, unrunnable_handlers
+from aerix.domain.permissions import Permissions
 from aerix.domain.settings import hook_listing
 from aerix.errors import NotADirectory
 
@@ -57,8 +58,20 @@ class ProjectFiles:
                 *skills.notes,
                 *agents.notes,
                 *hook_notes(hook_sources),
+                *permission_notes(loaded.permissions),
             ),
+            permissions=loaded.permissions,
         )
+
+
+def permission_notes(permissions: Permissions) -> list[str]:
+    """Deny rules and ``--tools`` names that name no aerix tool: they take nothing away."""
+    notes = [
+        f"permissions.deny: {rule} names no aerix tool; it denies nothing" for rule in permissions.inert()
+    ]
+    for name in permissions.base.unknown:
+        notes.append(f"--tools: {name} is not an aerix tool; left out")
+    return notes
 
 
 def hook_notes(sources: tuple[HookSource, ...]) -> list[str]:

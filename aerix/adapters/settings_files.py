@@ -6,10 +6,12 @@ Files, later ones win (each is optional):
 2. project   ``<project>/.aerix/settings.json``
 3. local     ``<project>/.aerix/settings.local.json``
 
-Claude Code's own files are read for their ``hooks``, ``disableAllHooks`` and ``enabledPlugins`` only:
-``~/.claude/settings.json`` (honouring ``CLAUDE_CONFIG_DIR``), ``<project>/.claude/settings.json``
-and ``<project>/.claude/settings.local.json``. Hooks merge rather than override, as in Claude
-Code: every file's handlers run, and a handler defined identically in several files runs once.
+Claude Code's own files are read for their ``hooks``, ``disableAllHooks``, ``enabledPlugins`` and
+``permissions`` only: ``~/.claude/settings.json`` (honouring ``CLAUDE_CONFIG_DIR``),
+``<project>/.claude/settings.json`` and ``<project>/.claude/settings.local.json``. Hooks merge
+rather than override, as in Claude Code: every file's handlers run, and a handler defined
+identically in several files runs once. ``permissions.deny`` (and ``allow``, ``ask``) merge too:
+every file's rules hold, each remembered with the file it came from.
 
 A key may be written nested (``{"pool": {"main": "x"}}``) or dotted (``{"pool.main": "x"}``).
 A bad file is one ``SettingsError`` line naming the file and the key.
@@ -26,10 +28,22 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from aerix.adapters.paths import claude_projects_dir, config_home
+from aerix.domain.permission_rules import RuleError, split_rules
+from aerix.domain.permissions import (
+    DISALLOWED_FLAG,
+    NO_RESTRICTIONS,
+    BaseTools,
+    DenyRule,
+    Permissions,
+    parse_base_tools,
+    rules_from,
+)
 from aerix.domain.settings import Settings
 from aerix.errors import SettingsError
 
-_CLAUDE_KEYS = ("hooks", "disableAllHooks", "enabledPlugins")
+_CLAUDE_KEYS = ("hooks", "disableAllHooks", "enabledPlugins", "permissions")
+#: The lists of ``permissions`` that every file adds to rather than replaces.
+_PERMISSION_LISTS = ("allow", "deny", "ask")
 
 
 @dataclass(frozen=True)
@@ -47,6 +61,8 @@ class LoadedSettings:
 
     settings: Settings
     files: tuple[Path, ...]
+    #: The deny rules (each with its file or flag) and ``--tools``, for every agent.
+    permissions: Permissions = NO_RESTRICTIONS
 
 
 def claude_home() -> Path:
@@ -75,10 +91,24 @@ class SettingsOverrides:
     """What the command line changes about the settings (Claude Code's flags): ``sources``,
     the scopes read (``--setting-sources``; None: all); ``extra``, one more file or JSON text
     above the local files (``--settings``), read like Claude Code's files for Claude's keys
-    and like aerix's for aerix's."""
+    and like aerix's for aerix's; ``disallowed``, the rules of ``--disallowedTools`` (added to
+    every file's ``permissions.deny``); ``tools``, ``--tools`` (the base tool set; None: all)."""
 
     sources: frozenset[str] | None = None
     extra: str | None = None
+    disallowed: tuple[str, ...] = ()
+    tools: str | None = None
+
+
+def parse_disallowed(values: list[str] | None) -> tuple[str, ...]:
+    """``--disallowedTools`` (repeatable; rules split on commas and spaces outside
+    parentheses); raises ``SettingsError`` naming a rule it cannot read."""
+    rules = tuple(rule for value in values or () for rule in split_rules(value))
+    try:
+        rules_from(rules, DISALLOWED_FLAG)
+    except RuleError as exc:
+        raise SettingsError(f"{DISALLOWED_FLAG}: {exc}") from None
+    return rules
 
 
 def parse_sources(text: str) -> frozenset[str]:
@@ -100,6 +130,7 @@ def load_settings(
     overrides = overrides or SettingsOverrides()
     merged: dict[str, Any] = {}
     read: list[Path] = []
+    deny: list[DenyRule] = []
     for source in settings_files(project_root):
         if overrides.sources is not None and source.scope not in overrides.sources:
             continue
@@ -112,13 +143,33 @@ def load_settings(
         _validate(candidate, source.path)  # blames the file that made the merge invalid
         merged = candidate
         read.append(source.path)
+        deny += _deny_rules(data, str(source.path))
     if overrides.extra is not None:
         path, data = _extra_settings(overrides.extra, cwd or project_root)
         candidate = merge_settings(merged, expand_dotted_keys(data))
         _validate(candidate, path)
         merged = candidate
         read.append(path)
-    return LoadedSettings(_validate(merged, None), tuple(read))
+        deny += _deny_rules(data, str(path))
+    deny += rules_from(overrides.disallowed, DISALLOWED_FLAG)
+    base = parse_base_tools(overrides.tools) if overrides.tools is not None else BaseTools()
+    permissions = Permissions(_first_of_each(deny), base, str(project_root), str(Path.home()))
+    return LoadedSettings(_validate(merged, None), tuple(read), permissions)
+
+
+def _deny_rules(data: Mapping[str, Any], origin: str) -> tuple[DenyRule, ...]:
+    """One file's ``permissions.deny`` (already validated), each rule with the file's path."""
+    section = expand_dotted_keys(data).get("permissions")
+    rules = section.get("deny", ()) if isinstance(section, dict) else ()
+    return rules_from(rules, origin)
+
+
+def _first_of_each(rules: list[DenyRule]) -> tuple[DenyRule, ...]:
+    """Each rule once, with the first (lowest) file that has it."""
+    seen: dict[str, DenyRule] = {}
+    for rule in rules:
+        seen.setdefault(rule.rule.text, rule)
+    return tuple(seen.values())
 
 
 def _extra_settings(value: str, cwd: Path) -> tuple[Path, dict[str, Any]]:
@@ -196,10 +247,24 @@ def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict
     for key, value in override.items():
         if key == "hooks" and isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = _merge_hooks(merged[key], value)
+        elif key == "permissions" and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge_permissions(merged[key], value)
         elif isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = merge_settings(merged[key], value)
         else:
             merged[key] = value
+    return merged
+
+
+def _merge_permissions(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Both sides' rules in each rule list (each rule once); other keys as any object's."""
+    merged = merge_settings(base, {k: v for k, v in override.items() if k not in _PERMISSION_LISTS})
+    for name in _PERMISSION_LISTS:
+        before, after = base.get(name), override.get(name)
+        if isinstance(before, list) and isinstance(after, list):
+            merged[name] = [*before, *(rule for rule in after if rule not in before)]
+        elif name in override:
+            merged[name] = after  # validation reports a bad shape against this file
     return merged
 
 

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from aerix.adapters.output import OUTPUT_FORMATS
-from aerix.adapters.settings_files import SettingsOverrides, parse_sources
+from aerix.adapters.settings_files import SettingsOverrides, parse_disallowed, parse_sources
 from aerix.app.request.conversation import ConversationOptions
 from aerix.app.request.options import RequestOptions
 from aerix.claude_flags import add_claude_flags, ignored_note
@@ -147,6 +147,7 @@ def cmd_print(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         sources = None if args.setting_sources is None else parse_sources(args.setting_sources)
+        disallowed = parse_disallowed(args.disallowed_tools)
     except AerixError as error:
         print(f"aerix: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -165,7 +166,7 @@ def cmd_print(args: argparse.Namespace) -> int:
         session_id=session_id,
         append_system_prompt=args.append_system_prompt,
     )
-    overrides = SettingsOverrides(sources=sources, extra=args.extra_settings)
+    overrides = SettingsOverrides(sources, args.extra_settings, disallowed, args.tools)
     try:
         if streamed:
             return run_stream_input(options, sys.stdin, overrides=overrides)

@@ -1,9 +1,9 @@
 """The settings models: every key a settings file may hold, with its default.
 
 Keys are grouped as the spec names them: ``profile``, ``pool.*``, ``delegation.*``, ``context.*``,
-``tune.*``, ``session.*`` and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks`` and
-``enabledPlugins``. Unknown keys are errors, so a typo is reported with the file and the key
-rather than silently ignored. Reading and merging the files is
+``tune.*``, ``session.*`` and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks``,
+``enabledPlugins`` and ``permissions``. Unknown keys are errors, so a typo is reported with the
+file and the key rather than silently ignored. Reading and merging the files is
 ``aerix.adapters.settings_files``.
 """
 
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aerix.domain import bounds
+from aerix.domain.permission_rules import RuleError, parse_rule
 from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOL_NAMES
 
@@ -217,6 +218,29 @@ def hook_listing(hooks: HooksSettings, disabled: bool) -> tuple[str, ...]:
     return tuple(listing)
 
 
+class PermissionSettings(BaseModel):
+    """``permissions``: Claude Code's permission rules. ``deny`` holds (every file's rules
+    apply, as with hooks); ``allow`` and ``ask`` are read and change nothing, because ``aerix -p``
+    asks no permission. Claude Code's other keys (``defaultMode``, ``additionalDirectories``…)
+    are kept and ignored."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    deny: tuple[str, ...] = Field(default=(), description="rules whose calls never run")
+    allow: tuple[str, ...] = Field(default=(), description="accepted; aerix -p allows every call already")
+    ask: tuple[str, ...] = Field(default=(), description="accepted; aerix -p asks no permission")
+
+    @field_validator("deny")
+    @classmethod
+    def _readable_rules(cls, rules: tuple[str, ...]) -> tuple[str, ...]:
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except RuleError as exc:
+                raise ValueError(str(exc)) from None
+        return rules
+
+
 class Settings(BaseModel):
     """Every setting. ``Settings()`` is the defaults."""
 
@@ -235,6 +259,7 @@ class Settings(BaseModel):
     #: Claude Code's key: plugin name (or ``name@marketplace``) -> enabled. A plugin found in a
     #: plugins folder is enabled unless this says false.
     enabled_plugins: dict[str, bool] = Field(default_factory=dict, alias="enabledPlugins")
+    permissions: PermissionSettings = PermissionSettings()
 
     @field_validator("profile")
     @classmethod

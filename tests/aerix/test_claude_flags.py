@@ -39,11 +39,14 @@ def test_the_sdks_command_line_parses_and_names_only_what_aerix_ignores() -> Non
     ]
     args = build_parser().parse_args(sdk_line)
     assert (args.resume, args.max_turns, args.setting_sources) == ("abc", 3, "user,project")
+    assert args.disallowed_tools == [
+        "WebSearch"
+    ]  # acted on: a deny rule (tests/aerix/test_permissions_e2e.py)
     note = ignored_note(args)
     assert note is not None and note.count("\n") == 0
     named = note.split(": ", 1)[1].split(", ")
     assert named == [
-        *("--disallowedTools", "--model", "--mcp-config", "--include-partial-messages", "--fork-session"),
+        *("--model", "--mcp-config", "--include-partial-messages", "--fork-session"),
         *("--plugin-dir", "--max-thinking-tokens", "--effort", "--json-schema"),
     ]
     quiet = build_parser().parse_args(["--output-format", "stream-json", "--system-prompt", ""])
@@ -64,6 +67,8 @@ def test_the_sdks_command_line_parses_and_names_only_what_aerix_ignores() -> Non
         (["-p", "x", "--output-format", "stream-json", "--input-format", "stream-json"], "drop -p's PROMPT"),
         (["-p", "x", "--session-id", "not-a-uuid"], "--session-id not-a-uuid is not a UUID"),
         (["-p", "x", "--setting-sources", "user,team"], "team is not a settings source"),
+        (["-p", "x", "--disallowedTools", "Read,Bash(rm"], "--disallowedTools: 'Bash(rm' has no closing ')'"),
+        (["-p", "x", "--disallowedTools", "Bash()"], "write Bash to deny every call"),
     ],
 )
 def test_a_claude_flag_used_wrongly_is_one_line_and_nothing_runs(
@@ -93,9 +98,17 @@ def test_setting_sources_and_settings_layer_the_files(tmp_path: Path) -> None:
     assert project_only.settings.pool.main != "user.gguf" and project_only.settings.delegation.depth == 1
     assert project_only.files == (tmp_path / ".aerix/settings.json",)
     # --settings: JSON text above the local files, Claude's keys and aerix's, others left out.
-    text = json.dumps({"disableAllHooks": True, "delegation.depth": 2, "permissions": {"allow": ["Bash"]}})
+    text = json.dumps(
+        {
+            "disableAllHooks": True,
+            "delegation.depth": 2,
+            "permissions": {"deny": ["Bash"]},
+            "spinnerTipsEnabled": 1,
+        }
+    )
     layered = load_settings(tmp_path, SettingsOverrides(extra=text))
     assert layered.settings.disable_all_hooks and layered.settings.delegation.depth == 2
+    assert [(deny.rule.text, deny.origin) for deny in layered.permissions.deny] == [("Bash", "--settings")]
     assert layered.settings.pool.main == "user.gguf" and layered.files[-1] == Path("--settings")
     # ... or a file, relative to the working directory.
     write_json(tmp_path / "sub" / "extra.json", {"pool": {"main": "extra.gguf"}})

@@ -17,11 +17,16 @@ is the result ``refused: <reason>``; an ``updatedInput`` replaces the call's inp
 ``PostToolUse`` (``PostToolUseFailure`` for an ``error:`` result) after; a block's reason and
 any additional context reach the model with the result. ``agent`` calls too: each piece runs
 between its own PreToolUse and PostToolUse, inside its ``delegation.parallel`` slot.
+
+Permissions: a call a deny rule matches (``permissions.deny``, ``--disallowedTools``; or a tool
+outside ``--tools``) does not run, checked after PreToolUse (on the input a hook may have
+rewritten, so no hook can let a denied call through); its result is ``error: denied by the
+permission rule <rule> (from <where>)`` and its ``message`` event names the rule
+(``denied_rule``, ``denied_from``). PostToolUse does not fire for it.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 import time
@@ -33,7 +38,7 @@ from typing import Any, Literal
 import anyio
 
 from aerix.app.agent.env import AskUser, PlanGateLike
-from aerix.app.agent.live_context import LiveContext, compact
+from aerix.app.agent.live_context import LiveContext
 from aerix.app.agent.loop_tools import (
     DELEGATION_UNAVAILABLE,
     ContextTool,
@@ -41,18 +46,18 @@ from aerix.app.agent.loop_tools import (
     plan_tool,
     plan_write_text,
 )
+from aerix.app.agent.result_target import LiveResultTarget
 from aerix.app.agent.tool_output import ToolOutput, append_result
 from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolHooks, ToolRunner
-from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.claude_format import claude_tool_id
 from aerix.domain.claude_tools import tool_name_aliases
 from aerix.domain.hook_answers import HookVerdict
 from aerix.domain.hook_payloads import tool_error, tool_fields, tool_response, updated_input
+from aerix.domain.permissions import NO_RESTRICTIONS, Denial, Permissions
 from aerix.domain.pieces import piece_outcome
 from aerix.domain.repeats import unchanged_result
-from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ToolCaps
 from aerix.domain.turns import ToolCall, Turn
 
@@ -104,6 +109,9 @@ class Dispatcher:
     cwd: Path = field(default_factory=Path.cwd)
     ask_user: AskUser | None = None
     delegate: Delegate | None = None
+    permissions: Permissions = NO_RESTRICTIONS
+    #: Calls a permission rule refused: call id -> the denial (for their result's event).
+    denials: dict[str, Denial] = field(default_factory=dict)
 
     @property
     def agent_id(self) -> str:
@@ -170,7 +178,8 @@ class Dispatcher:
         hooks, args = self.hooks, dict(call.input)
         names = tool_name_aliases(call.tool)
         if hooks is None or not hooks.wants(_TOOL_EVENTS, names):
-            return await run(args)
+            denied = self._denied(call, args)
+            return denied if denied is not None else await run(args)
         cwd = str(self.cwd)
         fields = tool_fields(call.tool, args, cwd, claude_tool_id(self.agent_id, call.id))
 
@@ -187,6 +196,9 @@ class Dispatcher:
         if pre.updated_input is not None:
             args = updated_input(call.tool, pre.updated_input)
             fields = tool_fields(call.tool, args, cwd, fields["tool_use_id"])
+        denied = self._denied(call, args)
+        if denied is not None:
+            return denied
         began = time.monotonic()
         text = await run(args)
         duration_ms = round((time.monotonic() - began) * 1000)
@@ -198,6 +210,14 @@ class Dispatcher:
             after = {"tool_response": tool_response(call.tool, args, text, cwd), "aerix_tool_response": text}
         post = await fire(event, {**fields, **after, "duration_ms": duration_ms})
         return _with_feedback(text, fields["tool_name"], pre, event, post)
+
+    def _denied(self, call: ToolCall, args: Mapping[str, Any]) -> str | None:
+        """The result of a call a permission rule refuses, else None."""
+        denial = self.permissions.denial(call.tool, args, str(self.cwd))
+        if denial is None:
+            return None
+        self.denials[call.id] = denial
+        return denial.result_text()
 
     async def _refusal(self, call: ToolCall, args: Mapping[str, Any], pre: HookVerdict) -> str | None:
         if pre.decision == "deny":
@@ -289,7 +309,8 @@ class Dispatcher:
         *,
         unchanged_since: str | None = None,
     ) -> None:
-        target = _ResultTarget(self.live, self.prompts, segment_id, header, tool, call_id)
+        target = LiveResultTarget(self.live, self.prompts, segment_id, header, tool, call_id)
+        denial = self.denials.get(call_id) if call_id and header else None
         outcome = await append_result(target, output)
         if not outcome.appended:
             # Even the pointer alone did not leave a turn's room: append it all the same, so the
@@ -311,6 +332,8 @@ class Dispatcher:
             spool=str(output.spool_path) if output.spool_path else None,
             outcome=piece,
             unchanged_since=unchanged_since,
+            denied_rule=denial.rule if denial else None,
+            denied_from=denial.origin if denial else None,
         )
 
 
@@ -336,56 +359,3 @@ def job_state(report: JobReportLike) -> JobState:
     if outcome.stopped or (outcome.returncode is not None and outcome.returncode < 0):
         return "killed"
     return "exited"
-
-
-class _ResultTarget:
-    """``tool_output.ResultTarget`` on the live context: a result fits when a whole turn's
-    ask still fits after it (by the pool's count)."""
-
-    def __init__(
-        self,
-        live: LiveContext,
-        prompts: PromptSource,
-        segment_id: str,
-        header: str | None,
-        tool: str,
-        call_id: str | None,
-    ) -> None:
-        self.live = live
-        self.prompts = prompts
-        self.segment_id = segment_id
-        self.header = header
-        self.tool = tool
-        self.call_id = call_id
-        self.appended: ContextSegment | None = None
-
-    async def room_tokens(self) -> int:
-        header_tokens = math.ceil(len((self.header or "").encode("utf-8")) / bounds.BYTES_PER_TOKEN) + 1
-        return max(0, self.live.budget.result_room(self.live.tokens) - header_tokens)
-
-    async def try_append(self, text: str) -> bool:
-        segment = await self._append(text)
-        if self.live.has_turn_room():
-            self.appended = segment
-            return True
-        await self.live.remove([segment.id])
-        return False
-
-    async def compact(self) -> None:
-        await compact(self.live, self.prompts)
-
-    async def append_anyway(self, text: str) -> None:
-        self.appended = await self._append(text)
-
-    async def _append(self, text: str) -> ContextSegment:
-        body = f"{self.header}\n{text}" if self.header else text
-        segment = ContextSegment(
-            self.segment_id,
-            "user",
-            SegmentKind.TOOL_RESULT,
-            body,
-            label=f"{self.tool} {self.call_id or ''}".strip(),
-            call=self.call_id,
-            tool=self.tool,
-        )
-        return await self.live.append(segment, record=False)

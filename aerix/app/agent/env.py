@@ -36,6 +36,7 @@ from aerix.app.ports import (
     ToolRunnerFactory,
 )
 from aerix.domain import events as ev
+from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ContextSegment
 from aerix.domain.settings import Settings
 from aerix.domain.tools import ToolSpec
@@ -129,6 +130,8 @@ class AgentEnvironment:
     #: Where the agent hooks fire; None: the hooks' own (``HookLifecycle`` on ``hooks``), or
     #: nothing without hooks.
     lifecycle: AgentLifecycle | None = None
+    #: The deny rules and ``--tools``: tools taken away from every agent, calls refused.
+    permissions: Permissions = NO_RESTRICTIONS
 
     def agent_lifecycle(self) -> AgentLifecycle:
         if self.lifecycle is not None:

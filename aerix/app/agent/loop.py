@@ -104,6 +104,7 @@ class _AgentRun:
             ask_user=env.ask_user,
             delegate=self._delegate if env.delegator is not None else None,
             plan_gate=env.plan_gate,
+            permissions=env.permissions,
         )
         self.asker = TurnAsker(spec, env, self.live)
         self.repeats = RepeatWatch()

@@ -6,14 +6,15 @@
    else the caller's (``members.MemberPicker``; one that cannot serve fails the piece).
 2. Attempt N runs the implementer (``a1.c3``, then ``a1.c3.r1`` …) on a fresh fork of the
    caller's shared prefix (``openings``), with the definition's tools (or all; never ``agent``
-   at ``delegation.depth``) and its ``maxTurns`` (else ``delegation.max_turns``). One that ends
-   other than ``done`` ends the piece at once, with its outcome.
+   at ``delegation.depth``, never one a permission rule or ``--tools`` takes away) and its
+   ``maxTurns`` (else ``delegation.max_turns``). One that ends other than ``done`` ends the
+   piece at once, with its outcome.
 3. A ``done`` implementer is checked by verifier ``a1.c3.vN`` with only ``read``, ``bash``,
-   ``grep``, ``glob`` and ``repo_map``; its final is a verdict under the Json constraint. A
-   verifier that ends without one counts as ``fail``, and so does a ``pass`` given before it made
-   any tool call (it judged work it never looked at). A ``fail`` runs the next attempt with the
-   reason appended, at most ``delegation.retries`` times; then the piece fails with
-   ``verification failed after N attempts``.
+   ``grep``, ``glob`` and ``repo_map`` (less what the permissions take away); its final is a
+   verdict under the Json constraint. A verifier that ends without one counts as ``fail``, and
+   so does a ``pass`` given before it made any tool call (it judged work it never looked at).
+   A ``fail`` runs the next attempt with the reason appended, at most ``delegation.retries``
+   times; then the piece fails with ``verification failed after N attempts``.
 4. The result is ``{summary, files_touched, checks_run, outcome}`` (``PieceResult``).
 
 Every agent's ``agent.spawn`` is recorded before its context is made (``AgentSpawn`` fires with
@@ -120,8 +121,10 @@ class Piece:
         settings = self.env.settings.delegation
         attempts = settings.retries + 1
         depth = self.caller.depth + 1
+        permissions = self.env.permissions
         tools = PieceTools(
-            implementer_tools(definition, depth, settings.depth), tuple(tool_spec(n) for n in VERIFIER_TOOLS)
+            permissions.restrict(implementer_tools(definition, depth, settings.depth)),
+            permissions.restrict(tuple(tool_spec(n) for n in VERIFIER_TOOLS)),
         )
         touched: list[str] = []
         checks: tuple[str, ...] = ()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from aerix.domain.hook_contract import HookSource
+from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.settings import Settings
 
 
@@ -110,6 +111,8 @@ class Project:
     #: ``disableAllHooks`` is set).
     hook_sources: tuple[HookSource, ...] = ()
     notes: tuple[str, ...] = ()
+    #: The deny rules and ``--tools`` every agent of the request is held to.
+    permissions: Permissions = NO_RESTRICTIONS
 
 
 class ProjectSource(Protocol):

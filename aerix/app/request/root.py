@@ -85,7 +85,7 @@ async def run_root(run: RootRun) -> RootEnded:
     counts = await run.pool.create_context(run.member.name, [s.wire() for s in (*run.rebuilt, *run.added)])
     try:
         record_segments(run.events, run.added, counts)
-        tools = root_tools(run.route, run.project.settings)
+        tools = root_tools(run.route, run.project.settings, run.project.permissions)
         max_turns = run.max_turns or run.project.settings.delegation.max_turns
         env = _environment(run)
         spawn = run.events.record(
@@ -133,6 +133,7 @@ def _environment(run: RootRun) -> AgentEnvironment:
         hooks=run.hooks,
         cancel=run.cancel,
         plan_gate=run.plan_gate,
+        permissions=run.project.permissions,
     )
     return delegating(env, run.project.agents)
 

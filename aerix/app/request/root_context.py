@@ -4,7 +4,8 @@ A new root's context is the system segment (``system.md``, the full ``# Tools`` 
 ``# Turns`` section rendered by code, and the skill list), the instructions segment, any hook
 context, and the prompt. The system segment always lists every tool, so every context in a
 directory starts with the same tokens and the pool's prefix store shares them; a planner's
-restriction lives in the note after its prompt and in its turn schema. A resumed root is its
+restriction lives in the note after its prompt and in its turn schema, and so do the tools a
+permission rule takes away (their calls are refused too, should one be made). A resumed root is its
 context rebuilt from the log, with the new prompt appended.
 """
 
@@ -16,6 +17,7 @@ from typing import Final
 
 from aerix.app.agent.live_context import record_segment
 from aerix.app.ports import AgentDefinitionSource, ContextCounts, EventRecorder, PromptSource, SkillSource
+from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOLS, ToolSpec, render_tool_descriptions, tool_spec
@@ -43,15 +45,18 @@ def system_text(
     return "\n\n".join(part for part in parts if part)
 
 
-def root_tools(route: str, settings: Settings) -> tuple[ToolSpec, ...]:
+def root_tools(
+    route: str, settings: Settings, permissions: Permissions = NO_RESTRICTIONS
+) -> tuple[ToolSpec, ...]:
     """Every tool for ``answer``/``investigate``; ``delegation.planner_tools`` for a planner;
-    without ``agent`` when ``delegation.depth`` is 0 (the root is at depth 0)."""
+    without ``agent`` when ``delegation.depth`` is 0 (the root is at depth 0); without the tools
+    the permissions take away (a bare deny rule, ``--tools``)."""
     tools = TOOLS
     if route in PLANNER_ROUTES:
         tools = tuple(tool_spec(name) for name in settings.delegation.planner_tools)
     if settings.delegation.depth <= 0:
         tools = tuple(tool for tool in tools if tool.name != "agent")
-    return tools
+    return permissions.restrict(tools)
 
 
 def prompt_text(

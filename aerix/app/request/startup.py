@@ -69,9 +69,10 @@ async def bind_members(pool: PoolPort, settings: PoolSettings) -> BoundMembers:
 
 def startup_listing(project: Project, members: BoundMembers) -> dict[str, Any]:
     """What startup found and bound, as plain data for the output (stream-json's ``init``
-    line names its keys as Claude Code's does: ``tools``, ``skills``, ``agents``, ``plugins``)."""
+    line names its keys as Claude Code's does: ``tools``, ``skills``, ``agents``, ``plugins``);
+    ``tools`` leaves out those a permission rule or ``--tools`` takes away."""
     return {
-        "tools": list(TOOL_NAMES),
+        "tools": [name for name in TOOL_NAMES if name not in project.permissions.removed],
         "members": {
             MAIN_MEMBER: members.main.model,
             DECISION_MEMBER: members.decision.model if members.decision else None,

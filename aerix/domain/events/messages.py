@@ -57,5 +57,7 @@ class Message(EventBase):
     unchanged_since: str | None = Field(
         default=None, description="The earlier call a repeated call repeats: it was not run again."
     )
+    denied_rule: str | None = Field(default=None, description="The permission rule that refused the call.")
+    denied_from: str | None = Field(default=None, description="Where that rule came from: a file, a flag.")
     message_id: str | None = Field(default=None, description="Claude Code's message.id (imported turns).")
     request_id: str | None = Field(default=None, description="Claude Code's requestId (imported turns).")
