@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Base = Literal["absolute", "home", "root"]
+#: A name no file has: a pattern that matches it inside a folder matches whatever is there.
+_ANY_NAME = "\x00"
 
 
 @dataclass(frozen=True)
@@ -33,12 +35,18 @@ class PathPattern:
     base: Base
     regex: re.Pattern[str]
 
-    def matches(self, path: str, *, cwd: str, root: str, home: str) -> bool:
-        """Whether ``path`` (absolute, or relative to ``cwd``) falls under this pattern."""
+    def matches(self, path: str, *, cwd: str, root: str, home: str, searched: bool = False) -> bool:
+        """Whether ``path`` (absolute, or relative to ``cwd``) falls under this pattern; with
+        ``searched`` (a folder grep or glob looks through), also whether the pattern covers
+        everything in it (``secrets/**`` covers searching ``secrets``)."""
         target = posixpath.normpath(posixpath.join(cwd, path))
         base = {"absolute": "/", "home": home, "root": root}[self.base]
         relative = _relative_to(target, posixpath.normpath(base))
-        return relative is not None and relative != "" and self.regex.fullmatch(relative) is not None
+        if relative is None:
+            return False
+        if searched and self.regex.fullmatch(posixpath.join(relative, _ANY_NAME)) is not None:
+            return True
+        return relative != "" and self.regex.fullmatch(relative) is not None
 
 
 def parse_path_pattern(specifier: str) -> PathPattern:
@@ -56,7 +64,7 @@ def parse_path_pattern(specifier: str) -> PathPattern:
         text = text[2:]
     else:
         anchored = "/" in text.rstrip("/")
-    text = text.rstrip("/")
+    text = posixpath.normpath(text) if text.strip("/") else ""
     if text in ("", "**") and base != "root":
         text = "**"
     elif not text or text == ".":

@@ -14,6 +14,7 @@ Two effects, as in Claude Code:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -29,6 +30,8 @@ from aerix.domain.permission_rules import (
 from aerix.domain.shell_parts import bash_matches
 from aerix.domain.tools import TOOL_NAMES, ToolSpec
 
+#: A grep result line: ``file:line: text``.
+_GREP_LINE = re.compile(r"^(.+?):(\d+): ")
 #: Where rules given on the command line come from.
 DISALLOWED_FLAG: Final = "--disallowedTools"
 TOOLS_FLAG: Final = "--tools"
@@ -131,7 +134,10 @@ class Permissions:
             path = tool_input.get("path")
             if not isinstance(path, str) or not path:
                 path = "." if tool in ("glob", "grep") else ""
-            return bool(path) and rule.path.matches(path, cwd=cwd, root=self.root, home=self.home)
+            searched = tool in ("glob", "grep")
+            return bool(path) and rule.path.matches(
+                path, cwd=cwd, root=self.root, home=self.home, searched=searched
+            )
         if tool == "bash":
             return bash_matches(specifier, str(tool_input.get("command", "")))
         if tool == "agent":
@@ -141,6 +147,26 @@ class Permissions:
         if tool == "web_fetch":
             return matches_domain(specifier, str(tool_input.get("url") or ""))
         return False
+
+    def hide_denied_matches(self, text: str, cwd: str) -> str:
+        """A grep result without the lines of files a Read rule denies (a search of a folder
+        must not show what reading its files would not), and a line saying how many went."""
+        rules = [deny.rule.path for deny in self.deny if "grep" in deny.rule.tools and deny.rule.path]
+        if not rules:
+            return text
+        kept: list[str] = []
+        hidden = 0
+        for line in text.split("\n"):
+            found = _GREP_LINE.match(line)
+            file = found.group(1) if found else None
+            if file and any(r.matches(file, cwd=cwd, root=self.root, home=self.home) for r in rules):
+                hidden += 1
+            else:
+                kept.append(line)
+        if not hidden:
+            return text
+        kept.append(f"[{hidden} matching lines in files a permission rule denies reading were left out]")
+        return "\n".join(kept)
 
     def inert(self) -> list[str]:
         """Rules that name a tool aerix does not have (they deny nothing), for a startup note."""

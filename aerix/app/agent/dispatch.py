@@ -157,6 +157,8 @@ class Dispatcher:
             if call.tool == "context":
                 return await context_tool.run(args)
             text = await anyio.to_thread.run_sync(self.runner.run, call.tool, args, self.cancel)
+            if call.tool == "grep":
+                text = self.permissions.hide_denied_matches(text, str(self.cwd))
             self._note_effects(call, args, text)
             return text
 
