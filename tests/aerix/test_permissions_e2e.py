@@ -79,8 +79,8 @@ def of(events: list[dict[str, Any]], event_type: str, **fields: Any) -> list[dic
     return [e for e in events if e["type"] == event_type and all(e.get(k) == v for k, v in fields.items())]
 
 
-def tool_results(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {m["call"]: m for m in of(events, "message", role="tool")}
+def tool_results(events: list[dict[str, Any]], agent: str = "a1") -> dict[str, dict[str, Any]]:
+    return {m["call"]: m for m in of(events, "message", role="tool", agent=agent)}
 
 
 def test_a_deny_rule_in_claudes_settings_refuses_the_call_and_says_why(project: Project) -> None:
@@ -194,3 +194,49 @@ def test_tools_sets_what_every_agent_may_use(project: Project) -> None:
     assert none["outcome"] == "done", bare.stderr
     [spawn] = of(session_events(project.world, none["session_id"]), "agent.spawn", agent="a1")
     assert spawn["tools"] == []
+
+
+def verdict(reason: str) -> str:
+    return json.dumps({"thought": "Checked.", "final": {"verdict": "pass", "reason": reason}})
+
+
+def test_the_rules_hold_for_every_piece_of_a_delegation(project: Project) -> None:
+    """A bare ``Bash`` takes bash from the implementer and the verifier as from the root;
+    ``Agent(reviewer)`` refuses the call naming that definition before anything spawns."""
+    settings = project.claude_settings({"permissions": {"deny": ["Bash", "Agent(reviewer)"]}})
+    brief, check = "Create hello.txt holding the line hi.", "hello.txt holds hi"
+    completions = [
+        "edit",
+        turn(("agent", {"brief": brief, "check": check, "definition": "reviewer"}), thought="Delegate it."),
+        turn(("agent", {"brief": brief, "check": check}), thought="Without the reviewer, then."),
+        turn(("write", {"path": "hello.txt", "content": "hi\n"})),
+        final("I wrote hello.txt."),
+        turn(("read", {"path": "hello.txt"})),
+        verdict("it holds hi"),
+        final("hello.txt is in place."),
+    ]
+    result, events, stderr = project.run(completions, "create hello.txt")
+    assert (result["outcome"], result["route"]) == ("done", "edit"), stderr
+    assert (project.root / "hello.txt").read_text() == "hi\n"
+    got = tool_results(events)
+    assert got["c1"]["text"] == (
+        f"[agent c1]\nerror: denied by the permission rule Agent(reviewer) (from {settings}); "
+        "the call did not run"
+    )
+    spawns = {spawn["agent"]: spawn for spawn in of(events, "agent.spawn")}
+    assert set(spawns) == {"a1", "a1.c2", "a1.c2.v1"}  # nothing spawned for the refused call
+    assert all("bash" not in spawn["tools"] for spawn in spawns.values())
+    assert "write" in spawns["a1.c2"]["tools"]
+    assert spawns["a1.c2.v1"]["tools"] == ["read", "grep", "glob", "repo_map"]
+    assert result["permission_denials"] == [
+        {
+            "tool_name": "Agent",
+            "tool_use_id": "toolu_a1_c1",
+            "tool_input": {
+                "description": brief,
+                "subagent_type": "reviewer",
+                "prompt": brief,
+                "check": check,
+            },
+        }
+    ]
