@@ -223,6 +223,51 @@ def test_query_runs_aerix_as_its_cli(world: World, project: tuple[Path, Path]) -
     assert "--system-prompt" not in note  # the SDK's default empty one leaves aerix's in place
 
 
+def test_query_with_disallowed_tools_and_tools_is_held_to_them(
+    world: World, project: tuple[Path, Path]
+) -> None:
+    """``disallowed_tools`` and ``tools`` of ``ClaudeAgentOptions`` reach aerix as the SDK
+    passes them (``--disallowedTools Bash(touch:*),WebFetch``, ``--tools Read,Write,Bash``): the
+    init line lists only the tools left, the denied call does not run, and the ResultMessage's
+    ``permission_denials`` names it."""
+    proj, socket = project
+    touch = json.dumps(
+        {"thought": "Touch it.", "calls": [{"tool": "Bash", "input": {"command": "touch made.txt"}}]}
+    )
+    start_scripted_pool(world, socket, ["investigate", touch, WRITE_TURN, FINAL_TURN])
+    stderr: list[str] = []
+    options = ClaudeAgentOptions(
+        cli_path=AERIX,
+        cwd=proj,
+        env=world.env,
+        tools=["Read", "Write", "Bash", "WebFetch"],
+        disallowed_tools=["Bash(touch:*)", "WebFetch"],
+        stderr=stderr.append,
+    )
+
+    async def run() -> list[Any]:
+        return [message async for message in query(prompt="make the files", options=options)]
+
+    messages = anyio.run(run)
+    [init] = [m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init"]
+    assert init.data["tools"] == ["Read", "Write", "Bash"]
+    results = [
+        b for m in messages if isinstance(m, UserMessage) for b in m.content if isinstance(b, ToolResultBlock)
+    ]
+    assert results[
+        0
+    ].is_error and "denied by the permission rule Bash(touch:*) (from --disallowedTools)" in str(
+        results[0].content
+    )
+    assert not (proj / "made.txt").exists() and (proj / "hello.txt").read_text() == "hi\n"
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.subtype == "success", stderr
+    assert result.permission_denials == [
+        {"tool_name": "Bash", "tool_use_id": "toolu_a1_c1", "tool_input": {"command": "touch made.txt"}}
+    ]
+    assert not any("--disallowedTools" in line or "--tools" in line for line in stderr if "ignored" in line)
+
+
 def test_a_client_runs_each_prompt_as_a_request_of_one_session(
     world: World, project: tuple[Path, Path]
 ) -> None:
