@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from aerix.adapters.project import ProjectFiles
 from aerix.adapters.settings_files import (
     SettingsOverrides,
     load_settings,
@@ -342,3 +343,15 @@ def test_an_unreadable_deny_rule_is_one_settings_line_naming_the_file(tmp_path: 
         parse_settings({"permissions": {"deny": "Bash"}})
     # allow and ask are not checked: aerix never consults them
     assert parse_settings({"permissions": {"allow": ["Bash(x"], "ask": ["?"]}}).permissions.ask == ("?",)
+
+
+def test_startup_names_the_rules_and_tools_that_take_nothing_away(tmp_path: Path) -> None:
+    write_json(tmp_path / ".claude/settings.json", {"permissions": {"deny": ["NotebookEdit", "Bash(rm:*)"]}})
+    project = ProjectFiles(SettingsOverrides(tools="Read,TodoWrite")).load(tmp_path)
+    assert project.permissions.base.names == {"read"} and project.permissions.root == str(tmp_path.resolve())
+    notes = [note for note in project.notes if "NotebookEdit" in note or "TodoWrite" in note]
+    claude_file = tmp_path.resolve() / ".claude/settings.json"
+    assert notes == [
+        f"permissions.deny: NotebookEdit ({claude_file}) names no aerix tool; it denies nothing",
+        "--tools: TodoWrite is not an aerix tool; left out",
+    ]

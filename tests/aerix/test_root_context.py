@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.settings_files import parse_settings
-from aerix.app.request.root_context import prompt_text, root_tools
+from aerix.app.request.root_context import planner_tool_names, prompt_text, root_tools
+from aerix.domain.permissions import Permissions, parse_base_tools, rules_from
 from aerix.domain.tools import TOOL_NAMES
 
 
@@ -23,3 +24,17 @@ def test_the_default_planner_note_and_the_other_routes() -> None:
     assert "You may only use repo_map, agent, plan and context." in default
     assert prompt_text("Why?", "answer", EmbeddedPrompts()) == "Why?"
     assert [tool.name for tool in root_tools("investigate", parse_settings({}))] == list(TOOL_NAMES)
+
+
+def test_the_permissions_narrow_the_root_and_the_planner_note_says_what_is_left() -> None:
+    settings = parse_settings({})
+    permissions = Permissions(rules_from(["repo_map", "Bash(rm:*)"], "settings.json"))
+    assert [tool.name for tool in root_tools("plan", settings, permissions)] == ["agent", "plan", "context"]
+    assert "bash" in [tool.name for tool in root_tools("answer", settings, permissions)]  # a specifier: kept
+    names = planner_tool_names(settings, permissions)
+    assert "You may only use agent, plan and context." in prompt_text(
+        "Fix it.", "edit", EmbeddedPrompts(), names
+    )
+    only = Permissions(base=parse_base_tools("Read,Grep"))
+    assert [tool.name for tool in root_tools("investigate", settings, only)] == ["read", "grep"]
+    assert planner_tool_names(settings, only) == []

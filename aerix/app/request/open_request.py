@@ -23,6 +23,7 @@ from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.recorder import RequestRecorder
 from aerix.app.request.root import EXIT_CODES, RootEnded, RootRun, run_root
 from aerix.app.request.root_context import (
+    planner_tool_names,
     prompt_text,
     rebuilt_segments,
     request_segments,
@@ -174,7 +175,7 @@ class OpenRequest:
     ) -> tuple[list[ContextSegment], list[ContextSegment]]:
         """(a resumed root's segments, already in the log; this request's new segments)."""
         prompts = self.prompts
-        planner_tools = self.project.settings.delegation.planner_tools
+        planner_tools = planner_tool_names(self.project.settings, self.project.permissions)
         text = prompt_text(prompt, route, prompts, planner_tools)
         added = request_segments(self.number, text, hook_context)
         if self.resume is not None and self.resume.root.segments:

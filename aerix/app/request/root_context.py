@@ -59,6 +59,12 @@ def root_tools(
     return permissions.restrict(tools)
 
 
+def planner_tool_names(settings: Settings, permissions: Permissions = NO_RESTRICTIONS) -> list[str]:
+    """The tools a planner has, for its note: ``delegation.planner_tools`` less what the
+    permissions take away."""
+    return [tool.name for tool in root_tools(next(iter(PLANNER_ROUTES)), settings, permissions)]
+
+
 def prompt_text(
     prompt: str, route: str, prompts: PromptSource, planner_tools: Sequence[str] = DEFAULT_PLANNER_TOOLS
 ) -> str:
