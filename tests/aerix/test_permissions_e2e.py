@@ -21,16 +21,9 @@ from tests.aerix.request_world import (
     start_scripted_pool,
     stop_pool,
 )
+from tests.aerix.test_hooks_e2e import final, of, turn
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
-
-
-def turn(*calls: tuple[str, dict[str, Any]], thought: str = "Go on.") -> str:
-    return json.dumps({"thought": thought, "calls": [{"tool": tool, "input": args} for tool, args in calls]})
-
-
-def final(text: str = "All done.") -> str:
-    return json.dumps({"thought": "Done.", "final": text})
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +66,6 @@ def project(world: World, tmp_path: Path) -> Iterator[Project]:
     made = Project(world, tmp_path)
     yield made
     stop_pool(world, made.socket)
-
-
-def of(events: list[dict[str, Any]], event_type: str, **fields: Any) -> list[dict[str, Any]]:
-    return [e for e in events if e["type"] == event_type and all(e.get(k) == v for k, v in fields.items())]
 
 
 def tool_results(events: list[dict[str, Any]], agent: str = "a1") -> dict[str, dict[str, Any]]:
