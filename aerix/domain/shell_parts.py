@@ -4,9 +4,10 @@ A deny rule must hold for every command that runs, so a command is checked whole
 part: the commands of a list or pipeline (``a && b``, ``a || b``, ``a; b``, ``a | b``, ``a & b``,
 one a line), those inside ``$(…)`` and backquotes, the one a ``sh -c '…'`` or ``eval '…'`` runs,
 and each part again without what only wraps it (``VAR=x``, ``env``, ``timeout 5``, ``nice``,
-``nohup``, ``time``, ``command``, ``exec``, ``sudo``, a subshell's parentheses). Quotes are
-honoured, so ``echo "a && b"`` is one command. This is best effort against a model, not a
-sandbox: a command built at run time (``$cmd``, a script file) is not seen.
+``nohup``, ``time``, ``command``, ``exec``, ``sudo``, a subshell's parentheses, the folder of
+``/bin/rm``). Quotes are honoured, so ``echo "a && b"`` is one command. This is best effort
+against a model, not a sandbox: a command built at run time (``$cmd``, a script file) is not
+seen.
 """
 
 from __future__ import annotations
@@ -165,6 +166,9 @@ def _unwrapped(part: str) -> Iterator[str]:
     text = part.strip()
     while True:
         yield text
+        program, _, rest = text.partition(" ")
+        if "/" in program.rstrip("/"):
+            yield f"{program.rstrip('/').rsplit('/', 1)[-1]} {rest}".strip()  # /bin/rm x is rm x
         stripped = _strip_once(text)
         if stripped is None or stripped == text:
             return

@@ -158,6 +158,8 @@ def test_flag_values_split_on_commas_and_spaces_outside_parentheses() -> None:
         ("rm:*", "timeout -s KILL 5 nice -n 3 nohup rm x", True),
         ("rm:*", "sudo -u root env X=1 rm x", True),
         ("sudo:*", "sudo rm x", True),
+        ("rm:*", "/bin/rm -rf x", True),
+        ("rm:*", "cd /tmp/rm && ls", False),
         ("git push", "cd repo && git push", True),
     ],
 )
