@@ -90,7 +90,8 @@ def add_claude_flags(group: argparse._ArgumentGroup) -> None:
         dest="allowed_tools",
         action="append",
         metavar="TOOLS",
-        help="accepted: aerix -p asks no permission, so every tool is allowed already",
+        help="accepted: aerix -p asks no permission, so every tool is allowed already "
+        "(deny rules and --disallowedTools still hold)",
     )
     group.add_argument(
         "--tools",
