@@ -38,3 +38,16 @@ def test_the_permissions_narrow_the_root_and_the_planner_note_says_what_is_left(
     only = Permissions(base=parse_base_tools("Read,Grep"))
     assert [tool.name for tool in root_tools("investigate", settings, only)] == ["read", "grep"]
     assert planner_tool_names(settings, only) == []
+
+
+def test_a_planner_that_could_not_delegate_is_no_planner() -> None:
+    without_agents = parse_settings({"delegation.depth": 0})
+    edit_tools = [tool.name for tool in root_tools("edit", without_agents)]
+    assert edit_tools == [name for name in TOOL_NAMES if name != "agent"]
+    assert planner_tool_names(without_agents) == []
+    assert prompt_text("Fix it.", "edit", EmbeddedPrompts(), []) == "Fix it."
+    denied = Permissions(rules_from(["Agent"], "settings.json"))
+    assert "agent" not in [tool.name for tool in root_tools("plan", parse_settings({}), denied)]
+    assert "write" in [tool.name for tool in root_tools("plan", parse_settings({}), denied)]
+    only = Permissions(base=parse_base_tools("Read,Grep"))
+    assert [tool.name for tool in root_tools("edit", parse_settings({}), only)] == ["read", "grep"]

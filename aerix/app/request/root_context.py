@@ -50,10 +50,21 @@ def root_tools(
 ) -> tuple[ToolSpec, ...]:
     """Every tool for ``answer``/``investigate``; ``delegation.planner_tools`` for a planner;
     without ``agent`` when ``delegation.depth`` is 0 (the root is at depth 0); without the tools
-    the permissions take away (a bare deny rule, ``--tools``)."""
-    tools = TOOLS
+    the permissions take away (a bare deny rule, ``--tools``). A planner left without ``agent``
+    could delegate nothing, so its root is not a planner: it has every tool left, as
+    ``answer`` has."""
     if route in PLANNER_ROUTES:
-        tools = tuple(tool_spec(name) for name in settings.delegation.planner_tools)
+        planner = _usable(
+            tuple(tool_spec(name) for name in settings.delegation.planner_tools), settings, permissions
+        )
+        if any(tool.name == "agent" for tool in planner):
+            return planner
+    return _usable(TOOLS, settings, permissions)
+
+
+def _usable(
+    tools: tuple[ToolSpec, ...], settings: Settings, permissions: Permissions
+) -> tuple[ToolSpec, ...]:
     if settings.delegation.depth <= 0:
         tools = tuple(tool for tool in tools if tool.name != "agent")
     return permissions.restrict(tools)
@@ -61,16 +72,18 @@ def root_tools(
 
 def planner_tool_names(settings: Settings, permissions: Permissions = NO_RESTRICTIONS) -> list[str]:
     """The tools a planner has, for its note: ``delegation.planner_tools`` less what the
-    permissions take away."""
-    return [tool.name for tool in root_tools(next(iter(PLANNER_ROUTES)), settings, permissions)]
+    permissions take away; none when it could not delegate (then there is no planner)."""
+    tools = [tool.name for tool in root_tools(next(iter(PLANNER_ROUTES)), settings, permissions)]
+    return tools if "agent" in tools else []
 
 
 def prompt_text(
     prompt: str, route: str, prompts: PromptSource, planner_tools: Sequence[str] = DEFAULT_PLANNER_TOOLS
 ) -> str:
     """The prompt segment: the request, and for a planner the note that it must delegate,
-    naming the tools it has (``{tools}`` in planner.md: ``delegation.planner_tools``)."""
-    if route in PLANNER_ROUTES:
+    naming the tools it has (``{tools}`` in planner.md: ``delegation.planner_tools``). No
+    tools to plan with (no ``agent``: see root_tools) is no planner, and no note."""
+    if route in PLANNER_ROUTES and planner_tools:
         note = prompts.get("planner").strip().replace("{tools}", spoken_list(planner_tools))
         return f"{prompt}\n\n{note}"
     return prompt
@@ -79,7 +92,7 @@ def prompt_text(
 def spoken_list(names: Sequence[str]) -> str:
     """``a, b and c``."""
     if len(names) < 2:
-        return "".join(names) or "no tools"
+        return "".join(names)
     return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
