@@ -38,12 +38,12 @@ from caldrix.engines.base import (
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
 from caldrix.generation.templates import template_source_for
 from caldrix.models.files import native_path, open_model_file
+from caldrix.models.ggml_bounds import LegacyHeaderInvalid
 from caldrix.models.ggml_header import (
     GGUF_MAGIC,
     LEGACY_MAGICS,
     UNRECORDED_WINDOW,
     GgmlHeader,
-    LegacyHeaderInvalid,
     header_for_type,
     read_header,
     read_magic,

@@ -20,7 +20,15 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from caldrix.limits import LEGACY_MIN_BYTES_PER_WEIGHT, LEGACY_VOCAB_ENTRY_MIN_BYTES
+from caldrix.models.ggml_bounds import (
+    LegacyHeaderInvalid,
+    check_counts,
+    check_weights,
+    first_tensor_name,
+    skip_merges_within,
+    skip_vocab,
+    skip_vocab_within,
+)
 
 #: Unversioned ggml files: gpt2, gptj, gpt_neox, mpt, replit, starcoder (and very old llama).
 GGML_MAGIC = 0x67676D6C
@@ -53,11 +61,6 @@ UNRECORDED_WINDOW = 2048
 #: token model is well under a megabyte).
 HEAD_BYTES = 8 * 1024 * 1024
 MAX_VOCAB = 1_000_000
-MAX_TOKEN_BYTES = 4096
-MAX_NAME_BYTES = 512
-#: Every ctransformers loader reads one or two extents a tensor; the falcon and llama ones
-#: refuse more, the gpt2 family overflows the two-slot array it reads them into.
-MAX_TENSOR_DIMS = 2
 F32_BYTES = 4
 F16_BYTES = 2
 QNT_VERSION_FACTOR = 1000
@@ -92,8 +95,6 @@ _LAYOUTS: tuple[_Layout, ...] = (
 )
 #: Architectures whose files have another architecture's layout.
 _SAME_LAYOUT_AS = {"starcoder": "gpt2", "dollyv2": "gpt_neox"}
-#: Vocabulary entries that only StarCoder-family tokenizers hold (same layout as gpt2).
-_STARCODER_MARKERS = (b"<fim_prefix>", b"<fim-prefix>")
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,6 @@ class GgmlHeader:
     @property
     def kv_heads(self) -> int | None:
         return self.n_head_kv or self.n_head
-
-
-class LegacyHeaderInvalid(ValueError):
-    """A legacy header claims more than its file can hold; ``args[0]`` says what, in words."""
 
 
 #: Bytes of a ``ggjt`` tensor's alignment, and the ``ggjt`` version whose quantized blocks
@@ -203,12 +200,12 @@ def _llama_header(magic: int, head: bytes, size: int) -> GgmlHeader:
     n_vocab, n_embd, n_mult, n_head, n_layer, _n_rot, _ftype = struct.unpack_from("<7i", head, offset)
     offset += 7 * 4
     version = struct.unpack_from("<I", head, 4)[0] if versioned else 0
-    _check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=1, size=size)
+    check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=1, size=size)
     if n_mult <= 0:
         raise LegacyHeaderInvalid(f"its header claims n_mult {n_mult}; it must be 1 or more")
     n_ff = -(-(2 * (4 * n_embd) // 3) // n_mult) * n_mult
-    _check_weights(n_vocab * n_embd * 2 + n_layer * (4 * n_embd * n_embd + 3 * n_embd * n_ff), size)
-    tensors_at = _skip_vocab_within(head, offset, n_vocab, scored=versioned, size=size)
+    check_weights(n_vocab * n_embd * 2 + n_layer * (4 * n_embd * n_embd + 3 * n_embd * n_ff), size)
+    tensors_at = skip_vocab_within(head, offset, n_vocab, scored=versioned, size=size)
     current = magic == GGJT_MAGIC and version == GGJT_CURRENT_VERSION
     return GgmlHeader(
         magic,
@@ -241,7 +238,7 @@ def _falcon_header(head: bytes, size: int) -> GgmlHeader:
     n_vocab, n_embd, n_head, n_head_kv, n_layer, falcon_type, _ftype, _merges = struct.unpack_from(
         "<8i", head, hparams_at
     )
-    _check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=1, size=size)
+    check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=1, size=size)
     if n_vocab < FALCON_MIN_VOCAB:
         raise LegacyHeaderInvalid(
             f"its header claims {n_vocab} vocabulary entries; "
@@ -257,9 +254,9 @@ def _falcon_header(head: bytes, size: int) -> GgmlHeader:
             f"its header names a falcon of {n_layer} layers and type {falcon_type}; ggllm.cpp's loader "
             "knows 32 or 60 layers, or type 7 or 40"
         )
-    _check_weights(n_vocab * n_embd + n_layer * 2 * n_embd * n_embd, size)
-    offset = _skip_vocab_within(head, hparams_at + 8 * 4, n_vocab, scored=True, size=size)
-    tensors_at = _skip_merges_within(head, offset, size)
+    check_weights(n_vocab * n_embd + n_layer * 2 * n_embd * n_embd, size)
+    offset = skip_vocab_within(head, hparams_at + 8 * 4, n_vocab, scored=True, size=size)
+    tensors_at = skip_merges_within(head, offset, size)
     return GgmlHeader(
         GGCC_MAGIC,
         "falcon",
@@ -274,66 +271,6 @@ def _falcon_header(head: bytes, size: int) -> GgmlHeader:
         tensor_alignment=GGJT_ALIGNMENT,
         n_head_kv=n_head_kv,
     )
-
-
-def _skip_merges_within(head: bytes, offset: int, size: int) -> int:
-    """The offset past a ``ggcc`` file's BPE merges (a count, then pairs of length-prefixed
-    strings), which must lie inside the file's head like its vocabulary."""
-    try:
-        (count,) = struct.unpack_from("<i", head, offset)
-        if count < 0:
-            raise ValueError("negative count")
-        offset += 4
-        for _ in range(count):
-            for _side in range(2):
-                (length,) = struct.unpack_from("<I", head, offset)
-                if length > MAX_TOKEN_BYTES or offset + 4 + length > len(head):
-                    raise ValueError("not a merge")
-                offset += 4 + length
-    except (struct.error, ValueError):
-        raise LegacyHeaderInvalid(
-            f"its BPE merges do not fit in the file's first {min(size, len(head)):,} bytes"
-        ) from None
-    return offset
-
-
-def _check_counts(*, n_vocab: int, n_embd: int, n_head: int, n_layer: int, n_ctx: int, size: int) -> None:
-    """Refuse counts no file of ``size`` bytes can back: each must be 1 or more, a vocabulary
-    of N entries takes at least N length fields, and a head has at least one dimension."""
-    for name, value in (("n_vocab", n_vocab), ("n_embd", n_embd), ("n_head", n_head), ("n_layer", n_layer)):
-        if value <= 0:
-            raise LegacyHeaderInvalid(f"its header claims {name} {value}; it must be 1 or more")
-    if n_ctx <= 0:
-        raise LegacyHeaderInvalid(f"its header claims a window of {n_ctx} tokens; it must be 1 or more")
-    if n_vocab * LEGACY_VOCAB_ENTRY_MIN_BYTES > size:
-        raise LegacyHeaderInvalid(
-            f"its header claims {n_vocab:,} vocabulary entries, more than its {size:,} bytes can hold "
-            f"(each takes at least {LEGACY_VOCAB_ENTRY_MIN_BYTES} bytes)"
-        )
-    if n_head > n_embd:
-        raise LegacyHeaderInvalid(f"its header claims {n_head:,} heads for an embedding of {n_embd:,}")
-
-
-def _check_weights(weights: int, size: int) -> None:
-    """Refuse a header whose figures imply more weights than the file holds."""
-    needed = int(weights * LEGACY_MIN_BYTES_PER_WEIGHT)
-    if needed > size:
-        raise LegacyHeaderInvalid(
-            f"its header's figures imply {weights:,} weights, at least {needed:,} bytes, but it has "
-            f"{size:,}: the file is incomplete or its header is wrong"
-        )
-
-
-def _skip_vocab_within(head: bytes, offset: int, n_vocab: int, *, scored: bool, size: int) -> int:
-    """The offset past a vocabulary that must lie inside the file's head."""
-    try:
-        end, _ = _skip_vocab(head, offset, n_vocab, scored)
-    except (struct.error, ValueError):
-        raise LegacyHeaderInvalid(
-            f"its vocabulary of {n_vocab:,} entries does not fit in the file's first "
-            f"{min(size, len(head)):,} bytes"
-        ) from None
-    return end
 
 
 def _try_layout(layout: _Layout, head: bytes, size: int) -> GgmlHeader | None:
@@ -351,8 +288,8 @@ def _try_layout(layout: _Layout, head: bytes, size: int) -> GgmlHeader | None:
             offset += 4
             if count != n_vocab:
                 return None
-        offset, starcoder = _skip_vocab(head, offset, n_vocab, layout.vocab_scored)
-        name = _first_tensor_name(head, offset)
+        offset, starcoder = skip_vocab(head, offset, n_vocab, layout.vocab_scored)
+        name = first_tensor_name(head, offset)
     except (struct.error, ValueError):
         return None
     if name is None or not name.startswith(layout.tensor_prefixes):
@@ -361,11 +298,11 @@ def _try_layout(layout: _Layout, head: bytes, size: int) -> GgmlHeader | None:
     n_ctx, n_embd = int(fields[layout.n_ctx_at]), int(fields[layout.n_embd_at])
     n_layer, n_head = int(fields[layout.n_layer_at]), int(fields[layout.n_head_at])
     # The layout is this file's: from here a count that lies is a refusal, not another guess.
-    _check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=n_ctx, size=size)
+    check_counts(n_vocab=n_vocab, n_embd=n_embd, n_head=n_head, n_layer=n_layer, n_ctx=n_ctx, size=size)
     # Every one of these architectures has a token table and at least two n_embd² matrices a
     # layer; gpt2's family also a table of n_ctx positions.
     positions = n_ctx * n_embd if layout.model_type == "gpt2" else 0
-    _check_weights(n_vocab * n_embd + positions + n_layer * 2 * n_embd * n_embd, size)
+    check_weights(n_vocab * n_embd + positions + n_layer * 2 * n_embd * n_embd, size)
     return GgmlHeader(
         GGML_MAGIC,
         model_type,
@@ -378,30 +315,3 @@ def _try_layout(layout: _Layout, head: bytes, size: int) -> GgmlHeader | None:
         n_vocab=n_vocab,
         n_head=n_head,
     )
-
-
-def _skip_vocab(head: bytes, offset: int, n_vocab: int, scored: bool) -> tuple[int, bool]:
-    """Offset just past the vocabulary, and whether it holds StarCoder's FIM tokens."""
-    starcoder = False
-    for _ in range(n_vocab):
-        (length,) = struct.unpack_from("<I", head, offset)
-        if length > MAX_TOKEN_BYTES or offset + 4 + length > len(head):
-            raise ValueError("not a vocabulary entry")
-        token = head[offset + 4 : offset + 4 + length]
-        starcoder = starcoder or token in _STARCODER_MARKERS
-        offset += 4 + length + (4 if scored else 0)
-    return offset, starcoder
-
-
-def _first_tensor_name(head: bytes, offset: int) -> str | None:
-    n_dims, name_len, _ttype = struct.unpack_from("<3i", head, offset)
-    if not (1 <= n_dims <= MAX_TENSOR_DIMS and 0 < name_len <= MAX_NAME_BYTES):
-        return None
-    start = offset + 12 + 4 * n_dims
-    raw = head[start : start + name_len]
-    if len(raw) != name_len:
-        return None
-    try:
-        return raw.decode("ascii")
-    except UnicodeDecodeError:
-        return None

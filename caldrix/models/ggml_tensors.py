@@ -14,13 +14,8 @@ import os
 import struct
 from typing import BinaryIO
 
-from caldrix.models.ggml_header import (
-    CURRENT_QNT_VERSION,
-    MAX_NAME_BYTES,
-    MAX_TENSOR_DIMS,
-    GgmlHeader,
-    LegacyHeaderInvalid,
-)
+from caldrix.models.ggml_bounds import MAX_NAME_BYTES, MAX_TENSOR_DIMS, LegacyHeaderInvalid
+from caldrix.models.ggml_header import CURRENT_QNT_VERSION, GgmlHeader
 
 #: The tensor types of the ggml ctransformers 0.2.27 bundles (4 and 5 were removed); a record
 #: naming another would index past ggml's type table.

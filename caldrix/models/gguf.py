@@ -26,7 +26,8 @@ from typing import BinaryIO, Literal
 from caldrix.errors import PrecheckFailed, quoted
 from caldrix.models.architectures import ENCODER_ONLY_ARCHITECTURES, LLAMA_CPP_ARCHITECTURES
 from caldrix.models.files import open_regular_file
-from caldrix.models.ggml_header import HEAD_BYTES, LegacyHeaderInvalid, parse_header
+from caldrix.models.ggml_bounds import LegacyHeaderInvalid
+from caldrix.models.ggml_header import HEAD_BYTES, parse_header
 from caldrix.models.ggml_tensors import missing_tensor_bytes
 
 GGUF_MAGIC = b"GGUF"
