@@ -14,8 +14,7 @@ Two effects, as in Claude Code:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -30,8 +29,6 @@ from aerix.domain.permission_rules import (
 from aerix.domain.shell_parts import bash_matches
 from aerix.domain.tools import TOOL_NAMES, ToolSpec
 
-#: A grep result line: ``file:line: text``.
-_GREP_LINE = re.compile(r"^(.+?):(\d+): ")
 #: Where rules given on the command line come from.
 DISALLOWED_FLAG: Final = "--disallowedTools"
 TOOLS_FLAG: Final = "--tools"
@@ -148,25 +145,14 @@ class Permissions:
             return matches_domain(specifier, str(tool_input.get("url") or ""))
         return False
 
-    def hide_denied_matches(self, text: str, cwd: str) -> str:
-        """A grep result without the lines of files a Read rule denies (a search of a folder
-        must not show what reading its files would not), and a line saying how many went."""
+    def unsearchable(self, cwd: str) -> Callable[[str], bool] | None:
+        """Which files a search from ``cwd`` must not look in (named as the search shows them,
+        relative to ``cwd``): those a Read rule denies, since a search of a folder must not show
+        what reading its files would not. None when no rule denies any."""
         rules = [deny.rule.path for deny in self.deny if "grep" in deny.rule.tools and deny.rule.path]
         if not rules:
-            return text
-        kept: list[str] = []
-        hidden = 0
-        for line in text.split("\n"):
-            found = _GREP_LINE.match(line)
-            file = found.group(1) if found else None
-            if file and any(r.matches(file, cwd=cwd, root=self.root, home=self.home) for r in rules):
-                hidden += 1
-            else:
-                kept.append(line)
-        if not hidden:
-            return text
-        kept.append(f"[{hidden} matching lines in files a permission rule denies reading were left out]")
-        return "\n".join(kept)
+            return None
+        return lambda file: any(r.matches(file, cwd=cwd, root=self.root, home=self.home) for r in rules)
 
     def inert(self) -> list[str]:
         """Rules that name a tool aerix does not have (they deny nothing), for a startup note."""

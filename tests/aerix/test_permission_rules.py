@@ -234,19 +234,15 @@ def test_a_read_rule_guards_read_grep_and_glob_and_an_edit_rule_edit_and_write()
     assert denied(policy("Grep(./a)"), "grep", pattern="x", path="a/b") == "Grep(./a)"
 
 
-def test_a_grep_of_a_folder_leaves_out_the_lines_of_denied_files() -> None:
-    found = "src/a.py:3: KEY = 1\n.env:1: KEY=secret\nsub/.env:2: KEY=x\nsrc/b.py:9: KEY"
-    permissions = policy("Read(.env)", "Bash(rm:*)")
-    assert permissions.hide_denied_matches(found, ROOT).split("\n") == [
-        "src/a.py:3: KEY = 1",
-        "src/b.py:9: KEY",
-        "[2 matching lines in files a permission rule denies reading were left out]",
-    ]
-    assert permissions.hide_denied_matches("no matches for KEY", ROOT) == "no matches for KEY"
-    assert policy("Bash(rm:*)").hide_denied_matches(found, ROOT) == found
-    # relative to the working directory the grep ran in
-    hidden = policy("Read(./sub/x.py)").hide_denied_matches("y.py:1: a\nx.py:1: b", f"{ROOT}/sub")
-    assert hidden.split("\n")[0] == "y.py:1: a" and "x.py:1" not in hidden
+def test_a_search_does_not_look_in_files_a_read_rule_denies() -> None:
+    unsearchable = policy("Read(.env)", "Bash(rm:*)").unsearchable(ROOT)
+    assert unsearchable is not None
+    files = ("src/a.py", ".env", "sub/.env", "env")
+    assert [unsearchable(file) for file in files] == [False, True, True, False]
+    assert policy("Bash(rm:*)").unsearchable(ROOT) is None
+    # relative to the working directory the search runs in
+    in_sub = policy("Read(./sub/x.py)").unsearchable(f"{ROOT}/sub")
+    assert in_sub is not None and in_sub("x.py") and not in_sub("y.py")
 
 
 # -- the policy -------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def test_a_deny_rule_in_claudes_settings_refuses_the_call_and_says_why(project: 
     assert got["c3"]["text"].startswith("[bash c3]\nfine\n[exit 0]")
     assert got["c4"]["text"] == f"[read c4]\nerror: denied by the permission rule Read(./.env) {why}"
     assert "a.txt:1: one" in got["c5"]["text"] and "hunter2" not in got["c5"]["text"]
-    assert "1 matching lines in files a permission rule denies reading were left out" in got["c5"]["text"]
+    assert "[1 file a permission rule denies reading not searched]" in got["c5"]["text"]
     # The events name the rule and its file; the model read the refusal as an error result.
     assert [(c, got[c]["denied_rule"], got[c]["denied_from"], got[c]["is_error"]) for c in ("c1", "c4")] == [
         ("c1", "Bash(touch:*)", str(settings), True),

@@ -123,6 +123,21 @@ def test_grep_limits(tmp_path: Path) -> None:
     assert tools.run("grep", {"pattern": "zzz", "path": "many.txt"}) == "no matches for zzz"
 
 
+def test_grep_does_not_look_in_unsearchable_files_so_they_take_none_of_max_matches(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("KEY=secret\n" * 5)
+    (tmp_path / "a.py").write_text("KEY = 1\nKEY = 2\n")
+    tools = LocalTools(tmp_path)
+    result = tools.run("grep", {"pattern": "KEY", "max_matches": 2}, None, lambda file: file == ".env")
+    assert result.splitlines() == [
+        "a.py:1: KEY = 1",
+        "a.py:2: KEY = 2",
+        "[1 file a permission rule denies reading not searched]",
+    ]
+    alone = tools.run("grep", {"pattern": "secret"}, None, lambda file: file == ".env")
+    assert alone == "no matches for secret\n[1 file a permission rule denies reading not searched]"
+    assert tools.run("grep", {"pattern": "secret"}) == "\n".join(f".env:{n}: KEY=secret" for n in range(1, 6))
+
+
 def test_repo_map_shows_tree_sizes_and_languages_once_per_request(repo: Path) -> None:
     cache = RepoMapCache()
     tools = LocalTools(repo, repo_maps=cache)

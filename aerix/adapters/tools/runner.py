@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -40,16 +40,28 @@ class LocalTools:
         self.repo_maps = repo_maps if repo_maps is not None else RepoMapCache()
         self.skills: SkillSource = skills if skills is not None else SkillCatalog(())
 
-    def run(self, tool: str, tool_input: Mapping[str, Any], cancel: threading.Event | None = None) -> str:
+    def run(
+        self,
+        tool: str,
+        tool_input: Mapping[str, Any],
+        cancel: threading.Event | None = None,
+        unsearchable: Callable[[str], bool] | None = None,
+    ) -> str:
         """The result text of one call; never raises for a tool failure."""
         try:
-            return self._dispatch(tool, dict(tool_input), cancel)
+            return self._dispatch(tool, dict(tool_input), cancel, unsearchable)
         except ToolFailure as exc:
             return error_result(str(exc))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             return error_result(f"{tool} failed: {exc}")
 
-    def _dispatch(self, tool: str, args: dict[str, Any], cancel: threading.Event | None) -> str:
+    def _dispatch(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        cancel: threading.Event | None,
+        unsearchable: Callable[[str], bool] | None,
+    ) -> str:
         if tool in REFUSED_TOOLS:
             raise ToolFailure(f"{tool} is not available: aerix's tools do not use the network")
         if tool == "read":
@@ -75,6 +87,7 @@ class LocalTools:
                 args.get("path"),
                 args.get("glob"),
                 args.get("max_matches", bounds.GREP_MAX_MATCHES),
+                unsearchable,
             )
         if tool == "repo_map":
             return self.repo_maps.get(self.cwd)

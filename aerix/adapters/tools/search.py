@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from aerix.adapters.tools.common import ToolFailure, display_path, resolve_path
@@ -36,8 +37,10 @@ def grep_tool(
     path: str | None = None,
     glob: str | None = None,
     max_matches: int = bounds.GREP_MAX_MATCHES,
+    unsearchable: Callable[[str], bool] | None = None,
 ) -> str:
-    """Lines matching the regular expression, as ``file:line: text``."""
+    """Lines matching the regular expression, as ``file:line: text``. ``unsearchable``: files
+    (as shown) not looked in, counted in a line of their own."""
     try:
         regex = re.compile(pattern)
     except re.error as exc:
@@ -47,8 +50,11 @@ def grep_tool(
     target = resolve_path(cwd, path or ".")
     files = _files_to_search(target, glob)
     lines: list[str] = []
-    skipped_large = 0
+    skipped_large = skipped_denied = 0
     for file in files:
+        if unsearchable is not None and unsearchable(display_path(cwd, file)):
+            skipped_denied += 1
+            continue
         if file.stat().st_size > bounds.GREP_MAX_FILE_BYTES:
             skipped_large += 1
             continue
@@ -62,7 +68,13 @@ def grep_tool(
     if skipped_large:
         mib = bounds.GREP_MAX_FILE_BYTES // (1024 * 1024)
         lines.append(f"[skipped {skipped_large} files over {mib} MiB]")
+    if skipped_denied:
+        lines.append(f"[{_files(skipped_denied)} a permission rule denies reading not searched]")
     return "\n".join(lines)
+
+
+def _files(count: int) -> str:
+    return "1 file" if count == 1 else f"{count} files"
 
 
 def _files_to_search(target: Path, glob: str | None) -> list[Path]:

@@ -156,9 +156,8 @@ class Dispatcher:
                 return await self._plan(args)
             if call.tool == "context":
                 return await context_tool.run(args)
-            text = await anyio.to_thread.run_sync(self.runner.run, call.tool, args, self.cancel)
-            if call.tool == "grep":
-                text = self.permissions.hide_denied_matches(text, str(self.cwd))
+            unsearchable = self.permissions.unsearchable(str(self.cwd))
+            text = await anyio.to_thread.run_sync(self.runner.run, call.tool, args, self.cancel, unsearchable)
             self._note_effects(call, args, text)
             return text
 

@@ -4,7 +4,7 @@ the session's spool for whole outputs. ``aerix.adapters.tools.LocalTools`` imple
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,7 +64,15 @@ class ToolRunner(Protocol):
     @property
     def jobs(self) -> JobsPort: ...
 
-    def run(self, tool: str, tool_input: Mapping[str, Any], cancel: threading.Event | None = None) -> str: ...
+    def run(
+        self,
+        tool: str,
+        tool_input: Mapping[str, Any],
+        cancel: threading.Event | None = None,
+        unsearchable: Callable[[str], bool] | None = None,
+    ) -> str:
+        """``unsearchable``: files (as a search shows them) grep must not look in."""
+        ...
 
 
 class ToolRunnerFactory(Protocol):
