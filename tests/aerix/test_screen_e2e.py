@@ -309,13 +309,17 @@ def test_clear_then_resume_picks_the_session_back(tmux: Tmux, world: World) -> N
 
 
 def test_a_resize_draws_the_frame_again_at_the_new_width(tmux: Tmux) -> None:
+    # The whole redraw: the frame at the new width, the transcript under it, the old frame gone.
     tmux.resize(64, HEIGHT)
-    shown = tmux.wait_for("│  ▄███▄  ███████")
-    assert "▟███▙" not in shown  # the wordmark alone at 64 columns
-    assert "Resumed fine." in shown  # the transcript was drawn again too
+    tmux.wait_until(
+        lambda shown: "│  ▄███▄  ███████" in shown and "Resumed fine." in shown and "▟███▙" not in shown,
+        "the wordmark alone at 64 columns over the transcript",
+    )
     tmux.resize(40, HEIGHT)
-    shown = tmux.wait_for("│ aerix ")
-    assert "███████" not in shown
+    tmux.wait_until(
+        lambda shown: "│ aerix " in shown and "Resumed fine." in shown and "███████" not in shown,
+        "the word alone at 40 columns over the transcript",
+    )
     tmux.resize(WIDTH, HEIGHT)
     tmux.wait_for("▟███▙")
 

@@ -10,7 +10,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,15 +95,20 @@ class Tmux:
     def wait_for(self, text: str, *, since: str | None = None) -> str:
         """The screen (history included) once ``text`` shows, or with ``since``: once it shows
         more often than it did then; the part of the screen new since then is ``new_part``."""
-        deadline = time.monotonic() + SHOW_DEADLINE_SECS
         before = since.count(text) if since is not None else 0
+        return self.wait_until(lambda shown: shown.count(text) > before, repr(text))
+
+    def wait_until(self, ready: Callable[[str], bool], what: str) -> str:
+        """The screen (history included) once ``ready`` holds for it: for a redraw, whose
+        first lines show before the rest, so one string showing is not the whole of it."""
+        deadline = time.monotonic() + SHOW_DEADLINE_SECS
         while True:
             shown = self.screen()
-            if shown.count(text) > before:
+            if ready(shown):
                 return shown
             if time.monotonic() > deadline:
                 errors = self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
-                raise ScreenTimeout(f"{text!r} never showed; the screen:\n{shown}\nstderr:\n{errors}")
+                raise ScreenTimeout(f"{what} never showed; the screen:\n{shown}\nstderr:\n{errors}")
             time.sleep(POLL_SECS)
 
     @staticmethod
