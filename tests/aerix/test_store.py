@@ -20,9 +20,9 @@ from aerix.adapters.jsonl_store import SessionLogRecorder
 from aerix.adapters.project_key import normalise_remote, project_key
 from aerix.adapters.session_store import SessionFiles
 from aerix.app.sessions.queries import latest_session, load_for_resume, remove_session
-from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
+from aerix.app.sessions.writer import SessionWriter, fork_session, reopen_session, start_session
 from aerix.domain import events as ev
-from aerix.errors import SessionBusy, SessionLogCorrupt, SessionNotResumable, SessionSchemaTooNew
+from aerix.errors import SessionBusy, SessionLogCorrupt, SessionNotResumable, SessionSchemaTooNew, UsageError
 from tests.aerix.session_streams import T0, event_streams
 
 
@@ -232,6 +232,29 @@ def test_imported_sessions_cannot_be_resumed(tmp_path: Path) -> None:
         load_for_resume(files, "0b1c")
     with pytest.raises(SessionNotResumable):
         reopen_session(files, Ticker(), "0b1c")
+
+
+def test_a_fork_is_a_copy_the_original_only_read(tmp_path: Path) -> None:
+    files = SessionFiles(tmp_path)
+    writer = _start(files)
+    writer.record(ev.Plan, agent="a1", text="p")
+    writer.close()
+    original = (tmp_path / "proj" / "0b1c.jsonl").read_bytes()
+    fork = fork_session(files, Ticker(), "0b1c", "f0rk", "other")
+    fork.record(ev.Plan, agent="a1", text="q")
+    fork.close()
+    assert (tmp_path / "proj" / "0b1c.jsonl").read_bytes() == original
+    copied = files.read(files.find("f0rk"))
+    assert files.find("f0rk").project == "other"  # the folder the fork runs in
+    assert [(type(r).__name__, r.seq) for r in copied] == [("SessionStart", 1), ("Plan", 2), ("Plan", 3)]
+    assert isinstance(copied[0], ev.SessionStart) and copied[0].session == "f0rk"
+    assert copied[0].model_copy(update={"session": "0b1c"}) == files.read(files.find("0b1c"))[0]
+    reopen_session(files, Ticker(), "f0rk").close()  # resumable on its own
+    with pytest.raises(UsageError, match="session f0rk already exists"):
+        fork_session(files, Ticker(), "0b1c", "f0rk", "other")
+    _start(files, "1mp0", tags=["claude-code"], imported_from="/x.jsonl").close()
+    with pytest.raises(SessionNotResumable):
+        fork_session(files, Ticker(), "1mp0", "f1", "proj")
 
 
 def test_the_project_key_comes_from_the_origin_remote_else_the_path(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 The agent loop records through ``SessionWriter``; every ``record`` is one line on disk before it
 returns. Starting a session writes its ``session.start``; reopening one (``--resume``,
-``--continue``) becomes its only writer before reading it, so nothing is appended in between.
+``--continue``) becomes its only writer before reading it, so nothing is appended in between;
+forking one (``--fork-session``) copies its log to a new session and becomes the copy's writer.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from aerix.app.sessions.views import update_index, write_transcript
 from aerix.domain import events as ev
 from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
 from aerix.domain.settings import SyncPolicy
-from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable
+from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable, UsageError
 
 
 class SessionWriter:
@@ -107,4 +108,43 @@ def reopen_session(
         return SessionWriter(storage, ref, session, clock, sync)
     except BaseException:
         storage.release(ref)
+        raise
+
+
+def fork_session(
+    storage: SessionStorage,
+    clock: Clock,
+    session_id: str,
+    fork_id: str,
+    project: str,
+    sync: SyncPolicy = "commit",
+) -> SessionWriter:
+    """Copy a session to ``fork_id`` in ``project`` (the folder of the directory the fork runs
+    in, as a new session's) and become the copy's writer: every event as it was, with each
+    ``session.start`` naming the copy (its file), so the copy replays and resumes without the
+    original, which is only read."""
+    ref = storage.find(session_id)
+    records = storage.read(ref)
+    source = replay(ref.id, records)
+    if source is None:
+        raise SessionNotFound(session_id)
+    if source.imported:
+        raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
+    copy = [
+        record.model_copy(update={"session": fork_id}) if isinstance(record, ev.SessionStart) else record
+        for record in records
+    ]
+    fork = storage.ref(project, fork_id)
+    if storage.exists(fork):
+        raise UsageError(f"session {fork_id} already exists; give --session-id a new UUID")
+    storage.acquire(fork)
+    try:
+        storage.append(fork, copy, sync=sync == "commit")
+        session = replay(fork_id, copy)
+        if session is None:  # the copy of a session that replayed; never None here
+            raise SessionNotFound(fork_id)
+        storage.release(fork)
+        return SessionWriter(storage, fork, session, clock, sync)
+    except BaseException:
+        storage.release(fork)
         raise
