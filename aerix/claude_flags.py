@@ -38,7 +38,6 @@ IGNORED: Final[tuple[tuple[str, bool, str], ...]] = (
     ("--strict-mcp-config", False, "as --mcp-config"),
     ("--include-partial-messages", False, "stream-json has whole messages only"),
     ("--include-hook-events", False, "hook runs are system lines of subtype hook already"),
-    ("--fork-session", False, "a resumed session is continued, not copied"),
     ("--resume-session-at", True, "a resumed session continues from its end"),
     ("--resume-drops-turn", True, "as --resume-session-at"),
     ("--plugin-dir", True, "plugins are the enabled ones of the settings (enabledPlugins)"),
@@ -73,6 +72,12 @@ def add_claude_flags(group: argparse._ArgumentGroup) -> None:
         help="add TEXT to the end of the system prompt (a new session's first request)",
     )
     group.add_argument("--session-id", metavar="UUID", help="the new session's id (a UUID not in use)")
+    group.add_argument(
+        "--fork-session",
+        action="store_true",
+        help="with --resume/--continue: copy that session to a new one (--session-id's, else a fresh "
+        "id) and continue the copy; the original is left as it was",
+    )
     group.add_argument(
         "--settings",
         dest="extra_settings",

@@ -101,6 +101,7 @@ def cmd_interactive(args: argparse.Namespace, first_prompt: str | None) -> int:
         first_prompt=first_prompt,
         profile=args.profile,
         profile_refresh=args.profile_refresh,
+        fork_session=args.fork_session,
     )
     try:
         return run_interactive(options)
@@ -165,6 +166,7 @@ def cmd_print(args: argparse.Namespace) -> int:
         profile_refresh=args.profile_refresh,
         session_id=session_id,
         append_system_prompt=args.append_system_prompt,
+        fork_session=args.fork_session,
     )
     overrides = SettingsOverrides(sources, args.extra_settings, disallowed, args.tools)
     try:

@@ -110,6 +110,7 @@ class _StreamSession:
             resume=self.options.resume if first else self.session,
             continue_latest=self.options.continue_latest and first,
             session_id=self.options.session_id if first else None,
+            fork_session=self.options.fork_session and first,
             append_system_prompt=self.options.append_system_prompt if first else None,
         )
         if not prompt.text.strip():

@@ -42,11 +42,12 @@ def test_the_sdks_command_line_parses_and_names_only_what_aerix_ignores() -> Non
     assert args.disallowed_tools == [
         "WebSearch"
     ]  # acted on: a deny rule (tests/aerix/test_permissions_e2e.py)
+    assert args.fork_session  # acted on: the session is copied (tests/aerix/test_fork_session.py)
     note = ignored_note(args)
     assert note is not None and note.count("\n") == 0
     named = note.split(": ", 1)[1].split(", ")
     assert named == [
-        *("--model", "--mcp-config", "--include-partial-messages", "--fork-session"),
+        *("--model", "--mcp-config", "--include-partial-messages"),
         *("--plugin-dir", "--max-thinking-tokens", "--effort", "--json-schema"),
     ]
     quiet = build_parser().parse_args(["--output-format", "stream-json", "--system-prompt", ""])

@@ -26,7 +26,7 @@ from aerix.app.ports import (
     StartupNote,
     UserInput,
 )
-from aerix.app.request.opening import attach_session_profile, new_session_id, resume_state
+from aerix.app.request.opening import attach_session_profile, new_session_id, request_session_id, resume_state
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.run import run_request
 from aerix.app.request.startup import bind_members, startup_listing
@@ -47,6 +47,7 @@ class ConversationOptions:
     first_prompt: str | None = None
     profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
     profile_refresh: bool = False  # --profile-refresh: applies to the first request only
+    fork_session: bool = False  # --fork-session: the first request copies the resumed session
 
 
 class _Observer(RequestObserver):
@@ -75,6 +76,7 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
         continue_latest=options.continue_latest,
         profile=options.profile,
         profile_refresh=options.profile_refresh,
+        fork_session=options.fork_session,
     )
     resume = resume_state(probe, deps, project)
     opened = await deps.pools.open(project.settings.pool)
@@ -83,7 +85,7 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
     finally:
         with anyio.CancelScope(shield=True):
             await opened.aclose()
-    session_id = resume.session if resume else new_session_id()
+    session_id = request_session_id(probe, resume)
     # The startup block shows the commit the first request will read; only that request makes
     # session/<id>, so a screen quit (or /clear-ed) before any prompt leaves no branch behind.
     profile = attach_session_profile(probe, deps, project, members, resume, session_id, preview=True)
@@ -101,6 +103,7 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
         pool_started=opened.started,
         session_id=session_id,
         resumed=resume is not None,
+        forked_from=resume.session if resume is not None and options.fork_session else None,
         base_commit=resume.start.base_commit if resume else None,
         notes=tuple(notes),
         ready_secs=time.monotonic() - began,
@@ -116,6 +119,8 @@ class _Current:
     id: str
     exists: bool
     base: str | None = None  # the commit the session started on, once known
+    #: The session the first request copies (--fork-session) before it runs; None once it has.
+    forked_from: str | None = None
     #: Whether a request has run since the screen opened (``--profile-refresh`` is the first's).
     ran: bool = False
 
@@ -128,7 +133,13 @@ async def converse(options: ConversationOptions, deps: RequestDeps, screen: Conv
         screen.failed_to_open(str(error))
         return error.exit_code
     screen.opened(opening)
-    current = _Current(opening.session_id, exists=opening.resumed, base=opening.base_commit)
+    forked = opening.forked_from
+    current = _Current(
+        opening.session_id,
+        exists=opening.resumed and not forked,
+        base=opening.base_commit,
+        forked_from=forked,
+    )
     waiting: list[UserInput] = [Prompt(options.first_prompt)] if options.first_prompt else []
     while True:
         item = waiting.pop(0) if waiting else await screen.next_input()
@@ -150,9 +161,10 @@ async def _request(
     request = RequestOptions(
         prompt=prompt,
         cwd=options.cwd,
-        resume=current.id if current.exists else None,
+        resume=current.id if current.exists else current.forked_from,
         max_turns=options.max_turns,
         session_id=None if current.exists else current.id,
+        fork_session=not current.exists and current.forked_from is not None,
         profile=options.profile,
         profile_refresh=options.profile_refresh and not current.ran,
     )
@@ -171,7 +183,7 @@ async def _request(
         for notice in deps.sessions.notices():
             screen.note(notice)
     if not current.exists:
-        current.exists = True
+        current.exists, current.forked_from = True, None
         current.base = _first_base(deps, current.id)
     screen.request_ended(result)
     if current.base is not None:
@@ -190,7 +202,7 @@ async def _command(
     command: Command, current: _Current, opening: Opening, deps: RequestDeps, screen: ConversationScreen
 ) -> None:
     if command.name == "clear":
-        current.id, current.exists, current.base = new_session_id(), False, None
+        current.id, current.exists, current.base, current.forked_from = new_session_id(), False, None, None
         screen.session_changed(current.id, resumed=False)
         return
     if command.name != "resume":
@@ -212,4 +224,5 @@ async def _command(
         screen.say(str(error))
         return
     current.id, current.exists, current.base = state.session, True, state.start.base_commit
+    current.forked_from = None
     screen.session_changed(state.session, resumed=True)

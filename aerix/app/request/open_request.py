@@ -97,7 +97,7 @@ class OpenRequest:
 
     async def _route_and_run(self, hooks: Hooks) -> RootEnded:
         project, cancel = self.project, self.controls.cancel
-        source = "resume" if self.resume is not None else "startup"
+        source = "startup" if self.resume is None else "fork" if self.options.fork_session else "resume"
         started = await hooks.fire(
             "SessionStart", {"source": source, "model": self.members.main.model}, match=(source,)
         )

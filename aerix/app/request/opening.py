@@ -13,7 +13,7 @@ from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_pr
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.startup import BoundMembers
 from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
-from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
+from aerix.app.sessions.writer import SessionWriter, fork_session, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import encoded_bytes
@@ -24,6 +24,14 @@ def new_session_id() -> str:
     """A new session's id: a dashed UUID, as Claude Code names its sessions (its readers, the
     Agent SDK's ``list_sessions`` among them, take no other)."""
     return str(uuid.uuid4())
+
+
+def request_session_id(options: RequestOptions, resume: ResumeState | None) -> str:
+    """The session this request writes to: the resumed one, else (a new session or a fork) the
+    id --session-id gives or a fresh one."""
+    if resume is not None and not options.fork_session:
+        return resume.session
+    return options.session_id or new_session_id()
 
 
 def refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Project) -> None:
@@ -37,8 +45,16 @@ def refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Proje
 def resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
     if options.resume and options.continue_latest:
         raise UsageError("--resume and --continue both name a session; give one of them")
-    if options.session_id is not None and (options.resume or options.continue_latest):
-        raise UsageError("--session-id names a new session; it cannot go with --resume or --continue")
+    resumes = bool(options.resume or options.continue_latest)
+    if options.fork_session and not resumes:
+        raise UsageError(
+            "--fork-session copies the session --resume ID or --continue names; give one of them"
+        )
+    if options.session_id is not None and resumes and not options.fork_session:
+        raise UsageError(
+            "--session-id names a new session; it cannot go with --resume or --continue "
+            "(unless --fork-session: then it names the copy)"
+        )
     session_id = options.resume
     if options.continue_latest:
         session_id = latest_session(deps.sessions, project.key)
@@ -119,9 +135,14 @@ def open_session(
         if writer.session.start is None:  # Session.begin records it; never None here
             raise RuntimeError("a new session without its session.start")
         return writer, writer.session.start
-    writer = reopen_session(deps.sessions, deps.clock, resume.session, project.settings.session.sync)
+    sync = project.settings.session.sync
+    if options.fork_session:
+        writer = fork_session(deps.sessions, deps.clock, resume.session, session_id, project.key, sync)
+        start["resumed_from"] = resume.session
+    else:
+        writer = reopen_session(deps.sessions, deps.clock, resume.session, sync)
     record = writer.record(
-        ev.SessionStart, session=resume.session, request=resume.requests + 1, resumed=True, **start
+        ev.SessionStart, session=session_id, request=resume.requests + 1, resumed=True, **start
     )
     return writer, record
 

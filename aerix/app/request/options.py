@@ -38,6 +38,9 @@ class RequestOptions:
     append_system_prompt: str | None = None
     #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
     prompt_bytes: bytes | None = None
+    #: --fork-session: the session --resume/--continue names is copied to a new one (its id
+    #: ``session_id``, else a fresh one), and the request goes to the copy.
+    fork_session: bool = False
 
 
 @dataclass

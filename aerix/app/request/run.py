@@ -24,9 +24,9 @@ from aerix.app.request.open_request import OpenRequest
 from aerix.app.request.opening import (
     attach_session_profile,
     loaded_from,
-    new_session_id,
     open_session,
     refuse_a_taken_id,
+    request_session_id,
     resume_state,
     with_overlays,
 )
@@ -52,7 +52,7 @@ async def run_request(
     for line in project.notes:
         observer.note(line)
     resume = resume_state(options, deps, project)
-    if resume is None:
+    if resume is None or options.fork_session:
         refuse_a_taken_id(options, deps, project)
     snapshot = deps.diffs.snapshot(project.cwd)
     opened = await deps.pools.open(project.settings.pool)
@@ -60,7 +60,7 @@ async def run_request(
         members = await bind_members(opened.pool, project.settings.pool)
         for line in members.notes:
             observer.note(line)
-        session_id = resume.session if resume is not None else (options.session_id or new_session_id())
+        session_id = request_session_id(options, resume)
         profile = attach_session_profile(options, deps, project, members, resume, session_id)
         for line in profile.notes:
             observer.note(line)

@@ -43,7 +43,10 @@ class SessionStart(EventBase):
     aerix_version: str
     request: int = Field(default=1, ge=1, description="1 for the session's first request, then 2, 3…")
     resumed: bool = False
-    resumed_from: str | None = Field(default=None, description="The session this one continues, if forked.")
+    resumed_from: str | None = Field(
+        default=None,
+        description="The session this one was copied from (--fork-session), on the copy's first request.",
+    )
     tags: list[str] = Field(default_factory=list)
     window: int | None = Field(default=None, description="The main member's context window, in tokens.")
     base_commit: str | None = Field(default=None, description="The commit the diff line compares with.")
