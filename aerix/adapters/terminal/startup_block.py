@@ -52,6 +52,7 @@ class StartupView:
     socket: Path
     session: str
     resumed: bool = False
+    forked_from: str | None = None  # the session a fork copies (--fork-session)
     threads: int | None = None
     decision: str | None = None
     profile: str = EMBEDDED_PROMPTS
@@ -72,7 +73,7 @@ def startup_block(view: StartupView) -> RenderableType:
     rows.add_row("pool", pool_row(view))
     rows.add_row("profile", Text(view.profile))
     rows.add_row("loaded", loaded_row(view))
-    state = "resumed" if view.resumed else "new"
+    state = f"forked from {view.forked_from}" if view.forked_from else "resumed" if view.resumed else "new"
     rows.add_row("session", Text.assemble((view.session, "bold"), " ", (state, DIM)))
     parts: list[RenderableType] = [rows]
     parts += [note_row(note) for note in view.notes]

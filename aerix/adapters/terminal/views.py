@@ -28,6 +28,7 @@ def startup_view(opening: Opening) -> StartupView:
         socket=opening.socket,
         session=opening.session_id,
         resumed=opening.resumed,
+        forked_from=opening.forked_from,
         threads=main.threads,
         decision=decision.model if decision else None,
         profile=profile_text(listing.get("profile")),

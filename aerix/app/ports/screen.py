@@ -109,6 +109,8 @@ class Opening:
     skills: tuple[str, ...] = ()
     #: ``aerix.app.request.startup.startup_listing``: instruction files, skills, agents, plugins, hooks.
     listing: dict[str, Any] = field(default_factory=dict)
+    #: --fork-session: the session the first request copies into ``session_id``.
+    forked_from: str | None = None
 
 
 @dataclass(frozen=True)
