@@ -46,7 +46,7 @@ def render_list(console: Console, entries: Sequence[SessionSummary]) -> None:
             "req": str(entry.requests),
             "model": entry.model,
             "tags": ",".join(entry.tags),
-            "title": entry.title or "(no prompt)",
+            "title": entry.listed_title,
         }
         for entry in entries
     ]

@@ -40,9 +40,18 @@ class IndexEntry(Projection):
     turns: int = 0
     tool_calls: int = 0
     imported: bool = False
+    #: The session this one was copied from (``--fork-session``), if it is a fork.
+    forked_from: str | None = None
 
     def __post_init__(self) -> None:
         super().__init__()
+
+    @property
+    def listed_title(self) -> str:
+        """The title as a list shows it: a fork (``--fork-session``) names its original first,
+        since it has the original's first prompt and so its title."""
+        shown = self.title or "(no prompt)"
+        return f"fork of {self.forked_from[:8]}: {shown}" if self.forked_from else shown
 
     def _any(self, event: ev.EventBase) -> None:
         self.events += 1
@@ -56,6 +65,7 @@ class IndexEntry(Projection):
             self.title = title_of(event.prompt)
             self.imported = event.imported_from is not None
         self.tags = sorted(set(self.tags) | set(event.tags))
+        self.forked_from = self.forked_from or event.resumed_from
         self.requests += 1
         self.state = "imported" if self.imported else "open"
 

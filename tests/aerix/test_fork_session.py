@@ -129,7 +129,9 @@ def test_a_fork_copies_the_session_and_leaves_the_original_as_it_was(
     rebuilt = aerix(world, proj, "sessions", "rebuild", fork)
     assert rebuilt.returncode == 0, rebuilt.stderr
     listed = aerix(world, proj, "sessions", "list")
-    assert original[:8] in listed.stdout and fork[:8] in listed.stdout
+    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert rows[original[:8]].endswith("  What is the first thing?")
+    assert f"  fork of {original[:8]}: What is" in rows[fork[:8]]  # the title cut to the room left
 
     # --session-id names the copy; the SessionStart hooks saw startup, fork, resume, fork.
     named = str(uuid.uuid4())

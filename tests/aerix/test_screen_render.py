@@ -529,12 +529,16 @@ def test_the_resume_picker_marks_the_chosen_session() -> None:
     entries = [
         IndexEntry(id="1f3a9c2e7b5d", updated=T0, title="Fix the add test", requests=3),
         IndexEntry(id="9b8c7d6e5f4a", updated=T0, title="", requests=1),
+        IndexEntry(
+            id="c0ffee000000", updated=T0, title="Fix the add test", requests=4, forked_from="1f3a9c2e7b5d"
+        ),
     ]
     text = render(Group(*live_lines(LiveState(figures=StatusFigures(), picks=entries, pick_index=1), 80)))
     lines = text.splitlines()
     assert lines[0] == "resume which session? ↑ ↓ · enter · esc"
     assert lines[1].startswith("  1f3a9c2e  ") and lines[1].endswith(" 3  Fix the add test")
     assert lines[2].startswith("› 9b8c7d6e  ") and lines[2].endswith(" 1  (no prompt)")
+    assert lines[3].startswith("  c0ffee00  ") and lines[3].endswith(" 4  fork of 1f3a9c2e: Fix the add test")
 
 
 def test_the_help_lists_every_key_and_command() -> None:

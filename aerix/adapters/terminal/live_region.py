@@ -81,7 +81,7 @@ def _picker(entries: Sequence[SessionSummary], index: int, width: int) -> list[T
     for number, entry in enumerate(entries[:PICK_SHOWN]):
         mark = "›" if number == index else " "
         when = entry.updated.astimezone().strftime("%Y-%m-%d %H:%M") if entry.updated else "-"
-        title = cut(entry.title or "(no prompt)", max(10, width - 36))
+        title = cut(entry.listed_title, max(10, width - 36))
         style = "bold" if number == index else ""
         lines.append(Text(f"{mark} {entry.id[:8]}  {when}  {entry.requests:>2}  {title}", style=style))
     return lines
