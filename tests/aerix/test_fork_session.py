@@ -115,6 +115,12 @@ def test_a_fork_copies_the_session_and_leaves_the_original_as_it_was(
     start = copied[len(before)]
     assert start["type"] == "session.start" and start["session"] == fork
     assert (start["request"], start["resumed"], start["resumed_from"]) == (2, True, original)
+    # The copy reads the commit the original read, on a profile branch of its own.
+    assert start["profile_commit"] == before[0]["profile_commit"] is not None
+    assert (before[0]["profile_branch"], start["profile_branch"]) == (
+        f"session/{original}",
+        f"session/{fork}",
+    )
     # The root's context was rebuilt from the copy: the first request's turns come before the prompt.
     assert first_turn_prompt_tokens(copied, 2) > first_turn_prompt_tokens(copied, 1) + 10
 
