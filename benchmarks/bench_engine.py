@@ -43,7 +43,7 @@ from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
 from caldrix.protocol.client import connect
 from caldrix.protocol.messages import TokenFrame
-from caldrix.sinks import DiscardingSink
+from tests.caldrix.sinks import DiscardingSink
 
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
 TURN_SYSTEM = (

@@ -49,7 +49,6 @@ CALDRIX_ALLOWED: dict[str, tuple[str, ...]] = {
     "caldrix.limits": (),
     "caldrix.errors": ("caldrix.limits",),
     "caldrix.log": (),
-    "caldrix.sinks": (),
     "caldrix.protocol": ("caldrix.protocol", "caldrix.errors", "caldrix.limits", "caldrix.__version__"),
     "caldrix.models": (
         "caldrix.models",

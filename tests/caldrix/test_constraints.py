@@ -19,7 +19,7 @@ from caldrix.errors import ConstraintInvalid
 from caldrix.generation.constraints import compile_constraint
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
-from caldrix.sinks import CollectingSink
+from tests.caldrix.sinks import CollectingSink
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model

@@ -16,7 +16,7 @@ from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlag
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.generation.decoding import common_prefix_length
 from caldrix.generation.templates import render_context
-from caldrix.sinks import CollectingSink
+from tests.caldrix.sinks import CollectingSink
 from caldrix.store.prefix_store import PrefixStore
 from tests.default_model import default_model_path
 

@@ -15,7 +15,7 @@ from caldrix.errors import BadRequest
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
-from caldrix.sinks import DiscardingSink
+from tests.caldrix.sinks import DiscardingSink
 
 SCHEMA = {
     "type": "object",

@@ -16,8 +16,8 @@ from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import CHATML_TEMPLATE, SegmentRenderer, render_context, template_source_for
 from caldrix.protocol import connect
 from caldrix.protocol.messages import ContextGetResult, ContextResult
-from caldrix.sinks import DiscardingSink
 from tests.caldrix.pool_harness import CLIENT_BOUNDS, DEFAULT_MODEL, PoolProcess, start_pool
+from tests.caldrix.sinks import DiscardingSink
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model
