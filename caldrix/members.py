@@ -19,8 +19,7 @@ from typing import Protocol, cast
 
 import anyio
 
-from caldrix.engine_thread import EngineThread
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     Engine,
     GenerationCancelled,
     GenerationParams,
@@ -30,6 +29,7 @@ from caldrix.engines.base import (
     ServingFlags,
     StreamingModel,
 )
+from caldrix.engine_thread import EngineThread
 from caldrix.engines.loader import open_engine
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound, quoted
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from caldrix import __version__
 from caldrix.contexts import ContextStore
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.errors import BadRequest, DuplicateSegment, quoted
 from caldrix.generation.templates import RenderedContext, render_context
 from caldrix.members import CancellableSink, Members, MemoryPlan

@@ -28,7 +28,7 @@ import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream, TaskGroup
 
 from caldrix.connection import Connection
-from caldrix.engines.base import ServingFlags
+from caldrix.engine_seam import ServingFlags
 from caldrix.errors import CaldrixError, SocketRefused, quoted
 from caldrix.limits import SHUTDOWN_GRACE_SECS
 from caldrix.members import MemoryPlan

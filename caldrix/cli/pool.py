@@ -16,7 +16,7 @@ from typing import Final, TextIO
 
 import anyio
 
-from caldrix.engines.base import ServingFlags
+from caldrix.engine_seam import ServingFlags
 from caldrix.errors import PoolUnavailable, UsageError
 from caldrix.log import setup_pool_logging
 from caldrix.members import MemoryPlan

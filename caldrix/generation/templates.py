@@ -33,7 +33,7 @@ from caldrix.generation._segment_tokens import SegmentTokenizer
 if TYPE_CHECKING:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    from caldrix.engines.base import ChatTemplateSource, ServedModel
+    from caldrix.engine_seam import ChatTemplateSource, ServedModel
 
 #: ChatML, the template of files that carry none (and of the known name ``chatml``).
 CHATML_TEMPLATE = (

@@ -13,7 +13,7 @@ import pytest
 
 from aerix.domain.tools import BASH, READ
 from aerix.domain.turns import turn_schema
-from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
+from caldrix.engine_seam import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import ConstraintInvalid
 from caldrix.generation.constraints import compile_constraint

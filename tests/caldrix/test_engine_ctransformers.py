@@ -14,7 +14,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from caldrix.engines.base import ALL_CONSTRAINTS, Engine, GenerationParams, ServingFlags
+from caldrix.engine_seam import ALL_CONSTRAINTS, Engine, GenerationParams, ServingFlags
 from caldrix.engines.ctransformers import CtransformersEngine, open_ctransformers
 from caldrix.errors import CaldrixError, ContextOverflow, InternalError, PrecheckFailed
 from caldrix.generation.decoding import common_prefix_length, run_generation

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.engines.loader import open_engine
 from caldrix.engines.scripted import ScriptedEngine
 from caldrix.errors import BadRequest

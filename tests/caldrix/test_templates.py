@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest
 from caldrix.generation.decoding import run_generation
