@@ -279,10 +279,21 @@ class HelloReply(_Reply):
 
 
 class ErrorReply(_Reply):
+    """An ``error`` frame. ``rid`` is left out of a frame that answers no request (a frame that
+    did not decode, the handshake); the fields after ``message`` are the error's details
+    (``supported``, a ``no_fit``'s figures …), kept as extra fields."""
+
     op: Literal["error"]
     rid: int | None = None
     code: str
     message: str
+
+    @model_serializer(mode="wrap")
+    def _rid_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields: dict[str, Any] = handler(self)
+        if fields.get("rid") is None:
+            fields.pop("rid", None)
+        return fields
 
 
 class ProgressFrame(_Reply):
