@@ -163,7 +163,6 @@ class TerminalSink:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self._cancel = False
-        self.wrote_any = False
 
     def progress(self, done: int, total: int) -> None:
         if sys.stderr.isatty() and done < total:
@@ -174,7 +173,6 @@ class TerminalSink:
     def token(self, text: str) -> None:
         self.out.write(text)
         self.out.flush()
-        self.wrote_any = True
 
     def cancelled(self) -> bool:
         return self._cancel

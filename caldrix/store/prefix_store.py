@@ -142,11 +142,6 @@ class PrefixStore:
             self.record_compute(last.start, prompt_len, prefill_ms / 1000.0)
         self.store(engine, self._settle_rows(engine, prompt_len, appended))
 
-    def for_generation(self, *, appended: bool) -> GenerationResume:
-        """The resume policy for one generation, knowing whether its output is appended to
-        the context (``generate`` with ``append``) or it is a probe."""
-        return GenerationResume(self, appended=appended)
-
     def generate(
         self,
         engine: Engine,
