@@ -16,9 +16,9 @@ from caldrix.protocol.messages import (
     DoneFrame,
     ErrorReply,
     Generate,
-    MemberInfo,
     MemberListResult,
     MemberLoad,
+    MemberObject,
     RemoveEdit,
     ReplaceEdit,
 )
@@ -215,8 +215,8 @@ def test_a_member_object_carries_its_error_only_when_it_failed() -> None:
         "constraints": ["json"],
         "queue": 0,
     }
-    assert MemberInfo.model_validate(fields).model_dump() == fields
+    assert MemberObject.model_validate(fields).model_dump() == fields
     failed = {**fields, "state": "failed", "error": "out of memory"}
-    assert MemberInfo.model_validate(failed).model_dump() == failed
+    assert MemberObject.model_validate(failed).model_dump() == failed
     listed = MemberListResult.model_validate({"members": [fields, failed], "memory": {"limit": 1, "used": 0}})
     assert [list(member) for member in listed.model_dump()["members"]] == [list(fields), list(failed)]
