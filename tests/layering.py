@@ -45,7 +45,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "aerix.errors": ("aerix.domain",),
 }
-#: Written for a layer that may import every layer below it (the pool's own modules, the command line).
+#: The rule of a layer that may import every layer below it (the pool's own modules, the command line).
 EVERY_LAYER_BELOW = None
 #: caldrix's layers, lowest first: a folder (a package) or a module, and the layers below it that
 #: it may import besides itself. Each layer names only layers listed before it (checked by
@@ -138,12 +138,14 @@ def _module_of(name: str, known: set[str]) -> str:
 def _caldrix_rank(module: str) -> int | None:
     """The index of ``module``'s layer in :data:`CALDRIX_LAYERS`; the root layer holds only the
     package's ``__init__``, every other layer its module or package and what is inside it."""
-    found = [
-        rank
-        for rank, (layer, _) in enumerate(CALDRIX_LAYERS)
-        if module == layer or (layer != "caldrix" and _within(module, layer))
-    ]
-    return max(found, key=lambda rank: len(CALDRIX_LAYERS[rank][0]), default=None)
+    return next(
+        (
+            rank
+            for rank, (layer, _) in enumerate(CALDRIX_LAYERS)
+            if module == layer or (layer != "caldrix" and _within(module, layer))
+        ),
+        None,
+    )
 
 
 def order_errors(layers: tuple[tuple[str, tuple[str, ...] | None], ...]) -> list[str]:
