@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from caldrix.engines.base import ServingFlags
+from caldrix.engine_seam import ServingFlags
 from caldrix.protocol.framing import FrameDecoder, NeedMore, encode_frame
 from tests.caldrix.pool_harness import RawConnection, start_pool
 from tests.default_model import DEFAULT_MODEL_NAME, default_model_path

@@ -36,14 +36,14 @@ from aerix.adapters.pool import client_bounds
 from aerix.domain.settings import PoolSettings
 from aerix.domain.tools import BASH, READ
 from aerix.domain.turns import turn_schema
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, disable_extra_buffer_types, open_llamacpp
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
 from caldrix.protocol.client import connect
 from caldrix.protocol.messages import TokenFrame
-from caldrix.sinks import DiscardingSink
+from tests.caldrix.sinks import DiscardingSink
 
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
 TURN_SYSTEM = (

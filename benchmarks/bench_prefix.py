@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model

@@ -43,6 +43,7 @@ from caldrix.protocol.framing import (
 )
 from caldrix.protocol.messages import (
     DoneFrame,
+    ErrorReply,
     Generate,
     HelloReply,
     ProgressFrame,
@@ -61,6 +62,8 @@ STOPPING_REPLY_SECS: Final = 1.0
 #: Requests read ahead of the one being answered; beyond this the reader waits.
 REQUEST_BACKLOG: Final = 16
 _RECEIVE_BYTES: Final = 65536
+#: The fields an error frame has of its own; an error's detail of the same name is left out.
+_ERROR_FIELDS: Final = frozenset(ErrorReply.model_fields)
 
 
 class _Closed(Exception):
@@ -283,11 +286,14 @@ class Connection:
         except (CaldrixError, ValueError, TypeError, OverflowError) as exc:
             # Whatever a reply holds, failing to encode it must not end the pool: say so instead.
             logger.error("%s: cannot encode a %s frame: %s", self.name, message.get("op"), exc)
-            fallback: Message = {"op": "error", "code": InternalError.code}
-            if isinstance(message.get("rid"), int):
-                fallback["rid"] = message["rid"]
-            fallback["message"] = f"the pool could not encode its reply ({type(exc).__name__})"
-            data = encode_frame(fallback, self._mode)
+            rid = message.get("rid")
+            fallback = ErrorReply(
+                op="error",
+                rid=rid if isinstance(rid, int) else None,
+                code=InternalError.code,
+                message=f"the pool could not encode its reply ({type(exc).__name__})",
+            )
+            data = encode_frame(fallback.model_dump(), self._mode)
         async with self._send_lock:
             try:
                 await self._stream.send(data)
@@ -295,13 +301,10 @@ class Connection:
                 raise _Closed from exc
 
     async def _send_error(self, exc: CaldrixError, rid: int | None) -> None:
-        frame: Message = {"op": "error"}
-        if rid is not None:
-            frame["rid"] = rid
-        frame.update({"code": exc.code, "message": one_line(exc.message)})
         # A detail that repeats what the client sent (an id, a name) is cut like a quote is.
-        frame.update({key: _cut(value) for key, value in exc.details.items() if key not in frame})
-        await self._send(frame)
+        details = {key: _cut(value) for key, value in exc.details.items() if key not in _ERROR_FIELDS}
+        reply = ErrorReply(op="error", rid=rid, code=exc.code, message=one_line(exc.message), **details)
+        await self._send(reply.model_dump())
 
 
 class FrameSink:

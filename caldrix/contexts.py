@@ -32,13 +32,13 @@ from caldrix.protocol.messages import (
     Edit,
     RemoveEdit,
     ReplaceEdit,
-    Segment,
     SegmentCount,
+    SegmentSpec,
     SegmentWithCount,
 )
 
 #: Renders segments on a member: ``render(member_name, segments)``.
-Renderer = Callable[[str, Sequence[Segment]], Awaitable[RenderedContext]]
+Renderer = Callable[[str, Sequence[SegmentSpec]], Awaitable[RenderedContext]]
 #: A member's window in tokens: ``window(member_name)``.
 WindowOf = Callable[[str], int]
 
@@ -47,7 +47,7 @@ WindowOf = Callable[[str], int]
 class Context:
     id: str
     member: str
-    segments: list[Segment]
+    segments: list[SegmentSpec]
     rendered: RenderedContext
     lock: anyio.Lock = field(default_factory=anyio.Lock)
 
@@ -110,7 +110,7 @@ class ContextStore:
     def find(self, context_id: str) -> Context | None:
         return self._contexts.get(context_id)
 
-    async def create(self, member: str, segments: Sequence[Segment]) -> Context:
+    async def create(self, member: str, segments: Sequence[SegmentSpec]) -> Context:
         _check_unique(segments)
         rendered = await self._bounded_render(member, segments)
         context = Context(id=f"c{next(self._ids)}", member=member, segments=list(segments), rendered=rendered)
@@ -138,7 +138,7 @@ class ContextStore:
             )
         return await self.create(source.member, source.segments[:keep])
 
-    async def append(self, context_id: str, segment: Segment) -> Context:
+    async def append(self, context_id: str, segment: SegmentSpec) -> Context:
         """Append one segment (a generation's output) to the context as it is now."""
         context = self.get(context_id)
         async with context.lock:
@@ -158,7 +158,7 @@ class ContextStore:
             del self._contexts[cid]
         return len(doomed)
 
-    async def _commit(self, context: Context, segments: list[Segment]) -> None:
+    async def _commit(self, context: Context, segments: list[SegmentSpec]) -> None:
         rendered = await self._bounded_render(context.member, segments)
         if self._contexts.get(context.id) is not context:
             raise ContextNotFound(
@@ -167,7 +167,7 @@ class ContextStore:
         context.segments = segments
         context.rendered = rendered
 
-    async def _bounded_render(self, member: str, segments: Sequence[Segment]) -> RenderedContext:
+    async def _bounded_render(self, member: str, segments: Sequence[SegmentSpec]) -> RenderedContext:
         """Render ``segments``, refused (``context_overflow``) past the size bound: a context
         holds at most :data:`CONTEXT_WINDOWS` of its member's windows. The text is measured
         first, so a huge one is refused without tokenizing it."""
@@ -198,7 +198,7 @@ class ContextStore:
         return rendered
 
 
-def _check_unique(segments: Sequence[Segment]) -> None:
+def _check_unique(segments: Sequence[SegmentSpec]) -> None:
     seen: set[str] = set()
     for segment in segments:
         if segment.id in seen:
@@ -209,7 +209,7 @@ def _check_unique(segments: Sequence[Segment]) -> None:
         seen.add(segment.id)
 
 
-def _apply(segments: list[Segment], edit: Edit, number: int) -> None:
+def _apply(segments: list[SegmentSpec], edit: Edit, number: int) -> None:
     where = f"edit {number} ({edit.op})"
     if isinstance(edit, AppendEdit):
         if any(s.id == edit.segment.id for s in segments):

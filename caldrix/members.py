@@ -19,8 +19,7 @@ from typing import Protocol, cast
 
 import anyio
 
-from caldrix.engine_thread import EngineThread
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     Engine,
     GenerationCancelled,
     GenerationParams,
@@ -30,11 +29,12 @@ from caldrix.engines.base import (
     ServingFlags,
     StreamingModel,
 )
+from caldrix.engine_thread import EngineThread
 from caldrix.engines.loader import open_engine
 from caldrix.errors import CaldrixError, InternalError, MemberExists, MemberNotFound, quoted
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
 from caldrix.models.references import ResolvedModel, is_remote_reference, resolve_model
-from caldrix.protocol.messages import MemberInfo, MemberState, MemoryFigures, RemoteInfo
+from caldrix.protocol.messages import MemberObject, MemberState, MemoryFigures, RemoteInfo
 from caldrix.store.prefix_store import PrefixStore, default_context_budget
 
 logger = logging.getLogger("caldrix.pool")
@@ -64,10 +64,10 @@ class Member:
     opening: bool = False
     """Set once the engine is being opened: a failure from then on leaves a ``failed`` member."""
 
-    def info(self) -> MemberInfo:
+    def info(self) -> MemberObject:
         """The protocol's member object."""
         engine = self.engine
-        return MemberInfo(
+        return MemberObject(
             name=self.name,
             model=self.reference,
             path=str(self.path) if self.path is not None else "",

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from caldrix import __version__
 from caldrix.contexts import ContextStore
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.errors import BadRequest, DuplicateSegment, quoted
 from caldrix.generation.templates import RenderedContext, render_context
 from caldrix.members import CancellableSink, Members, MemoryPlan
@@ -48,8 +48,8 @@ from caldrix.protocol.messages import (
     PoolStatusResult,
     PoolStop,
     PrefixStoreStats,
-    Segment,
     SegmentCount,
+    SegmentSpec,
     Timings,
     TokenLogprob,
 )
@@ -189,7 +189,7 @@ class Pool:
             )
         segment: SegmentCount | None = None
         if request.append is not None:
-            output = Segment(
+            output = SegmentSpec(
                 id=request.append.id, role="assistant", text=result.text, pinned=request.append.pinned
             )
             context = await self.contexts.append(context.id, output)
@@ -216,7 +216,7 @@ class Pool:
             segment=segment,
         )
 
-    async def _render(self, member_name: str, segments: Sequence[Segment]) -> RenderedContext:
+    async def _render(self, member_name: str, segments: Sequence[SegmentSpec]) -> RenderedContext:
         # Rendering only tokenizes, which engines allow from any thread, so a context change
         # does not wait behind a long generation on the member's own thread.
         engine = self.members.get(member_name).ready_engine()

@@ -28,7 +28,7 @@ import anyio.to_thread
 from anyio.abc import SocketListener, SocketStream, TaskGroup
 
 from caldrix.connection import Connection
-from caldrix.engines.base import ServingFlags
+from caldrix.engine_seam import ServingFlags
 from caldrix.errors import CaldrixError, SocketRefused, quoted
 from caldrix.limits import SHUTDOWN_GRACE_SECS
 from caldrix.members import MemoryPlan
@@ -50,7 +50,11 @@ StopReason = Literal["stop", "signal", "idle"]
 
 
 @dataclass(frozen=True)
-class PoolSettings:
+class ServerSettings:
+    """How one ``caldrix pool`` process serves: its socket and frames, its memory, the members it
+    loads first, and when it stops (aerix's ``pool.*`` settings, ``PoolSettings``, are what aerix
+    starts it with)."""
+
     socket_path: Path
     frames: FrameMode
     plan: MemoryPlan
@@ -132,7 +136,7 @@ def remove_stale_socket(path: Path) -> None:
 class PoolServer:
     """One run of the daemon, from loading its members to its exit."""
 
-    def __init__(self, settings: PoolSettings) -> None:
+    def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
         self.pool = Pool(settings.plan, max_connections=settings.max_connections)
         self._connections: set[Connection] = set()

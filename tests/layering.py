@@ -16,11 +16,13 @@ returns one line per import that breaks a rule:
 - ``aerix.errors`` only ``aerix.domain`` (every layer above the domain raises its errors);
 - ``caldrix`` never imports ``aerix``; ``aerix`` reaches caldrix only through ``caldrix.protocol``,
   and only from the app and the adapters (the domain and the projections are caldrix-free);
-- inside caldrix, each folder imports only what :data:`CALDRIX_ALLOWED` lists (``generation`` and
-  ``store`` reach an engine only through ``caldrix.engines.base``; ``caldrix.limits``, the bounds,
-  imports nothing and the errors only it; a member's engine thread, ``caldrix.engine_thread``,
-  nothing either), and only ``caldrix.cli`` (and
-  ``python -m caldrix``) imports the command line.
+- inside caldrix, every module is in one of :data:`CALDRIX_LAYERS`, a strict order (lowest
+  first), and imports only its own layer and the layers below it that its row lists: no back
+  edge (the table itself may list only lower layers, :func:`order_errors`), so ``generation``
+  and ``store`` reach an engine only through ``caldrix.engine_seam``, and only ``caldrix.cli``
+  (and ``python -m caldrix``) imports the command line;
+- no two modules of caldrix import each other, directly or round a longer circle
+  (:func:`circles`, for any package), even inside one folder or only for their types.
 """
 
 from __future__ import annotations
@@ -43,35 +45,35 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "aerix.errors": ("aerix.domain",),
 }
-#: caldrix's folders (and its leaf modules) -> the caldrix prefixes each may import. The pool's own
-#: modules at the top (server, connection, pool, members, contexts) may import any of these.
-CALDRIX_ALLOWED: dict[str, tuple[str, ...]] = {
-    "caldrix.limits": (),
-    "caldrix.errors": ("caldrix.limits",),
-    "caldrix.log": (),
-    "caldrix.sinks": (),
-    "caldrix.protocol": ("caldrix.protocol", "caldrix.errors", "caldrix.limits", "caldrix.__version__"),
-    "caldrix.models": (
-        "caldrix.models",
-        "caldrix.errors",
-        "caldrix.limits",
-        "caldrix.engines.base",
-        "caldrix.__version__",
-    ),
-    "caldrix.generation": ("caldrix.generation", "caldrix.errors", "caldrix.engines.base"),
-    "caldrix.store": ("caldrix.store", "caldrix.engines.base", "caldrix.generation.decoding"),
-    "caldrix.engines.base": (),
-    "caldrix.engine_thread": (),
-    "caldrix.engines": (
+#: The rule of a layer that may import every layer below it (the pool's own modules, the command line).
+EVERY_LAYER_BELOW = None
+#: caldrix's layers, lowest first: a folder (a package) or a module, and the layers below it that
+#: it may import besides itself. Each layer names only layers listed before it (checked by
+#: :func:`order_errors`), so the table is a strict order and no back edge can be allowed;
+#: ``"caldrix"`` is the package root (its version). Every module of caldrix is in one layer.
+CALDRIX_LAYERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    ("caldrix", ()),
+    ("caldrix.limits", ()),
+    ("caldrix.errors", ("caldrix.limits",)),
+    ("caldrix.log", ()),
+    ("caldrix.engine_thread", ()),
+    ("caldrix.engine_seam", ()),
+    ("caldrix.protocol", ("caldrix", "caldrix.limits", "caldrix.errors")),
+    ("caldrix.models", ("caldrix", "caldrix.limits", "caldrix.errors", "caldrix.engine_seam")),
+    ("caldrix.generation", ("caldrix.errors", "caldrix.engine_seam")),
+    ("caldrix.store", ("caldrix.engine_seam", "caldrix.generation")),
+    (
         "caldrix.engines",
-        "caldrix.errors",
-        "caldrix.limits",
-        "caldrix.models",
-        "caldrix.generation.templates",
+        ("caldrix.limits", "caldrix.errors", "caldrix.engine_seam", "caldrix.models", "caldrix.generation"),
     ),
-}
-#: The only modules that import caldrix's command line.
-CALDRIX_CLI_USERS = ("caldrix.cli", "caldrix.__main__")
+    ("caldrix.contexts", EVERY_LAYER_BELOW),
+    ("caldrix.members", EVERY_LAYER_BELOW),
+    ("caldrix.pool", EVERY_LAYER_BELOW),
+    ("caldrix.connection", EVERY_LAYER_BELOW),
+    ("caldrix.server", EVERY_LAYER_BELOW),
+    ("caldrix.cli", EVERY_LAYER_BELOW),
+    ("caldrix.__main__", ("caldrix.cli",)),
+)
 #: The packages that import aerix's adapters: the command line and the composition root (each a
 #: package; ``aerix.cli`` is not ``aerix.cli_x``), besides the adapters themselves.
 ADAPTER_USERS = ("aerix.adapters", "aerix.cli", "aerix.wiring")
@@ -120,28 +122,133 @@ def _layer(module: str) -> str | None:
     return next((layer for layer in ALLOWED if _within(module, layer)), None)
 
 
-def _caldrix_layer(module: str) -> str | None:
-    # The longest prefix wins: caldrix.engines.base has rules of its own within caldrix.engines.
-    layers = [layer for layer in CALDRIX_ALLOWED if _within(module, layer)]
-    return max(layers, key=len, default=None)
+def modules(root: Path, package: str) -> set[str]:
+    """Every module of ``root/package``, packages (their ``__init__``) included."""
+    return {module_name(root, path) for path in (root / package).rglob("*.py")}
 
 
-def violations(root: Path) -> list[str]:
+def _module_of(name: str, known: set[str]) -> str:
+    """The module an imported name is: the name itself (``import caldrix.protocol``), or the
+    module it was taken from (``caldrix.errors.BadRequest`` is ``caldrix.errors``). A name of no
+    module in the tree (a synthetic tree's) stands for itself."""
+    parent = name.rpartition(".")[0]
+    return parent if name not in known and parent in known else name
+
+
+def _caldrix_rank(module: str) -> int | None:
+    """The index of ``module``'s layer in :data:`CALDRIX_LAYERS`; the root layer holds only the
+    package's ``__init__``, every other layer its module or package and what is inside it."""
+    return next(
+        (
+            rank
+            for rank, (layer, _) in enumerate(CALDRIX_LAYERS)
+            if module == layer or (layer != "caldrix" and _within(module, layer))
+        ),
+        None,
+    )
+
+
+def order_errors(layers: tuple[tuple[str, tuple[str, ...] | None], ...]) -> list[str]:
+    """A line for each layer that names one not listed before it: the table's own back edges."""
     found: list[str] = []
+    for rank, (layer, allowed) in enumerate(layers):
+        below = {name for name, _ in layers[:rank]}
+        found.extend(
+            f"{layer} may import {name}, which is not below it in the order"
+            for name in allowed or ()
+            if name not in below
+        )
+    return found
+
+
+def circles(root: Path, package: str) -> list[str]:
+    """A line for each circle of imports between modules of ``package`` (a strongly connected
+    set of two or more modules), drawn as one path round it: ``a -> b -> a``."""
+    known = modules(root, package)
+    edges: dict[str, set[str]] = {module: set() for module in known}
+    for module, name in imports(root, package):
+        target = _module_of(name, known)
+        if target in known and target != module:
+            edges[module].add(target)
+    return [" -> ".join(_round(component, edges)) for component in _components(edges) if len(component) > 1]
+
+
+def _components(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected sets of the graph (Tarjan's algorithm), each sorted, in order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(edges[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def _round(component: list[str], edges: dict[str, set[str]]) -> list[str]:
+    """A shortest path from the component's first module back to it, through the component."""
+    start = component[0]
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for target in sorted(edges[node] & set(component)):
+            if target == start:
+                return [*paths[node], start]
+            if target not in paths:
+                paths[target] = [*paths[node], target]
+                queue.append(target)
+    raise AssertionError(f"{component} is not a circle")
+
+
+def caldrix_violations(root: Path) -> list[str]:
+    """caldrix's rules: never aerix, each module in a layer, each import to its own layer or one
+    its layer lists below it, and no circle."""
+    found = order_errors(CALDRIX_LAYERS)
+    known = modules(root, "caldrix")
+    found.extend(
+        f"{module} is in no layer of caldrix: give it one (docs/layout.md, tests/layering.py)"
+        for module in sorted(known)
+        if _caldrix_rank(module) is None
+    )
     for module, name in imports(root, "caldrix"):
         if _within(name, "aerix"):
             found.append(f"{module} imports {name}: caldrix never imports aerix")
             continue
         if not _within(name, "caldrix"):
             continue
-        if _within(name, "caldrix.cli") and not any(_within(module, user) for user in CALDRIX_CLI_USERS):
-            found.append(f"{module} imports {name}: only caldrix.cli imports the command line")
+        rank, target = _caldrix_rank(module), _caldrix_rank(_module_of(name, known))
+        if rank is None or target is None or target == rank:
             continue
-        layer = _caldrix_layer(module)
-        allowed = CALDRIX_ALLOWED[layer] if layer is not None else None
-        if allowed is not None and not any(_within(name, prefix) for prefix in allowed):
-            rule = ", ".join(allowed) if allowed else "nothing of caldrix"
-            found.append(f"{module} imports {name}: {layer} may import only {rule}")
+        layer, allowed = CALDRIX_LAYERS[rank]
+        below = target < rank
+        if (allowed is None and below) or (allowed is not None and CALDRIX_LAYERS[target][0] in allowed):
+            continue
+        rule = "the layers below it" if allowed is None else ", ".join(allowed) or "nothing of caldrix"
+        above = "" if below else f" ({CALDRIX_LAYERS[target][0]} is above it)"
+        found.append(f"{module} imports {name}: {layer} may import only {rule}{above}")
+    found.extend(f"a circle of imports: {circle}" for circle in circles(root, "caldrix"))
+    return found
+
+
+def violations(root: Path) -> list[str]:
+    found = caldrix_violations(root)
     for module, name in imports(root, "aerix"):
         if _within(name, "caldrix"):
             if not _within(name, "caldrix.protocol"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.layering import violations
+from tests.layering import CALDRIX_LAYERS, circles, order_errors, violations
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,22 +108,34 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
             "from aerix.projections.index import IndexEntry\n",
             "aerix.adapters may import only",
         ),
-        ("caldrix/x.py", "from aerix.domain import events\n", "caldrix never imports aerix"),
+        ("caldrix/protocol/x.py", "from aerix.domain import events\n", "caldrix never imports aerix"),
         ("aerix/adapters/x.py", "from caldrix.server import serve\n", "only through caldrix.protocol"),
         ("aerix/domain/x.py", "from caldrix.protocol import connect\n", "do not use caldrix"),
-        ("caldrix/protocol/x.py", "from caldrix.pool import Pool\n", "caldrix.protocol may import only"),
+        (
+            "caldrix/protocol/x.py",
+            "from caldrix.pool import Pool\n",
+            "caldrix.protocol may import only caldrix, caldrix.limits, caldrix.errors (caldrix.pool is above",
+        ),
         (
             "caldrix/models/x.py",
             "from caldrix.generation import decoding\n",
             "caldrix.models may import only",
         ),
+        # caldrix's back edges, each planted where one was once allowed: the seam, the bottom of the
+        # engines, is a module of its own below models and generation, and the engines sit above both.
         (
             "caldrix/generation/x.py",
             "from caldrix.engines.llamacpp import open_llamacpp\n",
-            "caldrix.generation may import only",
+            "caldrix.engines is above it",
+        ),
+        ("caldrix/models/fit.py", "from caldrix.engines import scripted\n", "caldrix.engines is above it"),
+        (
+            "caldrix/engine_seam.py",
+            "from caldrix.generation.templates import x\n",
+            "caldrix.generation is above",
         ),
         ("caldrix/store/x.py", "from caldrix.members import Members\n", "caldrix.store may import only"),
-        ("caldrix/engines/base.py", "from caldrix.errors import BadRequest\n", "nothing of caldrix"),
+        ("caldrix/engine_seam.py", "from caldrix.errors import BadRequest\n", "nothing of caldrix"),
         (
             "caldrix/engines/x.py",
             "from caldrix.store import prefix_store\n",
@@ -131,8 +143,12 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         ),
         ("caldrix/errors.py", "from caldrix.protocol import framing\n", "caldrix.errors may import only"),
         ("caldrix/limits.py", "from caldrix.errors import BadRequest\n", "nothing of caldrix"),
-        ("caldrix/engine_thread.py", "from caldrix.engines.base import Engine\n", "nothing of caldrix"),
-        ("caldrix/pool.py", "from caldrix.cli.pool import pool_command\n", "only caldrix.cli imports"),
+        ("caldrix/engine_thread.py", "from caldrix.engine_seam import Engine\n", "nothing of caldrix"),
+        # The pool's own modules are in a strict order too: the connection serves the pool.
+        ("caldrix/pool.py", "from caldrix.connection import Connection\n", "caldrix.connection is above it"),
+        ("caldrix/pool.py", "from caldrix.cli.pool import pool_command\n", "caldrix.cli is above it"),
+        # A module the table does not place is refused until it is given a layer.
+        ("caldrix/front.py", "import json\n", "caldrix.front is in no layer of caldrix"),
     ],
 )
 def test_a_broken_rule_is_named(tmp_path: Path, module: str, source: str, broken: str) -> None:
@@ -159,10 +175,59 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
             "aerix/entry.py": "from aerix.cli.main import main\n",
             "aerix/wiring/requests.py": "from aerix.adapters.pool import CaldrixPool\n",
             "aerix/wiring/commands.py": "from aerix.wiring.requests import request_deps\n",
-            "caldrix/engines/x.py": "from caldrix.engines import base\nfrom caldrix.models import fit\n",
+            "caldrix/engines/x.py": "from caldrix.engine_seam import Engine\nfrom caldrix.models import fit\n"
+            "from caldrix.generation.templates import render_context\n",
+            "caldrix/models/fit.py": "from caldrix.engine_seam import DEFAULT_CTX\n",
+            "caldrix/models/download.py": "from caldrix import __version__\n",
             "caldrix/store/x.py": "from caldrix.generation.decoding import run_generation\n",
             "caldrix/server.py": "from caldrix.store import prefix_store\nimport caldrix.protocol\n",
             "caldrix/cli/x.py": "from caldrix.cli.main import main\nfrom caldrix.server import PoolServer\n",
+            "caldrix/cli/main.py": "from caldrix.cli import run_prompt\n",
+            "caldrix/__main__.py": "from caldrix.cli.x import main\n",
         },
     )
     assert violations(root) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "circle"),
+    [
+        # Two modules of one package that import each other, one of them only for its types.
+        (
+            {
+                "caldrix/cli/main.py": "def run():\n    from caldrix.cli.run import run_command\n",
+                "caldrix/cli/run.py": "from caldrix.cli.main import STDIN_PROMPT\n",
+            },
+            "caldrix.cli.main -> caldrix.cli.run -> caldrix.cli.main",
+        ),
+        (
+            {
+                "caldrix/engines/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from caldrix.engines.c import C\n",
+                "caldrix/engines/b.py": "from . import a\n",
+                "caldrix/engines/c.py": "from .b import B\n",
+            },
+            "caldrix.engines.a -> caldrix.engines.c -> caldrix.engines.b -> caldrix.engines.a",
+        ),
+        # The pool's own modules are one package's modules too.
+        (
+            {
+                "caldrix/pool.py": "import caldrix.contexts\n",
+                "caldrix/contexts.py": "from caldrix import pool\n",
+            },
+            "caldrix.contexts -> caldrix.pool -> caldrix.contexts",
+        ),
+    ],
+)
+def test_a_circle_is_named(tmp_path: Path, files: dict[str, str], circle: str) -> None:
+    root = _tree(tmp_path, files)
+    assert f"a circle of imports: {circle}" in violations(root)
+    assert circles(root, "caldrix") == [circle]
+
+
+def test_the_caldrix_table_allows_no_back_edge() -> None:
+    assert order_errors(CALDRIX_LAYERS) == []
+    swapped = (("caldrix.low", ("caldrix.high",)), ("caldrix.high", ()))
+    assert order_errors(swapped) == [
+        "caldrix.low may import caldrix.high, which is not below it in the order"
+    ]

@@ -201,7 +201,7 @@ def _counts(
     return ContextCounts(context=context, segments=counts, tokens=tokens, member=member)
 
 
-def _member(info: wire.MemberInfo) -> MemberInfo:
+def _member(info: wire.MemberObject) -> MemberInfo:
     return MemberInfo(
         name=info.name,
         model=info.model,

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from caldrix import __version__
 from caldrix.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
-from caldrix.engines.base import ServingFlags
+from caldrix.cli.run_prompt import STDIN_PROMPT
+from caldrix.engine_seam import ServingFlags
 from caldrix.errors import CaldrixError, UsageError, one_line
 from caldrix.limits import SHUTDOWN_GRACE_SECS
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
@@ -22,8 +23,6 @@ from caldrix.protocol.transport import default_socket_path
 
 #: The pool exits after this many seconds with no connection open (0 = never).
 DEFAULT_IDLE_TIMEOUT_SECS = 1800
-#: ``-p`` given without a prompt: read it from stdin.
-STDIN_PROMPT = "\0stdin"
 
 
 class _Parser(argparse.ArgumentParser):

@@ -16,7 +16,7 @@ from typing import Final, TextIO
 
 import anyio
 
-from caldrix.engines.base import ServingFlags
+from caldrix.engine_seam import ServingFlags
 from caldrix.errors import PoolUnavailable, UsageError
 from caldrix.log import setup_pool_logging
 from caldrix.members import MemoryPlan
@@ -25,7 +25,7 @@ from caldrix.protocol.client import ClientBounds, connect
 from caldrix.protocol.messages import PoolStatusResult
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
-from caldrix.server import PoolServer, PoolSettings
+from caldrix.server import PoolServer, ServerSettings
 
 MIB = 1024 * 1024
 #: How long ``caldrix pool stop`` and ``caldrix pool status`` wait for the pool: to connect, for
@@ -45,7 +45,7 @@ EXIT_POLL_SECS: Final = 0.1
 def pool_command(args: argparse.Namespace, flags: ServingFlags) -> int:
     """Run the daemon until it is stopped or idle."""
     socket_path: Path = args.socket or default_socket_path()
-    settings = pool_settings(args, flags, socket_path)
+    settings = server_settings(args, flags, socket_path)
     if not settings.loads:
         print(NO_MODEL_WARNING, file=sys.stderr, flush=True)
     setup_pool_logging()
@@ -60,7 +60,7 @@ def pool_control(args: argparse.Namespace) -> int:
     return anyio.run(show_status, socket_path, args.json)
 
 
-def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Path) -> PoolSettings:
+def server_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Path) -> ServerSettings:
     """The daemon's settings from its flags, each checked with a one-line refusal."""
     _require(args.idle_timeout >= 0, "--idle-timeout must be 0 (never) or more seconds")
     _require(args.shutdown_grace >= 0, "--shutdown-grace must be 0 or more seconds")
@@ -70,7 +70,7 @@ def pool_settings(args: argparse.Namespace, flags: ServingFlags, socket_path: Pa
         args.context_budget is None or args.context_budget >= 0, "--context-budget must be 0 or more bytes"
     )
     _require(args.memory_limit is None or args.memory_limit > 0, "--memory-limit must be more than 0 bytes")
-    return PoolSettings(
+    return ServerSettings(
         socket_path=socket_path,
         frames=args.frames,
         plan=MemoryPlan.from_flags(args.memory_limit, args.context_budget),

@@ -26,8 +26,8 @@ from typing import TextIO, cast
 from rich.console import Console
 
 from caldrix.cli.exit_codes import EXIT_CANCELLED, EXIT_OK
-from caldrix.cli.main import STDIN_PROMPT
-from caldrix.engines.base import (
+from caldrix.cli.run_prompt import one_prompt
+from caldrix.engine_seam import (
     Engine,
     GenerationCancelled,
     GenerationParams,
@@ -38,7 +38,7 @@ from caldrix.engines.base import (
 )
 from caldrix.engines.loader import open_engine
 from caldrix.engines.openai_remote import open_remote
-from caldrix.errors import ContextOverflow, UsageError
+from caldrix.errors import ContextOverflow
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.fit import check_fit, default_memory_limit, estimate_footprint, window_for
@@ -84,21 +84,6 @@ def run_command(args: argparse.Namespace, flags: ServingFlags) -> int:
         return _interactive(chat, title)
     finally:
         engine.close()
-
-
-def one_prompt(words: str | None, flag: str | None) -> str | None:
-    """The prompt to answer once (``caldrix run MODEL "PROMPT"``, ``-p PROMPT``, or ``-p`` with
-    the prompt on stdin), or None for a chat."""
-    if words is not None and flag is not None:
-        raise UsageError("give the prompt once: after the model or after -p, not both")
-    if flag == STDIN_PROMPT:
-        flag = sys.stdin.read()
-        if not flag.strip():
-            raise UsageError("the prompt is empty; give it after -p or on stdin")
-    prompt = words if words is not None else flag
-    if prompt is not None and not prompt.strip():
-        raise UsageError("the prompt is empty; give it after the model or after -p")
-    return prompt
 
 
 def check_run_fit(resolved: ResolvedModel, flags: ServingFlags, memory_limit: int | None) -> None:
@@ -178,7 +163,6 @@ class TerminalSink:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self._cancel = False
-        self.wrote_any = False
 
     def progress(self, done: int, total: int) -> None:
         if sys.stderr.isatty() and done < total:
@@ -189,7 +173,6 @@ class TerminalSink:
     def token(self, text: str) -> None:
         self.out.write(text)
         self.out.flush()
-        self.wrote_any = True
 
     def cancelled(self) -> bool:
         return self._cancel

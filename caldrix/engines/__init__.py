@@ -1,1 +1,1 @@
-"""Model backends behind the :class:`~caldrix.engines.base.Engine` seam."""
+"""Model backends behind the :class:`~caldrix.engine_seam.Engine` seam."""

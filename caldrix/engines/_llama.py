@@ -19,7 +19,7 @@ from llama_cpp import _logger
 from llguidance import LLTokenizer
 from llguidance.llamacpp import lltokenizer_from_vocab
 
-from caldrix.engines.base import ChatTemplateSource
+from caldrix.engine_seam import ChatTemplateSource
 from caldrix.errors import InternalError
 from caldrix.generation.templates import template_source_for
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from caldrix.engine_seam import ConstraintKind
 from caldrix.engines._http import HttpClient, Refused, Unreachable
-from caldrix.engines.base import ConstraintKind
 from caldrix.errors import ConstraintInvalid
 
 LLAMA_CPP_PYTHON = "llama-cpp-python"

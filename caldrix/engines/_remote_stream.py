@@ -11,31 +11,41 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
-from caldrix.engines._http import EventStream, Refused, Unreachable
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     Finish,
     GenerationCancelled,
     GenerationParams,
     GenerationResult,
     GenerationSink,
 )
+from caldrix.engines._http import EventStream, Refused, Unreachable
 from caldrix.errors import BadRequest, InternalError
-
-if TYPE_CHECKING:
-    from caldrix.engines.openai_remote import RemoteModel
 
 #: How often a waiting generation checks for a cancel and, before its first text, sends
 #: ``progress`` (the protocol's once a second).
 WATCH_INTERVAL_SECS: Final = 1.0
 
 
+class CompletionsServer(Protocol):
+    """What a generation needs of its remote member (an
+    :class:`~caldrix.engines.openai_remote.RemoteModel`): its address, to name it in errors; one
+    streamed completion; and the count of a text, when the server reports none."""
+
+    @property
+    def url(self) -> str: ...
+
+    def stream(self, body: dict[str, Any]) -> EventStream: ...
+
+    def count_text(self, text: str) -> int: ...
+
+
 class RemoteGeneration:
     """The state of one remote generation while it streams."""
 
     def __init__(
-        self, model: RemoteModel, prompt: list[int], params: GenerationParams, sink: GenerationSink
+        self, model: CompletionsServer, prompt: list[int], params: GenerationParams, sink: GenerationSink
     ) -> None:
         self._model = model
         self._prompt = prompt
@@ -53,7 +63,7 @@ class RemoteGeneration:
         self.server_prompt_tokens: int | None = None
 
     def run(self, body: dict[str, Any]) -> GenerationResult:
-        url = self._model.reference.url
+        url = self._model.url
         started = time.perf_counter()
         self._sink.progress(0, len(self._prompt))
         if self._params.max_new_tokens == 0:

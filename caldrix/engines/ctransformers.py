@@ -27,14 +27,14 @@ import numpy.typing as npt
 from ctransformers.llm import ConfigStruct, load_library
 from llguidance import LLTokenizer, TokenizerWrapper
 
-from caldrix.engines._native_stderr import native_stderr_captured
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     ALL_CONSTRAINTS,
     DEFAULT_CTX,
     ChatTemplateSource,
     EngineCapabilities,
     ServingFlags,
 )
+from caldrix.engines._native_stderr import native_stderr_captured
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
 from caldrix.generation.templates import template_source_for
 from caldrix.models.files import native_path, open_model_file
@@ -168,7 +168,7 @@ def _create(lib: Any, native: str, name: str, model_type: str, context_length: i
 
 
 class CtransformersEngine:
-    """A loaded legacy GGML model serving one sequence; see :class:`caldrix.engines.base.Engine`."""
+    """A loaded legacy GGML model serving one sequence; see :class:`caldrix.engine_seam.Engine`."""
 
     # ggml's old loaders compute a one-row batch the way they compute a longer one: how the
     # rows are split into batches moves a logit by float rounding only (~1e-6 on the tiny test

@@ -28,13 +28,13 @@ import numpy.typing as npt
 from llama_cpp import Llama
 from llguidance import LLTokenizer
 
-from caldrix.engines._llama import LlamaVocabulary, LoadLog
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     DEFAULT_CTX,
     ChatTemplateSource,
     EngineCapabilities,
     ServingFlags,
 )
+from caldrix.engines._llama import LlamaVocabulary, LoadLog
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
 from caldrix.models.files import native_path, open_model_file
 
@@ -108,7 +108,7 @@ def _load_llama(native: str, name: str, n_ctx: int, flags: ServingFlags) -> tupl
 
 
 class LlamaCppEngine:
-    """A loaded GGUF model serving one sequence; see :class:`caldrix.engines.base.Engine`."""
+    """A loaded GGUF model serving one sequence; see :class:`caldrix.engine_seam.Engine`."""
 
     capabilities = EngineCapabilities(snapshots=True, lane="cpu")
 

@@ -12,7 +12,7 @@ import importlib
 from pathlib import Path
 from typing import Literal
 
-from caldrix.engines.base import Engine, ServingFlags
+from caldrix.engine_seam import Engine, ServingFlags
 from caldrix.errors import PrecheckFailed
 from caldrix.models.files import open_model_file
 

@@ -29,9 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from caldrix.engines._http import HttpClient, Origin, Refused, Unreachable
-from caldrix.engines._remote_servers import ServerKind, probe_kind
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     ChatTemplateSource,
     EngineCapabilities,
     GenerationParams,
@@ -39,6 +37,9 @@ from caldrix.engines.base import (
     GenerationSink,
     ServingFlags,
 )
+from caldrix.engines._http import EventStream, HttpClient, Origin, Refused, Unreachable
+from caldrix.engines._remote_servers import ServerKind, probe_kind
+from caldrix.engines._remote_stream import RemoteGeneration
 from caldrix.errors import ContextOverflow, InternalError, ModelNotFound, PrecheckFailed, quoted
 
 logger = logging.getLogger("caldrix.pool")
@@ -162,6 +163,11 @@ class RemoteModel:
     def footprint_bytes(self) -> int | None:
         return 0  # the weights and rows live on the server
 
+    @property
+    def url(self) -> str:
+        """The server's OpenAI API base, ``http(s)://HOST:PORT/v1``."""
+        return self.reference.url
+
     def describe(self) -> dict[str, Any]:
         """The member object's added ``remote`` field."""
         return {
@@ -208,8 +214,6 @@ class RemoteModel:
     ) -> GenerationResult:
         """One streamed completion; see the module docstring. ``prompt_text`` is the rendered
         prompt, needed by a server that takes text prompts."""
-        from caldrix.engines._remote_stream import RemoteGeneration
-
         if len(prompt_tokens) + params.max_new_tokens > self._n_ctx:
             raise ContextOverflow(
                 f"the prompt ({len(prompt_tokens)} tokens) plus max_new_tokens ({params.max_new_tokens}) "
@@ -225,7 +229,7 @@ class RemoteModel:
         """Tokens of generated ``text`` when the server reported no completion count."""
         return len(self.tokenize(text, special=False)) if text else 0
 
-    def stream(self, body: dict[str, Any]) -> Any:
+    def stream(self, body: dict[str, Any]) -> EventStream:
         return self._api.stream("/completions", body)
 
     def close(self) -> None:

@@ -46,8 +46,7 @@ import numpy as np
 import numpy.typing as npt
 from llguidance import LLTokenizer
 
-from caldrix.engines._llama import LlamaVocabulary, LoadLog
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     ALL_CONSTRAINTS,
     DEFAULT_BATCH,
     ChatTemplateSource,
@@ -55,6 +54,7 @@ from caldrix.engines.base import (
     EngineCapabilities,
     ServingFlags,
 )
+from caldrix.engines._llama import LlamaVocabulary, LoadLog
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import (
     BadRequest,
@@ -190,7 +190,7 @@ def _meta_text(model: Any, key: str) -> str | None:
 
 
 class ScriptedEngine:
-    """See the module docstring; an :class:`caldrix.engines.base.Engine`. ``rows``: the real
+    """See the module docstring; an :class:`caldrix.engine_seam.Engine`. ``rows``: the real
     engine that computes the rows (``script_prefill``); None keeps token ids only."""
 
     def __init__(

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from caldrix.engines.base import ServedModel
+    from caldrix.engine_seam import ServedModel
 
 logger = logging.getLogger("caldrix.templates")
 

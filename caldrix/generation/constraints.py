@@ -23,7 +23,7 @@ from typing import Any, cast
 import llguidance
 from llguidance import LLMatcher, LLTokenizer
 
-from caldrix.engines.base import ALL_CONSTRAINTS, ConstraintKind
+from caldrix.engine_seam import ALL_CONSTRAINTS, ConstraintKind
 from caldrix.errors import ConstraintInvalid
 
 #: JSON compile options applied before the schema's own ``x-guidance`` (which may override).

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from caldrix.engines.base import (
+from caldrix.engine_seam import (
     Engine,
     Finish,
     GenerationCancelled,

@@ -23,7 +23,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import jinja2
 
@@ -33,7 +33,7 @@ from caldrix.generation._segment_tokens import SegmentTokenizer
 if TYPE_CHECKING:
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    from caldrix.engines.base import ChatTemplateSource, ServedModel
+    from caldrix.engine_seam import ChatTemplateSource, ServedModel
 
 #: ChatML, the template of files that carry none (and of the known name ``chatml``).
 CHATML_TEMPLATE = (
@@ -48,14 +48,8 @@ KNOWN_TEMPLATES: dict[str, str] = {"chatml": CHATML_TEMPLATE}
 RENDER_CACHE_ENTRIES = 8192
 
 
-class SegmentLike(Protocol):
-    """Anything with a role and a text: a protocol segment model, or see :func:`_role_text`."""
-
-    role: str
-    text: str
-
-
-Segment = Mapping[str, Any] | SegmentLike
+#: A segment as a map, ``{"id", "role", "text", "pinned"}``: rendering reads its role and text.
+SegmentMap = Mapping[str, Any]
 
 
 def template_source_for(flag: str | None, embedded: str | None) -> str:
@@ -121,7 +115,7 @@ class RenderedContext:
         return "".join(self.segment_texts) + self.generation_text
 
 
-def render_context(engine: ServedModel, segments: Sequence[Segment]) -> RenderedContext:
+def render_context(engine: ServedModel, segments: Sequence[SegmentMap]) -> RenderedContext:
     """Render ``segments`` through ``engine``'s chat template; see the module docstring."""
     return _renderer_for(engine).render(segments)
 
@@ -139,7 +133,7 @@ class SegmentRenderer:
         self._cache: OrderedDict[bytes, _Rendered] = OrderedDict()
         self._lock = threading.Lock()
 
-    def render(self, segments: Sequence[Segment]) -> RenderedContext:
+    def render(self, segments: Sequence[SegmentMap]) -> RenderedContext:
         messages = [_message(segment) for segment in segments]
         keys = _prefix_keys(messages)
         rendered: list[_Rendered | None] = [self._cached(key) for key in keys]
@@ -262,13 +256,9 @@ def _prefix_keys(messages: list[dict[str, str]]) -> list[bytes]:
     return keys
 
 
-def _message(segment: Segment) -> dict[str, str]:
-    if isinstance(segment, Mapping):
-        return {"role": str(segment["role"]), "content": str(segment["text"])}
-    return {"role": str(segment.role), "content": str(segment.text)}
+def _message(segment: SegmentMap) -> dict[str, str]:
+    return {"role": str(segment["role"]), "content": str(segment["text"])}
 
 
-def _segment_id(segment: Segment) -> str:
-    if isinstance(segment, Mapping):
-        return str(segment.get("id", ""))
-    return str(getattr(segment, "id", ""))
+def _segment_id(segment: SegmentMap) -> str:
+    return str(segment.get("id", ""))

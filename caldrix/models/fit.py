@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from caldrix.engines.base import DEFAULT_BATCH, DEFAULT_CTX
+from caldrix.engine_seam import DEFAULT_BATCH, DEFAULT_CTX
 from caldrix.errors import NoFit
 from caldrix.limits import LEGACY_SCRATCH_BYTES
 from caldrix.models.ggml_header import UNRECORDED_WINDOW
@@ -37,7 +37,7 @@ MIB = 1024 * 1024
 
 def window_for(info: ModelInfo, requested: int | None) -> int:
     """The window a member gets: the flag's, else the model's training window at most
-    ``DEFAULT_CTX`` (the rule of :class:`~caldrix.engines.base.ServingFlags`)."""
+    ``DEFAULT_CTX`` (the rule of :class:`~caldrix.engine_seam.ServingFlags`)."""
     if requested is not None:
         return requested
     if info.context_length:

@@ -19,6 +19,7 @@ from caldrix.protocol.messages import (
     AppendEdit,
     DoneFrame,
     Edit,
+    ErrorReply,
     Generate,
     GenerationFrame,
     ProgressFrame,
@@ -39,13 +40,15 @@ _EDIT: Final[TypeAdapter[Edit]] = TypeAdapter(Edit)
 def error_from_reply(frame: Message) -> CaldrixError:
     """The exception an ``error`` frame stands for; fields beyond code and message go to
     ``details`` (``supported``, the figures of a ``no_fit`` …)."""
-    code = str(frame.get("code", "internal"))
-    message = str(frame.get("message", "the pool reported an error"))
-    details = {key: value for key, value in frame.items() if key not in ("op", "rid", "code", "message")}
-    cls = ERRORS_BY_CODE.get(code)
+    try:
+        reply = ErrorReply.model_validate(frame)
+    except ValidationError as exc:
+        return InternalError(f"the pool sent a malformed error frame: {_first_error(exc)}")
+    details = dict(reply.model_extra or {})
+    cls = ERRORS_BY_CODE.get(reply.code)
     if cls is None:
-        return InternalError(message, code=code, **details)
-    return cls(message, **details)
+        return InternalError(reply.message, code=reply.code, **details)
+    return cls(reply.message, **details)
 
 
 def checked(build: Callable[[], Built]) -> Built:
@@ -96,9 +99,14 @@ def result_of(model: type[Result], fields: dict[str, Any], op: str) -> Result:
     try:
         return model.model_validate(fields)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the reply"
-        raise InternalError(f"the pool's reply to {op} is malformed: {where}: {first['msg']}") from exc
+        raise InternalError(f"the pool's reply to {op} is malformed: {_first_error(exc)}") from exc
+
+
+def _first_error(exc: ValidationError) -> str:
+    """Where the first problem of a reply is, and what it is: ``segments.0.tokens: …``."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the reply"
+    return f"{where}: {first['msg']}"
 
 
 GENERATION_FRAMES: Final[dict[Any, type[GenerationFrame]]] = {

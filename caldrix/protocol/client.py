@@ -1,7 +1,7 @@
 """An anyio client for caldrix-protocol 2, with one typed method per op.
 
     client = await connect(socket_path, bounds=ClientBounds(30.0, 600.0, 900.0))   # hello
-    created = await client.context_create("main", [Segment(id="u", role="user", text="Hi")])
+    created = await client.context_create("main", [SegmentSpec(id="u", role="user", text="Hi")])
     async with client.generate(created.context, max_new_tokens=64) as frames:
         async for frame in frames:                 # ProgressFrame / TokenFrame, then DoneFrame
             ...
@@ -58,7 +58,7 @@ from caldrix.protocol.messages import (
     PoolStatusResult,
     PoolStop,
     Request,
-    Segment,
+    SegmentSpec,
 )
 from caldrix.protocol.transport import default_socket_path
 
@@ -101,9 +101,9 @@ class PoolClient(Connection):
     # ---- contexts ---------------------------------------------------------------------------
 
     async def context_create(
-        self, member: str, segments: Sequence[Segment | Mapping[str, Any]]
+        self, member: str, segments: Sequence[SegmentSpec | Mapping[str, Any]]
     ) -> ContextResult:
-        parts = [part(Segment, segment, ("segments", i)) for i, segment in enumerate(segments)]
+        parts = [part(SegmentSpec, segment, ("segments", i)) for i, segment in enumerate(segments)]
         reply = await self._call(
             lambda: ContextCreate(op="context.create", rid=UNSENT, member=member, segments=parts)
         )

@@ -27,7 +27,6 @@ MAX_FRAME_BYTES: Final = 64 * 1024 * 1024
 HEADER_BYTES: Final = 4
 
 FrameMode = Literal["cbor", "json"]
-FRAME_MODES: Final[tuple[FrameMode, ...]] = ("cbor", "json")
 
 Message = dict[str, Any]
 

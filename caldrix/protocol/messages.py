@@ -47,8 +47,9 @@ class _Reply(BaseModel):
 # --- objects -------------------------------------------------------------------------------
 
 
-class Segment(_Request):
-    """One piece of a context: text with an id, a role and a pinned flag."""
+class SegmentSpec(_Request):
+    """A segment, one piece of a context, as a request gives it: text with an id, a role and a
+    pinned flag (aerix's pool port passes the same map under the same name)."""
 
     id: Annotated[str, Field(min_length=1)]
     role: Role
@@ -80,7 +81,10 @@ class RemoteInfo(_Reply):
     reports_cached: bool
 
 
-class MemberInfo(_Reply):
+class MemberObject(_Reply):
+    """The protocol's member object: a loaded model as ``member.list`` and ``member.load``
+    describe it."""
+
     name: str
     model: str
     path: str
@@ -150,12 +154,12 @@ class ContextCreate(_Request):
     op: Literal["context.create"]
     rid: int
     member: str
-    segments: list[Segment]
+    segments: list[SegmentSpec]
 
 
 class AppendEdit(_Request):
     op: Literal["append"]
-    segment: Segment
+    segment: SegmentSpec
 
 
 class ReplaceEdit(_Request):
@@ -279,10 +283,21 @@ class HelloReply(_Reply):
 
 
 class ErrorReply(_Reply):
+    """An ``error`` frame. ``rid`` is left out of a frame that answers no request (a frame that
+    did not decode, the handshake); the fields after ``message`` are the error's details
+    (``supported``, a ``no_fit``'s figures …), kept as extra fields."""
+
     op: Literal["error"]
     rid: int | None = None
     code: str
     message: str
+
+    @model_serializer(mode="wrap")
+    def _rid_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields: dict[str, Any] = handler(self)
+        if fields.get("rid") is None:
+            fields.pop("rid", None)
+        return fields
 
 
 class ProgressFrame(_Reply):
@@ -335,12 +350,12 @@ GenerationFrame = ProgressFrame | TokenFrame | DoneFrame
 
 
 class MemberListResult(_Reply):
-    members: list[MemberInfo]
+    members: list[MemberObject]
     memory: MemoryFigures
 
 
 class MemberLoadResult(_Reply):
-    member: MemberInfo
+    member: MemberObject
 
 
 class ContextResult(_Reply):
@@ -375,7 +390,7 @@ class PoolStatusResult(_Reply):
     version: str
     pid: int
     uptime_s: float
-    members: list[MemberInfo]
+    members: list[MemberObject]
     connections: int
     contexts: int
     prefix_store: dict[str, PrefixStoreStats]

@@ -11,7 +11,7 @@ generation start from the longest prefix already computed:
   rest is expected to cost less than prefilling the whole prompt, with rates measured here.
 - **Storing** happens after every generation: an appended turn keeps its prompt and output
   rows (the output recomputed as one batch first where the engine needs it, see
-  :data:`~caldrix.engines.base.MIN_FILL_ROWS`), a probe (no
+  :data:`~caldrix.engine_seam.MIN_FILL_ROWS`), a probe (no
   ``append``) only its prompt rows. A snapshot that another snapshot already
   contains is not stored again; one that contains older snapshots replaces them.
 - **Budget**: snapshots are dropped least recently used first to stay under ``budget`` bytes;
@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from caldrix.engines.base import Engine, GenerationParams, GenerationResult, GenerationSink
+from caldrix.engine_seam import Engine, GenerationParams, GenerationResult, GenerationSink
 from caldrix.generation.decoding import common_prefix_length, run_generation
 from caldrix.store.resume_cost import Candidate, MemberRates, ResumeDecision, decide
 from caldrix.store.trie import TokenTrie
@@ -77,7 +77,7 @@ class _LastStart:
 
 def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
     """Evaluate ``tokens`` in batches of the engine's prefill size, never leaving a last batch
-    shorter than the engine's ``min_fill_rows`` (see :data:`~caldrix.engines.base.MIN_FILL_ROWS`)."""
+    shorter than the engine's ``min_fill_rows`` (see :data:`~caldrix.engine_seam.MIN_FILL_ROWS`)."""
     fill = engine.capabilities.min_fill_rows
     size = max(fill, engine.prefill_batch)
     done = 0
@@ -91,7 +91,7 @@ def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
 
 
 class PrefixStore:
-    """One member's prefix store; implements :class:`caldrix.engines.base.ResumePolicy`."""
+    """One member's prefix store; implements :class:`caldrix.engine_seam.ResumePolicy`."""
 
     def __init__(self, budget_bytes: int, member: str = "member") -> None:
         if budget_bytes < 0:
@@ -141,11 +141,6 @@ class PrefixStore:
         if prefill_ms is not None and last is not None and last.prompt_rows == prompt_len:
             self.record_compute(last.start, prompt_len, prefill_ms / 1000.0)
         self.store(engine, self._settle_rows(engine, prompt_len, appended))
-
-    def for_generation(self, *, appended: bool) -> GenerationResume:
-        """The resume policy for one generation, knowing whether its output is appended to
-        the context (``generate`` with ``append``) or it is a probe."""
-        return GenerationResume(self, appended=appended)
 
     def generate(
         self,

@@ -13,13 +13,13 @@ import pytest
 
 from aerix.domain.tools import BASH, READ
 from aerix.domain.turns import turn_schema
-from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
+from caldrix.engine_seam import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import ConstraintInvalid
 from caldrix.generation.constraints import compile_constraint
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
-from caldrix.sinks import CollectingSink
+from tests.caldrix.sinks import CollectingSink
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model

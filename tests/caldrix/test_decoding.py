@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from caldrix.engines.base import GenerationCancelled, GenerationParams, GenerationResult, ServingFlags
+from caldrix.engine_seam import GenerationCancelled, GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest, ContextOverflow
 from caldrix.generation._text_stream import TextStream

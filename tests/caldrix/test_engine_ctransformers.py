@@ -14,13 +14,13 @@ import jsonschema
 import numpy as np
 import pytest
 
-from caldrix.engines.base import ALL_CONSTRAINTS, Engine, GenerationParams, ServingFlags
+from caldrix.engine_seam import ALL_CONSTRAINTS, Engine, GenerationParams, ServingFlags
 from caldrix.engines.ctransformers import CtransformersEngine, open_ctransformers
 from caldrix.errors import CaldrixError, ContextOverflow, InternalError, PrecheckFailed
 from caldrix.generation.decoding import common_prefix_length, run_generation
 from caldrix.generation.templates import CHATML_TEMPLATE, render_context
-from caldrix.sinks import CollectingSink
 from tests.caldrix.ggml_writer import END_OF_TEXT, TinyGpt2, tiny_vocab, write_tiny_gpt2
+from tests.caldrix.sinks import CollectingSink
 from tests.default_model import default_model_path
 
 #: ggml's old thread pool spins and sleeps: on a busy two-core machine one thread runs this

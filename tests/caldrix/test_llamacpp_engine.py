@@ -13,7 +13,7 @@ import llama_cpp.llama_cpp as llama_c
 import numpy as np
 import pytest
 
-from caldrix.engines.base import DEFAULT_CTX, Engine, ServingFlags
+from caldrix.engine_seam import DEFAULT_CTX, Engine, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.engines.loader import engine_for_file, open_engine
 from caldrix.errors import ContextOverflow, ModelNotFound, PrecheckFailed
@@ -163,7 +163,7 @@ def test_loading_and_generating_print_nothing_on_stderr() -> None:
     script = textwrap.dedent(
         f"""
         from pathlib import Path
-        from caldrix.engines.base import ServingFlags
+        from caldrix.engine_seam import ServingFlags
         from caldrix.engines.loader import open_engine
         engine = open_engine(Path({str(MODEL)!r}), ServingFlags(threads=1))
         engine.evaluate(engine.tokenize("Hello"))

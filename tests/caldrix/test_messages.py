@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 
-from caldrix.errors import BadRequest, UnknownOp
+from caldrix.errors import BadRequest, InternalError, NoFit, UnknownOp
 from caldrix.protocol.client import error_from_reply
 from caldrix.protocol.messages import (
     AppendEdit,
     ContextEdit,
     DoneFrame,
+    ErrorReply,
     Generate,
-    MemberInfo,
     MemberListResult,
     MemberLoad,
+    MemberObject,
     RemoveEdit,
     ReplaceEdit,
 )
@@ -174,6 +175,21 @@ def test_error_replies_become_their_error_classes() -> None:
     assert not_found.code == "model_not_found"
 
 
+def test_an_error_frame_is_built_and_read_through_one_model() -> None:
+    """The pool writes error frames from ErrorReply and the client reads them back with it: no
+    rid for a frame that answers no request, the details after the message."""
+    frame = ErrorReply(op="error", code="no_fit", message="too big", needed=5, limit=3).model_dump()
+    assert list(frame) == ["op", "code", "message", "needed", "limit"]
+    error = error_from_reply(frame)
+    assert isinstance(error, NoFit) and error.message == "too big"
+    assert error.details == {"needed": 5, "limit": 3}
+    answered = ErrorReply(op="error", rid=4, code="bad_request", message="no").model_dump()
+    assert list(answered) == ["op", "rid", "code", "message"]
+    malformed = error_from_reply({"op": "error", "rid": 3, "message": "a frame without its code"})
+    assert isinstance(malformed, InternalError)
+    assert str(malformed) == "the pool sent a malformed error frame: code: Field required"
+
+
 def test_the_protocol_package_loads_no_engine() -> None:
     """aerix imports caldrix.protocol only; that must not drag in llama.cpp or numpy."""
     code = (
@@ -199,8 +215,8 @@ def test_a_member_object_carries_its_error_only_when_it_failed() -> None:
         "constraints": ["json"],
         "queue": 0,
     }
-    assert MemberInfo.model_validate(fields).model_dump() == fields
+    assert MemberObject.model_validate(fields).model_dump() == fields
     failed = {**fields, "state": "failed", "error": "out of memory"}
-    assert MemberInfo.model_validate(failed).model_dump() == failed
+    assert MemberObject.model_validate(failed).model_dump() == failed
     listed = MemberListResult.model_validate({"members": [fields, failed], "memory": {"limit": 1, "used": 0}})
     assert [list(member) for member in listed.model_dump()["members"]] == [list(fields), list(failed)]

@@ -47,7 +47,7 @@ SWAP_AND_LOAD = textwrap.dedent(
     import os, sys
     from pathlib import Path
     import caldrix.engines.{module} as engine
-    from caldrix.engines.base import ServingFlags
+    from caldrix.engine_seam import ServingFlags
 
     path = Path(sys.argv[1])
     chosen = engine.native_path

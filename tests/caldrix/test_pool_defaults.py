@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from caldrix.cli.main import DEFAULT_IDLE_TIMEOUT_SECS, build_parser, serving_flags_from
-from caldrix.cli.pool import pool_settings
+from caldrix.cli.pool import server_settings
 from caldrix.protocol.transport import default_socket_path
 from tests.caldrix.pool_harness import DEFAULT_MODEL, EXIT_TIMEOUT_SECS, START_TIMEOUT_SECS, pool_command
 
@@ -38,7 +38,7 @@ def test_without_xdg_runtime_dir_the_socket_is_in_tmp_per_user(monkeypatch: pyte
 def test_flag_defaults_of_caldrix_pool() -> None:
     args = build_parser().parse_args(["pool"])
     flags = serving_flags_from(args)
-    settings = pool_settings(args, flags, default_socket_path())
+    settings = server_settings(args, flags, default_socket_path())
     assert DEFAULT_IDLE_TIMEOUT_SECS == 1800
     assert settings.idle_timeout == 1800.0
     assert settings.frames == "cbor"
@@ -71,7 +71,7 @@ def test_load_and_decision_get_their_member_names_and_the_serving_flags() -> Non
         ]
     )
     flags = serving_flags_from(args)
-    settings = pool_settings(args, flags, default_socket_path())
+    settings = server_settings(args, flags, default_socket_path())
     assert settings.loads == [("main", "a.gguf"), ("member2", "b.gguf"), ("decision", "c.gguf")]
     assert (flags.ctx, flags.threads) == (512, 1)
     assert settings.idle_timeout == 0.0 and settings.frames == "json"

@@ -12,12 +12,12 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from caldrix.engines.base import GenerationParams, GenerationResult, ServingFlags
+from caldrix.engine_seam import GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.generation.decoding import common_prefix_length
 from caldrix.generation.templates import render_context
-from caldrix.sinks import CollectingSink
 from caldrix.store.prefix_store import PrefixStore
+from tests.caldrix.sinks import CollectingSink
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from caldrix.engines.base import DEFAULT_BATCH, MIN_FILL_ROWS, EngineCapabilities
+from caldrix.engine_seam import DEFAULT_BATCH, MIN_FILL_ROWS, EngineCapabilities
 from caldrix.store.prefix_store import (
     CONTEXT_BUDGET_MAX,
     GIB,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from caldrix.cli.run import Chat, TerminalSink
-from caldrix.engines.base import Engine, GenerationParams, ServingFlags
+from caldrix.engine_seam import Engine, GenerationParams, ServingFlags
 from caldrix.engines.loader import open_engine
 from caldrix.models.references import resolve_model
 

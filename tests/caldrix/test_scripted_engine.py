@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.engines.loader import open_engine
 from caldrix.engines.scripted import ScriptedEngine
 from caldrix.errors import BadRequest
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
-from caldrix.sinks import DiscardingSink
+from tests.caldrix.sinks import DiscardingSink
 
 SCHEMA = {
     "type": "object",

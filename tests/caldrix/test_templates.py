@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-from caldrix.engines.base import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.templates import CHATML_TEMPLATE, SegmentRenderer, render_context, template_source_for
 from caldrix.protocol import connect
 from caldrix.protocol.messages import ContextGetResult, ContextResult
-from caldrix.sinks import DiscardingSink
 from tests.caldrix.pool_harness import CLIENT_BOUNDS, DEFAULT_MODEL, PoolProcess, start_pool
+from tests.caldrix.sinks import DiscardingSink
 from tests.default_model import default_model_path
 
 pytestmark = pytest.mark.model

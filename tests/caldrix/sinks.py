@@ -1,5 +1,6 @@
-"""Two plain generation sinks, for code that calls :func:`caldrix.generation.decoding.run_generation`
-directly (benchmarks, tests, a program embedding caldrix) rather than through the pool."""
+"""Two plain generation sinks, for tests and benchmarks that call
+:func:`caldrix.generation.decoding.run_generation` (or a prefix store's ``generate``) directly
+rather than through the pool, whose connection is the product's sink."""
 
 from __future__ import annotations
 
