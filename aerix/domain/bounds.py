@@ -18,6 +18,25 @@ MAX_CALLS_PER_TURN: Final = 8
 #: A turn's thought is cut to this many characters (also the schema's maxLength).
 THOUGHT_MAX_CHARS: Final = 600
 
+# --- The turn schema's bounds on what a tool input names (aerix's own) -------------------------
+# Under the JSON constraint a small model cannot run away in a string that names something: each
+# such input field has a maxLength (JSON Schema counts characters, and so does llguidance).
+# Free text (a file's content, an edit's text, a command, a final, a brief) stays unbounded.
+#: Linux's PATH_MAX: no longer path names a file.
+PATH_MAX_BYTES: Final = 4096
+#: UTF-8 writes a character in at most this many bytes.
+UTF8_MAX_BYTES_PER_CHAR: Final = 4
+#: A path (read, write, edit, glob and grep's folder) in characters: whatever characters it is
+#: made of, it stays within PATH_MAX_BYTES.
+PATH_MAX_CHARS: Final = PATH_MAX_BYTES // UTF8_MAX_BYTES_PER_CHAR
+#: A glob pattern or a grep regular expression names files or text to find: as long as a path.
+PATTERN_MAX_CHARS: Final = PATH_MAX_CHARS
+#: A name (a skill, an agent definition, a pool member, a context segment's id): a file name's
+#: limit (NAME_MAX, 255 bytes), counted in characters; the names themselves are far shorter.
+NAME_MAX_CHARS: Final = 255
+#: A URL (web_fetch, refused anyway): the length browsers and servers reliably accept.
+URL_MAX_CHARS: Final = 2048
+
 # --- Aerix's own bounds for small models (not in the spec) ------------------------------------
 # A small model on a CPU degenerates (the same few tokens over and over, a string that never
 # closes) and loops (the same call every turn). These stop both early instead of spending the

@@ -132,6 +132,7 @@ def turn_schema(callable_tools: Sequence[ToolSpec], *, verifier: bool = False) -
             "calls": {
                 "type": "array",
                 "minItems": 1,
+                "maxItems": bounds.MAX_CALLS_PER_TURN,
                 "items": {"oneOf": [_call_schema(spec) for spec in callable_tools]},
             },
         },
