@@ -59,6 +59,22 @@ IDENTICAL_TURNS: Final = 3
 #: The repeated call that ended an agent is named in its reason cut to this many characters.
 REPEATED_CALL_SHOWN_CHARS: Final = 120
 
+# --- An answer that copies the runtime's own words (aerix's own) ------------------------------
+# A small model copies what it was shown: the re-ask note as its final, a compaction marker. Such a
+# turn is refused and asked again (``aerix.domain.runtime_words``).
+#: A final, a verdict's reason or a thought is a copy when at least this share of its characters
+#: is copied from one runtime text (a note, the # Turns section, a marker) …
+COPIED_WORDS_MIN_SHARE: Final = 0.6
+#: … counting only runs of at least this many characters in common (shorter ones are phrases
+#: any answer may share with a note) …
+COPIED_RUN_MIN_CHARS: Final = 8
+#: … and at least this many copied characters in all ("The file was removed." shares
+#: " was removed." with a note, and is an answer) …
+COPIED_WORDS_MIN_CHARS: Final = 32
+#: … taken from one stretch of the runtime text at most this many times the answer's length: a
+#: span of it, not phrases picked from all over it.
+COPIED_STRETCH_RATIO: Final = 1.5
+
 # --- Context management ---------------------------------------------------------------------
 #: Hard-limit hits before an agent is killed with "context floor: no room …".
 HARD_LIMIT_HITS: Final = 2
