@@ -10,22 +10,20 @@ escapes is the same one line.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-from types import FrameType
 
+from aerix import CANCELLED_LINE, leave_at_once
 from aerix.domain.bounds import EXIT_CANCELLED
-
-CANCELLED_LINE = "aerix: cancelled"
 
 
 def main() -> int:
-    signal.signal(signal.SIGINT, _leave_now)
+    signal.signal(signal.SIGINT, leave_at_once)  # already, when the package saw it is the command
     from aerix.cli.main import main as cli_main
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        # Inside the try: a Ctrl-C that came as the import ended is raised by this handler.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         return cli_main()
     except KeyboardInterrupt:
         return cancelled()
@@ -36,8 +34,3 @@ def cancelled() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     print(CANCELLED_LINE, file=sys.stderr, flush=True)
     return EXIT_CANCELLED
-
-
-def _leave_now(signum: int, frame: FrameType | None) -> None:
-    os.write(sys.stderr.fileno(), f"{CANCELLED_LINE}\n".encode())
-    os._exit(EXIT_CANCELLED)

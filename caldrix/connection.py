@@ -15,7 +15,7 @@ import logging
 import math
 import os
 import threading
-from typing import Final
+from typing import Final, Literal
 
 import anyio
 from anyio.abc import SocketStream
@@ -102,22 +102,25 @@ class Connection:
         logger.debug("%s closed", self.name)
 
     async def _handshake(self) -> bool:
+        """Read frames until one is a good ``hello`` (True) or the connection must close (False):
+        a frame that does not decode (``bad_frame``), another first op (``handshake_required``),
+        another protocol (``protocol_mismatch``), or no hello within HANDSHAKE_TIMEOUT_SECS. A
+        ``hello`` with a bad field is ``bad_request``, which closes nothing: the client may say
+        hello again, within the same time."""
         with anyio.move_on_after(HANDSHAKE_TIMEOUT_SECS):
-            try:
-                frame = await self._read_frame()
-            except BadFrame as exc:
-                await self._send_error(exc, None)
-                return False
-            return await self._answer_hello(frame)
+            while True:
+                try:
+                    frame = await self._read_frame()
+                except BadFrame as exc:
+                    await self._send_error(exc, None)
+                    return False
+                answered = await self._answer_hello(frame)
+                if answered != "again":
+                    return answered == "ready"
         logger.info("%s: no hello within %g s; closing", self.name, HANDSHAKE_TIMEOUT_SECS)
         return False
 
-    async def _answer_hello(self, frame: Message) -> bool:
-        try:
-            check_text(frame)
-        except CaldrixError as exc:
-            await self._send_error(exc, None)
-            return False
+    async def _answer_hello(self, frame: Message) -> Literal["ready", "close", "again"]:
         if frame.get("op") != "hello":
             await self._send_error(
                 HandshakeRequired(
@@ -126,7 +129,7 @@ class Connection:
                 ),
                 None,
             )
-            return False
+            return "close"
         protocol = hello_protocol(frame.get("protocol"))
         if protocol != PROTOCOL_VERSION:
             await self._send_error(
@@ -137,12 +140,13 @@ class Connection:
                 ),
                 None,
             )
-            return False
+            return "close"
         try:
+            check_text(frame)
             hello = validate_hello({**frame, "protocol": protocol})
         except CaldrixError as exc:
             await self._send_error(exc, None)
-            return False
+            return "again"
         logger.info("%s: hello from %s", self.name, hello.client or "an unnamed client")
         reply = HelloReply(
             op="hello",
@@ -152,7 +156,7 @@ class Connection:
             frames=self._mode,
         )
         await self._send(reply.model_dump())
-        return True
+        return "ready"
 
     async def _serve_requests(self) -> None:
         sender, receiver = anyio.create_memory_object_stream[Message](REQUEST_BACKLOG)

@@ -18,6 +18,25 @@ MAX_CALLS_PER_TURN: Final = 8
 #: A turn's thought is cut to this many characters (also the schema's maxLength).
 THOUGHT_MAX_CHARS: Final = 600
 
+# --- The turn schema's bounds on what a tool input names (aerix's own) -------------------------
+# Under the JSON constraint a small model cannot run away in a string that names something: each
+# such input field has a maxLength (JSON Schema counts characters, and so does llguidance).
+# Free text (a file's content, an edit's text, a command, a final, a brief) stays unbounded.
+#: Linux's PATH_MAX: no longer path names a file.
+PATH_MAX_BYTES: Final = 4096
+#: UTF-8 writes a character in at most this many bytes.
+UTF8_MAX_BYTES_PER_CHAR: Final = 4
+#: A path (read, write, edit, glob and grep's folder) in characters: whatever characters it is
+#: made of, it stays within PATH_MAX_BYTES.
+PATH_MAX_CHARS: Final = PATH_MAX_BYTES // UTF8_MAX_BYTES_PER_CHAR
+#: A glob pattern or a grep regular expression names files or text to find: as long as a path.
+PATTERN_MAX_CHARS: Final = PATH_MAX_CHARS
+#: A name (a skill, an agent definition, a pool member, a context segment's id): a file name's
+#: limit (NAME_MAX, 255 bytes), counted in characters; the names themselves are far shorter.
+NAME_MAX_CHARS: Final = 255
+#: A URL (web_fetch, refused anyway): the length browsers and servers reliably accept.
+URL_MAX_CHARS: Final = 2048
+
 # --- Aerix's own bounds for small models (not in the spec) ------------------------------------
 # A small model on a CPU degenerates (the same few tokens over and over, a string that never
 # closes) and loops (the same call every turn). These stop both early instead of spending the
@@ -39,6 +58,22 @@ OPEN_STRING_LINE_MAX_CHARS: Final = 2000
 IDENTICAL_TURNS: Final = 3
 #: The repeated call that ended an agent is named in its reason cut to this many characters.
 REPEATED_CALL_SHOWN_CHARS: Final = 120
+
+# --- An answer that copies the runtime's own words (aerix's own) ------------------------------
+# A small model copies what it was shown: the re-ask note as its final, a compaction marker. Such a
+# turn is refused and asked again (``aerix.domain.runtime_words``).
+#: A final, a verdict's reason or a thought is a copy when at least this share of its characters
+#: is copied from one runtime text (a note, the # Turns section, a marker) …
+COPIED_WORDS_MIN_SHARE: Final = 0.6
+#: … counting only runs of at least this many characters in common (shorter ones are phrases
+#: any answer may share with a note) …
+COPIED_RUN_MIN_CHARS: Final = 8
+#: … and at least this many copied characters in all ("The file was removed." shares
+#: " was removed." with a note, and is an answer) …
+COPIED_WORDS_MIN_CHARS: Final = 32
+#: … taken from one stretch of the runtime text at most this many times the answer's length: a
+#: span of it, not phrases picked from all over it.
+COPIED_STRETCH_RATIO: Final = 1.5
 
 # --- Context management ---------------------------------------------------------------------
 #: Hard-limit hits before an agent is killed with "context floor: no room …".

@@ -25,6 +25,7 @@ from typing import Literal
 from aerix.domain import bounds
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ContextSettings
+from aerix.domain.templates import fill
 
 #: Kinds that may be replaced by a marker, in the order they are taken.
 COMPACTION_ORDER: tuple[SegmentKind, ...] = (SegmentKind.TOOL_RESULT, SegmentKind.ASSISTANT)
@@ -70,12 +71,18 @@ def needs_compaction(tokens: int, budget: ContextBudget) -> bool:
     return tokens > budget.soft_limit or tokens + budget.ask >= budget.window
 
 
+#: The markers that replace a compacted tool result and a compacted turn.
+TOOL_RESULT_MARKER = "[compacted tool result of call {call} ({tool}, {tokens} tokens)]"
+TURN_MARKER = "[compacted assistant turn {segment} ({tokens} tokens)]"
+
+
 def marker_text(segment: ContextSegment) -> str:
     """The text that replaces a compacted segment."""
+    tokens = segment.counted_tokens
     if segment.kind == SegmentKind.TOOL_RESULT:
-        call, tool = segment.call or segment.id, segment.tool or "tool"
-        return f"[compacted tool result of call {call} ({tool}, {segment.counted_tokens} tokens)]"
-    return f"[compacted assistant turn {segment.id} ({segment.counted_tokens} tokens)]"
+        values = {"call": segment.call or segment.id, "tool": segment.tool or "tool", "tokens": tokens}
+        return fill(TOOL_RESULT_MARKER, values)
+    return fill(TURN_MARKER, {"segment": segment.id, "tokens": tokens})
 
 
 def estimated_tokens(text: str) -> int:

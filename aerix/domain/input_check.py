@@ -3,6 +3,9 @@
 Only the schema features the tool catalogue uses are understood: object with properties,
 required and additionalProperties false; string, integer, boolean, array of strings; enum,
 minimum, maximum. The messages are written for the model to read and fix its call.
+
+``maxLength`` is left to the JSON constraint, which bounds what a constrained member can write;
+an unconstrained turn is not refused for a long name (the tool says what is wrong with it).
 """
 
 from __future__ import annotations

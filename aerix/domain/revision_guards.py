@@ -20,9 +20,8 @@ import re
 from dataclasses import dataclass
 
 from aerix.domain.bounds import REVISION_MAX_RATIO, REVISION_MIN_RATIO
+from aerix.domain.templates import PLACEHOLDER
 
-#: ``{name}`` as the code fills it (str.replace of the literal, never str.format).
-PLACEHOLDER = re.compile(r"\{([a-z][a-z_]*)\}")
 #: Role and turn markers of the chat templates in use: ChatML and the many ``<|...|>`` tokens
 #: (Llama 3, Phi, Qwen), DeepSeek's fullwidth ``<｜...｜>``, Llama 2 and Mistral's ``[INST]`` and
 #: ``<<SYS>>``, Gemma's ``<start_of_turn>``, and the sentence markers ``<s>``/``</s>``.

@@ -3,8 +3,10 @@ gives them, and the text that describes them in the system segment.
 
 The schemas double as the turn schema's per-tool ``input`` (see ``aerix.domain.turns``), so
 they keep to what llguidance compiles: ``additionalProperties: false``, properties in a fixed
-order, plain types, ``enum``, ``minimum``/``maximum``. Defaults are stated in the schema for the
-model's benefit and applied by the tools themselves.
+order, plain types, ``enum``, ``minimum``/``maximum``, and ``maxLength`` on each string that
+names something (a path, a pattern, a name: ``bounds.PATH_MAX_CHARS`` and its neighbours; free
+text has none). Defaults are stated in the schema for the model's benefit and applied by the
+tools themselves.
 """
 
 from __future__ import annotations
@@ -45,7 +47,18 @@ def _object(properties: dict[str, dict[str, Any]], required: Iterable[str] = ())
 
 
 def _text(description: str) -> dict[str, Any]:
+    """Free text (a file's content, a command, a brief): as long as the model needs."""
     return {"type": "string", "description": description}
+
+
+def _name(description: str, max_chars: int) -> dict[str, Any]:
+    """A string that names something (a path, a pattern, a skill): bounded, so a model under
+    the JSON constraint cannot run away in it."""
+    return {"type": "string", "description": description, "maxLength": max_chars}
+
+
+def _path(description: str) -> dict[str, Any]:
+    return _name(description, bounds.PATH_MAX_CHARS)
 
 
 def _integer(
@@ -73,7 +86,7 @@ READ = ToolSpec(
     "A directory gives its entries.",
     _object(
         {
-            "path": _text("file or directory; absolute, or relative to the working directory"),
+            "path": _path("file or directory; absolute, or relative to the working directory"),
             "offset": _integer("first line to show, counting from 1", default=1),
             "limit": _integer("how many lines to show", default=bounds.READ_LIMIT_LINES),
         },
@@ -84,7 +97,7 @@ WRITE = ToolSpec(
     "write",
     "Create or replace a file with `content`; missing parent directories are created.",
     _object(
-        {"path": _text("the file to write"), "content": _text("the whole new text of the file")},
+        {"path": _path("the file to write"), "content": _text("the whole new text of the file")},
         required=["path", "content"],
     ),
 )
@@ -94,7 +107,7 @@ EDIT = ToolSpec(
     "occurs more than once and `replace_all` is not set.",
     _object(
         {
-            "path": _text("the file to edit"),
+            "path": _path("the file to edit"),
             "old": _text("the exact text to replace, including its whitespace"),
             "new": _text("the replacement text"),
             "replace_all": _flag("replace every occurrence instead of exactly one"),
@@ -126,8 +139,8 @@ GLOB = ToolSpec(
     "`*.py` finds Python files at any depth and `src/*test*` anything under src with test in it.",
     _object(
         {
-            "pattern": _text("the file pattern"),
-            "path": _text("the folder to search (default: the working directory)"),
+            "pattern": _name("the file pattern", bounds.PATTERN_MAX_CHARS),
+            "path": _path("the folder to search (default: the working directory)"),
         },
         required=["pattern"],
     ),
@@ -139,9 +152,9 @@ GREP = ToolSpec(
     f"{bounds.GREP_LINE_MAX_CHARS} characters.",
     _object(
         {
-            "pattern": _text("a Python regular expression"),
-            "path": _text("a file or folder to search (default: the working directory)"),
-            "glob": _text("only files matching this pattern, as in glob"),
+            "pattern": _name("a Python regular expression", bounds.PATTERN_MAX_CHARS),
+            "path": _path("a file or folder to search (default: the working directory)"),
+            "glob": _name("only files matching this pattern, as in glob", bounds.PATTERN_MAX_CHARS),
             "max_matches": _integer("stop after this many matches", default=bounds.GREP_MAX_MATCHES),
         },
         required=["pattern"],
@@ -172,7 +185,11 @@ CONTEXT = ToolSpec(
     _object(
         {
             "op": {"type": "string", "enum": ["status", "drop", "summarize", "pin", "unpin", "note"]},
-            "ids": {"type": "array", "items": {"type": "string"}, "description": "segment ids"},
+            "ids": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": bounds.NAME_MAX_CHARS},
+                "description": "segment ids",
+            },
             "text": _text("the summary or the note"),
         },
         required=["op"],
@@ -187,8 +204,8 @@ AGENT = ToolSpec(
         {
             "brief": _text("the complete task"),
             "check": _text("how to verify the work (a command to run, a fact to confirm)"),
-            "definition": _text("an agent definition to use (optional)"),
-            "member": _text("a loaded pool member to run on (optional)"),
+            "definition": _name("an agent definition to use (optional)", bounds.NAME_MAX_CHARS),
+            "member": _name("a loaded pool member to run on (optional)", bounds.NAME_MAX_CHARS),
         },
         required=["brief", "check"],
     ),
@@ -198,7 +215,7 @@ SKILL = ToolSpec(
     "Load a skill's instructions by `name` (with `args`), or list the skills with `list`.",
     _object(
         {
-            "name": _text("the skill's name"),
+            "name": _name("the skill's name", bounds.NAME_MAX_CHARS),
             "args": _text("the arguments for the skill"),
             "list": _flag("list the skills instead"),
         }
@@ -207,7 +224,10 @@ SKILL = ToolSpec(
 WEB_FETCH = ToolSpec(
     "web_fetch",
     "Reserved; every call is refused (aerix tools do not use the network).",
-    _object({"url": _text("the address"), "prompt": _text("what to look for")}, required=["url"]),
+    _object(
+        {"url": _name("the address", bounds.URL_MAX_CHARS), "prompt": _text("what to look for")},
+        required=["url"],
+    ),
 )
 WEB_SEARCH = ToolSpec(
     "web_search",

@@ -24,6 +24,7 @@ from aerix.domain import bounds
 from aerix.domain.claude_tools import aerix_tool_name, from_claude_input
 from aerix.domain.input_check import input_problem
 from aerix.domain.tools import ToolSpec, dumps_compact
+from aerix.domain.turn_notes import dropped_calls_note, turn_retry_message
 
 #: llguidance options carried in the schema. Compact separators matching the example (`", "`,
 #: `": "`) and no free whitespace: a small model cannot wander into endless newlines, and the
@@ -132,6 +133,7 @@ def turn_schema(callable_tools: Sequence[ToolSpec], *, verifier: bool = False) -
             "calls": {
                 "type": "array",
                 "minItems": 1,
+                "maxItems": bounds.MAX_CALLS_PER_TURN,
                 "items": {"oneOf": [_call_schema(spec) for spec in callable_tools]},
             },
         },
@@ -192,16 +194,6 @@ def render_turns_section() -> str:
             "- A verifier's final is a verdict instead of text:",
             "  " + dumps_compact(_VERDICT_EXAMPLE),
         ]
-    )
-
-
-def turn_retry_message(problem: str, *, verifier: bool = False) -> str:
-    """The text sent back to a model whose turn did not parse."""
-    final = '{"verdict": "pass" or "fail", "reason": "..."}' if verifier else '"..."'
-    return (
-        f"Your answer was not a valid turn: {problem}. Answer again with exactly one JSON object: "
-        '{"thought": "...", "calls": [{"tool": "<name>", "input": {...}}]} or '
-        f'{{"thought": "...", "final": {final}}}.'
     )
 
 
@@ -290,11 +282,8 @@ def _calls_turn(
     calls = tuple(_read_call(raw, index, tools, verifier, first) for index, raw in enumerate(kept))
     notes: tuple[str, ...] = ()
     if dropped:
-        names = ", ".join(str(raw.get("tool", "?")) if isinstance(raw, dict) else "?" for raw in dropped)
-        notes = (
-            f"{len(dropped)} calls after the first {bounds.MAX_CALLS_PER_TURN} were dropped and not run "
-            f"({names}); call them again in your next turn if you still need them.",
-        )
+        names = [str(raw.get("tool", "?")) if isinstance(raw, dict) else "?" for raw in dropped]
+        notes = (dropped_calls_note(names),)
     return Turn(thought=thought, calls=calls, notes=notes)
 
 

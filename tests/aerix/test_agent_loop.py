@@ -154,8 +154,13 @@ async def test_a_turn_cut_by_max_new_tokens_is_removed_and_asked_again(make: Mak
 
 
 async def test_more_than_eight_calls_keeps_eight_and_tells_the_model(make: Make) -> None:
+    """Without the JSON constraint the parse rule keeps eight calls (with the constraint the
+    schema's maxItems stops the array at eight: the next test)."""
     calls = [("glob", {"pattern": f"*{n}.txt"}) for n in range(10)]
-    run = await make([turn("Look everywhere.", *calls), final("Nothing there.", "no files")])
+    run = await make(
+        [turn("Look everywhere.", *calls), final("Nothing there.", "no files")],
+        constraints=["one_of", "regex", "lark"],
+    )
     result = await run.run()
     assert result.outcome == "done"
     first = run.messages()[0]
@@ -164,6 +169,40 @@ async def test_more_than_eight_calls_keeps_eight_and_tells_the_model(make: Make)
     notes = [s for s in run.of(ev.Segment) if s.label == "note"]
     assert len(notes) == 1 and notes[0].text.startswith("2 calls after the first 8 were dropped and not run")
     await run.assert_log_rebuilds_the_context()
+
+
+def _runaway_calls(chars: int) -> str:
+    """A turn whose ``calls`` array of read/write pairs runs ``chars`` characters, as
+    smollm2-135m wrote one (5,573 characters, far more than eight calls), cut mid-call."""
+    pairs = []
+    for n in range(200):
+        name = f"calc{n}.py"
+        pairs += [("read", {"path": name}), ("write", {"path": name, "content": f"x = {n}\n"})]
+    text = turn("Read and write calc.py.", *pairs)
+    start = text.index('"calls": [') + len('"calls": [')
+    return text[: start + chars]
+
+
+async def test_under_the_json_constraint_a_runaway_calls_array_ends_at_eight_calls(make: Make) -> None:
+    script = _runaway_calls(5573)
+    settings = settings_with(max_new_tokens=1024)
+    # Without the constraint the same answer runs to max_new_tokens and is cut.
+    unconstrained = await make([script], ctx=4096, constraints=["one_of", "regex", "lark"])
+    await unconstrained.run(max_turns=1, settings=settings)
+    assert unconstrained.messages()[0].parse_error == "cut at max_new_tokens (1024) before its JSON closed"
+    # With it, maxItems closes the array after the eighth call: one whole turn, no re-ask.
+    run = await make([script, final("Done.", "wrote them")], ctx=4096)
+    result = await run.run(settings=settings)
+    assert (result.outcome, result.final) == ("done", "wrote them")
+    first = run.messages()[0]
+    assert (first.attempt, first.parse_error, len(first.calls)) == (0, None, bounds.MAX_CALLS_PER_TURN)
+    pair = [(c.tool, c.input["path"]) for c in first.calls[:2]]
+    assert pair == [("read", "calc0.py"), ("write", "calc0.py")]
+    assert first.text.endswith('"content": "x = 3\\n"}}]}')
+    assert first.usage is not None and first.usage.completion_tokens < 1024 // 2
+    assert [m.call for m in run.messages("tool")] == [f"c{n}" for n in range(1, 9)]
+    assert (run.cwd / "calc3.py").read_text() == "x = 3\n"
+    assert not [s for s in run.of(ev.Segment) if s.label == "note"]  # nothing dropped, no note
 
 
 async def test_call_ids_continue_across_turns(make: Make) -> None:

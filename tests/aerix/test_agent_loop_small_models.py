@@ -13,7 +13,8 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
-from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER, turn_retry_message
+from aerix.domain.turn_notes import turn_retry_message
+from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from tests.aerix.agent_harness import Make, final, settings_with, turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -201,3 +202,51 @@ async def test_a_turn_whose_thought_echoes_a_placeholder_is_asked_again_and_its_
     notes = [s.text for s in run.of(ev.Segment) if s.label == "note"]
     assert notes == [turn_retry_message(ECHOED_THOUGHT)]
     await run.assert_log_rebuilds_the_context()
+
+
+#: smollm2-135m's answer to setup's main job, as the issue saw it: the re-ask note, copied.
+COPIED_NOTE = (
+    "Your last answer was stopped after 125 tokens because it was going nowhere … Answer again, shorter"
+)
+COPY_REFUSED = (
+    "the final copies the runtime's own words (the note after a stopped answer); write your own answer"
+)
+
+
+async def test_a_final_that_copies_the_re_ask_note_is_refused_and_asked_again(make: Make) -> None:
+    run = await make([final("Done.", COPIED_NOTE), final("Read it.", "a.txt holds one line")])
+    result = await run.run()
+    assert (result.outcome, result.final) == ("done", "a.txt holds one line")
+    refused, kept = run.messages()
+    assert (refused.parse_error, refused.final, refused.segment, kept.attempt) == (
+        COPY_REFUSED,
+        None,
+        None,
+        1,
+    )
+    notes = [s.text for s in run.of(ev.Segment) if s.label == "note"]
+    assert notes == [turn_retry_message(COPY_REFUSED)]
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_thought_that_copies_a_compaction_marker_is_refused_and_its_calls_not_run(make: Make) -> None:
+    copied = turn(
+        "[compacted tool result of call c1 (read, 120 tokens)]", ("write", {"path": "a.txt", "content": "x"})
+    )
+    run = await make([copied, final("Nothing to do.", "left a.txt alone")])
+    result = await run.run()
+    assert (result.outcome, result.tool_calls) == ("done", 0)
+    refused, _kept = run.messages()
+    assert (
+        refused.parse_error
+        == "the thought copies the runtime's own words (a compaction marker); write your own reasoning"
+    )
+    assert not (run.cwd / "a.txt").exists()
+
+
+async def test_an_agent_whose_every_answer_copies_the_runtime_ends_failed_saying_so(make: Make) -> None:
+    run = await make([final("Done.", COPIED_NOTE)] * 3)
+    result = await run.run()
+    assert result.outcome == "failed"
+    assert result.reason == f"turn 1 was asked 3 times and never parsed: {COPY_REFUSED}"
+    assert [m.final for m in run.messages()] == [None] * 3

@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 
 from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.domain import events as ev
+from aerix.domain.segments import ContextSegment, SegmentKind
+from aerix.projections.contexts import contexts_at
 from tests.aerix.request_world import (
     AERIX,
     World,
@@ -240,3 +243,56 @@ def test_stream_json_init_names_the_profile_commit(world: World, project: Path) 
     finally:
         pool.terminate()
         pool.wait(timeout=60)
+
+
+def test_profile_refresh_gives_a_resumed_root_the_edited_system_md(world: World, project: Path) -> None:
+    """``aerix profile edit system`` then ``--resume ID --profile-refresh``: the root's system
+    segment is the new commit's text, recorded as a ``segment`` event that replaces it, so the
+    context rebuilt from the log holds it; a resume without the flag keeps the log's."""
+    pool = start_scripted_pool(world, world.socket, [ROUTE, FINAL] * 4)
+    try:
+        _, one = request(world, project, "look around")
+        session = one["session_id"]
+        before = root_system(world, session)
+        assert before.text.startswith(EMBEDDED["system"].strip())
+
+        script = world.root / "editor.sh"
+        script.write_text('#!/bin/sh\nprintf "Always name the files you read.\\n" >> "$1"\n')
+        script.chmod(0o755)
+        env = {**world.env, "EDITOR": str(script)}
+        env.pop("VISUAL", None)
+        edit = [AERIX, "profile", "edit", "system"]
+        edited = subprocess.run(edit, cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        assert edited.returncode == 0, edited.stderr
+        head = profile_git(world, "rev-parse", BRANCH)
+        new_system = profile_git(world, "show", f"{BRANCH}:prompts/system.md")
+        assert new_system.endswith("Always name the files you read.")
+
+        request(world, project, "again", "--resume", session)
+        assert root_system(world, session) == before  # the recorded commit's text, as the log holds it
+
+        done, _ = request(world, project, "again", "--resume", session, "--profile-refresh")
+        assert done.returncode == 0, done.stderr
+        assert start_of(world, session, 3)["profile_commit"] == head
+        refreshed = root_system(world, session)
+        assert (refreshed.id, refreshed.kind) == (before.id, before.kind)
+        assert refreshed.text.startswith(new_system) and refreshed.text != before.text
+        assert refreshed.tokens is not None and refreshed.tokens > before.tokens  # the pool's count
+        # Recorded once, as the third request's: a segment event replacing a1.system.
+        systems = [
+            e for e in session_events(world, session) if e["type"] == "segment" and e["kind"] == "system"
+        ]
+        assert [e["text"] == refreshed.text for e in systems] == [False, True]
+
+        request(world, project, "and again", "--resume", session)
+        assert root_system(world, session) == refreshed  # the log's now
+    finally:
+        pool.terminate()
+        pool.wait(timeout=60)
+
+
+def root_system(world: World, session: str) -> ContextSegment:
+    """The root's system segment in the context the log rebuilds (what --resume reads)."""
+    events = [ev.parse_event(event) for event in session_events(world, session)]
+    [system] = [s for s in contexts_at(events).agents["a1"].ordered() if s.kind == SegmentKind.SYSTEM]
+    return system

@@ -157,6 +157,64 @@ def test_each_call_carries_its_tools_input_schema() -> None:
     assert bash["properties"]["timeout_secs"]["default"] == 120
 
 
+def _calls_turn(*calls: tuple[str, dict[str, object]]) -> str:
+    turn = {"thought": "t", "calls": [{"tool": tool, "input": args} for tool, args in calls]}
+    return json.dumps(turn, ensure_ascii=False)
+
+
+def test_the_schema_bounds_the_calls_and_every_string_that_names_something() -> None:
+    schema = turn_schema(TOOLS)
+    eight = [("read", {"path": f"f{n}"}) for n in range(bounds.MAX_CALLS_PER_TURN)]
+    assert accepts(schema, _calls_turn(*eight))
+    assert not accepts(schema, _calls_turn(*eight, ("read", {"path": "one more"})))
+    path, name = bounds.PATH_MAX_CHARS, bounds.NAME_MAX_CHARS
+    # At the bound, in characters: even four-byte characters keep a path within PATH_MAX.
+    assert accepts(schema, _calls_turn(("read", {"path": "𝄞" * path})))
+    assert len(("𝄞" * path).encode()) == bounds.PATH_MAX_BYTES
+    over_path, over_pattern = "p" * (path + 1), "g" * (bounds.PATTERN_MAX_CHARS + 1)
+    bounded: list[tuple[str, dict[str, object], str]] = [
+        ("read", {"path": over_path}, "path"),
+        ("write", {"path": over_path, "content": ""}, "path"),
+        ("edit", {"path": over_path, "old": "a", "new": "b"}, "path"),
+        ("glob", {"pattern": over_pattern}, "pattern"),
+        ("glob", {"pattern": "*", "path": over_path}, "path"),
+        ("grep", {"pattern": over_pattern}, "pattern"),
+        ("grep", {"pattern": "x", "path": over_path}, "path"),
+        ("grep", {"pattern": "x", "glob": over_pattern}, "glob"),
+        ("skill", {"name": "s" * (name + 1)}, "name"),
+        ("agent", {"brief": "b", "check": "c", "definition": "d" * (name + 1)}, "definition"),
+        ("agent", {"brief": "b", "check": "c", "member": "m" * (name + 1)}, "member"),
+        ("context", {"op": "drop", "ids": ["i" * (name + 1)]}, "ids"),
+        ("web_fetch", {"url": "u" * (bounds.URL_MAX_CHARS + 1)}, "url"),
+    ]
+    for tool, args, field in bounded:
+        assert not accepts(schema, _calls_turn((tool, args))), (tool, field)
+        value = args[field]
+        at_the_bound = [value[0][:-1]] if isinstance(value, list) else str(value)[:-1]
+        assert accepts(schema, _calls_turn((tool, {**args, field: at_the_bound}))), (tool, field)
+
+
+def test_free_text_stays_unbounded_in_the_schema() -> None:
+    schema = turn_schema(TOOLS)
+    long = "x" * (bounds.PATH_MAX_CHARS * 3)
+    for tool, args in [
+        ("write", {"path": "a", "content": long}),
+        ("edit", {"path": "a", "old": long, "new": long}),
+        ("bash", {"command": long}),
+        ("agent", {"brief": long, "check": long}),
+        ("plan", {"op": "write", "text": long}),
+    ]:
+        assert accepts(schema, _calls_turn((tool, args))), tool
+    assert accepts(schema, json.dumps({"thought": "t", "final": long}))
+
+
+def test_without_the_constraint_a_long_name_still_parses_as_before() -> None:
+    """The bounds are the constraint's: an unconstrained member's turn keeps the parse rules it
+    had (the tool answers a path no file can have)."""
+    turn = parse_turn(_calls_turn(("read", {"path": "p" * (bounds.PATH_MAX_CHARS + 1)})), TOOLS)
+    assert len(turn.calls[0].input["path"]) == bounds.PATH_MAX_CHARS + 1
+
+
 def test_parse_gives_ids_cuts_the_thought_and_drops_calls_over_eight() -> None:
     calls = [{"tool": "read", "input": {"path": f"f{i}.py"}} for i in range(11)]
     turn = parse_turn(json.dumps({"thought": "t" * 700, "calls": calls}), TOOLS, first_call_number=4)

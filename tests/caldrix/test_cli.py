@@ -14,12 +14,15 @@ import os
 import pty
 import select
 import subprocess
+import sys
 import termios
 import time
 from pathlib import Path
 
 import pytest
 
+from caldrix import CANCELLED_LINE, CANCELLED_STATUS
+from caldrix.cli.exit_codes import EXIT_CANCELLED
 from caldrix.cli.pool import NO_MODEL_WARNING
 from caldrix.cli.run import CHAT_HELP, CLEARED_LINE
 from tests.caldrix.test_run_cli import CALDRIX, MODEL, caldrix
@@ -49,6 +52,26 @@ def test_ctrl_c_while_starting_is_one_line_and_130(checkpoint: str) -> None:
     ended = interrupt_at([CALDRIX, "run", MODEL, "-p"], checkpoint)
     assert ended.seen_checkpoint
     assert (ended.returncode, ended.stderr) == (130, "caldrix: cancelled\n")
+
+
+@pytest.mark.parametrize("delay_ms", [0, 10, 20, 40, 60, 90, 130, 200, 300])
+@pytest.mark.parametrize(
+    "command",
+    [[CALDRIX, "--version"], [CALDRIX, "run", MODEL, "-p"], [sys.executable, "-m", "caldrix", "--version"]],
+    ids=["--version", "run -p", "python -m caldrix"],
+)
+def test_ctrl_c_in_the_first_moments_is_never_a_traceback(command: list[str], delay_ms: int) -> None:
+    """From the package's first lines on (they install the handler; what runs before them is
+    Python's start-up and pip's wrapper), at several moments: ``caldrix.cli.entry``'s imports,
+    the command line's, the command's start. ``--version`` may finish first."""
+    ended = interrupt_at(command, "caldrix", delay=delay_ms / 1000)
+    assert ended.seen_checkpoint
+    assert "Traceback" not in ended.stderr and "KeyboardInterrupt" not in ended.stderr, ended.stderr
+    if ended.returncode == 0:
+        assert command[-1] == "--version" and ended.stderr == ""
+    else:
+        assert (ended.returncode, ended.stderr) == (EXIT_CANCELLED, "caldrix: cancelled\n")
+    assert (CANCELLED_STATUS, CANCELLED_LINE) == (EXIT_CANCELLED, "caldrix: cancelled")
 
 
 @pytest.mark.parametrize(

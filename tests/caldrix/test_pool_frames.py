@@ -131,6 +131,19 @@ def test_missing_protocol_is_a_mismatch(pool: PoolProcess) -> None:
         assert connection.at_eof()
 
 
+def test_a_hello_with_a_bad_field_is_a_bad_request_and_the_connection_stays(pool: PoolProcess) -> None:
+    """bad_request closes nothing, in the handshake too: the client may say hello again."""
+    bad_hellos = [({"op": "hello", "protocol": 2, "client": value}, "client") for value in (5, ["aerix"])]
+    with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+        for hello, field in bad_hellos:
+            connection.send(hello)
+            error = connection.receive()
+            assert (error["op"], error["code"], error["field"]) == ("error", "bad_request", field), error
+        assert connection.hello()["op"] == "hello"
+        connection.send({"op": "member.list", "rid": 3})
+        assert connection.receive()["op"] == "ok"
+
+
 def test_request_before_hello_is_refused_then_close(pool: PoolProcess) -> None:
     with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
         connection.send({"op": "member.list", "rid": 1})

@@ -105,15 +105,29 @@ def test_a_lone_surrogate_never_ends_the_pool(pool: PoolProcess, frame: dict[str
     assert_pool_serves(pool)
 
 
-def test_a_lone_surrogate_in_hello_refuses_that_connection_only(pool: PoolProcess) -> None:
-    expected = "bad_request" if pool.frames == "json" else "bad_frame"
-    for hello in ({"op": "\ud800", "protocol": 2}, {"op": "hello", "protocol": 2, "client": "\udc00"}):
-        with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
-            connection.send_bytes(hostile_frame(hello, pool.frames))
-            reply = connection.receive()
-            assert reply["code"] == expected, reply
-            assert_one_line(reply)
+def test_a_lone_surrogate_in_hello_is_a_bad_request_that_keeps_the_connection(pool: PoolProcess) -> None:
+    """JSON: a ``hello`` whose ``client`` holds a lone surrogate is ``bad_request`` naming the
+    field, and, as every ``bad_request``, closes nothing: a good ``hello`` next is answered. An op
+    that is not ``hello`` is ``handshake_required``, which closes. CBOR: neither decodes
+    (``bad_frame``, which closes)."""
+    bad_client = {"op": "hello", "protocol": 2, "client": "\udc00"}
+    with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+        connection.send_bytes(hostile_frame(bad_client, pool.frames))
+        reply = connection.receive()
+        assert_one_line(reply)
+        if pool.frames == "json":
+            assert (reply["code"], reply["field"]) == ("bad_request", "client"), reply
+            assert connection.hello()["op"] == "hello"
+            assert request(connection, {"op": "member.list", "rid": 1})["op"] == "ok"
+        else:
+            assert reply["code"] == "bad_frame", reply
             assert connection.at_eof()
+    with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+        connection.send_bytes(hostile_frame({"op": "\ud800", "protocol": 2}, pool.frames))
+        reply = connection.receive()
+        assert reply["code"] == ("handshake_required" if pool.frames == "json" else "bad_frame"), reply
+        assert_one_line(reply)
+        assert connection.at_eof()
     assert_pool_serves(pool)
 
 

@@ -11,7 +11,8 @@ agent ends ``failed``), each time with the answer removed and a note telling the
   generation, so a stopped attempt has no usage: the pool's figures are never estimated here;
 - **unparsed**: only a member without the JSON constraint can answer something of the wrong
   shape, but any member can echo a placeholder of the ``# Turns`` examples as its final or
-  its thought (``aerix.domain.turns``), and that is no turn either.
+  its thought (``aerix.domain.turns``), or copy the runtime's own words there (a re-ask note,
+  a marker: ``aerix.domain.runtime_words``), and that is no turn either.
 
 After a cut or a stop the re-ask asks for less (``aerix.domain.compaction.retry_ask``: half the
 last ask, at least MIN_CUT_TURN_TOKENS): the same budget would only be spent again.
@@ -32,7 +33,9 @@ from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import retry_ask
 from aerix.domain.degeneration import DegenerationWatch
+from aerix.domain.runtime_words import NOTE_PROMPTS, refuse_copies, runtime_texts
 from aerix.domain.segments import ContextSegment, SegmentKind
+from aerix.domain.turn_notes import cut_turn_note, stopped_turn_note
 from aerix.domain.turns import Turn, TurnParseError, parse_turn
 
 
@@ -57,22 +60,6 @@ class Stopped:
     reason: str
 
 
-def cut_turn_note(max_new_tokens: int, next_ask: int) -> str:
-    return (
-        f"Your last answer was cut off at {max_new_tokens} tokens, before its JSON object closed, and "
-        f"was removed. Answer again, shorter (at most {next_ask} tokens): a brief thought and fewer or "
-        "smaller calls (write a long file in several steps)."
-    )
-
-
-def stopped_turn_note(stopped: Stopped, next_ask: int) -> str:
-    return (
-        f"Your last answer was stopped after {stopped.tokens} tokens because it was going nowhere "
-        f"({stopped.reason}), and was removed. Answer again, shorter (at most {next_ask} tokens) and "
-        "without repeating yourself: a brief thought and fewer or smaller calls."
-    )
-
-
 class TurnAsker:
     """Asks an agent's turns; one per agent run. ``usage`` sums the pool's figures."""
 
@@ -81,6 +68,8 @@ class TurnAsker:
         self.env = env
         self.live = live
         self.usage = UsageTotals()
+        #: What a final or a thought must not copy (the notes from the prompts in use).
+        self.runtime_texts = runtime_texts({name: env.prompts.get(name) for name in NOTE_PROMPTS})
         self._scope: anyio.CancelScope | None = None
 
     @property
@@ -109,7 +98,7 @@ class TurnAsker:
                 self._record_attempt(turn_number, attempt, generated.text, problem, None)
                 await self.live.discard(segment_id)
                 ask = retry_ask(room)
-                note = stopped_turn_note(generated, ask)
+                note = stopped_turn_note(generated.tokens, generated.reason, ask)
             else:
                 if generated.finish == "length":
                     problem = f"cut at max_new_tokens ({room}) before its JSON closed"
@@ -123,6 +112,7 @@ class TurnAsker:
                             verifier=self.spec.verifier,
                             first_call_number=self.live.peek("c"),
                         )
+                        refuse_copies(turn, self.runtime_texts, verifier=self.spec.verifier)
                     except TurnParseError as exc:
                         problem, note = exc.problem, exc.message
                     else:

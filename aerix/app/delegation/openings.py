@@ -17,22 +17,14 @@ context projection rebuilds the agent's context from its own events.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import anyio
 
 from aerix.app.ports import Caller, ContextCounts, EventRecorder, MemberInfo, PoolPort, PromptSource
 from aerix.app.request.root_context import record_segments
 from aerix.domain.segments import ContextSegment, SegmentKind
-
-_PLACEHOLDER = re.compile(r"\{(brief|check|summary|files|reason)\}")
-
-
-def fill(template: str, values: Mapping[str, str]) -> str:
-    """``template`` with its ``{brief}``-style placeholders replaced in one pass, so braces in
-    the values themselves are left alone."""
-    return _PLACEHOLDER.sub(lambda match: values.get(match.group(1), match.group(0)), template).strip()
+from aerix.domain.templates import fill
 
 
 def implementer_segments(
@@ -57,10 +49,10 @@ def implementer_segments(
                 f"definition {name}",
             )
         )
-    text = fill(prompts.get("brief"), {"brief": brief, "check": check})
+    text = fill(prompts.get("brief"), {"brief": brief, "check": check}).strip()
     segments.append(ContextSegment(f"{agent_id}.brief", "user", SegmentKind.BRIEF, text, True, "brief"))
     if retry_reason is not None:
-        note = fill(prompts.get("retry"), {"reason": retry_reason})
+        note = fill(prompts.get("retry"), {"reason": retry_reason}).strip()
         segments.append(
             ContextSegment(f"{agent_id}.retry", "user", SegmentKind.BRIEF, note, True, "verifier's reason")
         )
@@ -82,7 +74,7 @@ def verifier_segments(
         "summary": summary or "(no summary)",
         "files": ", ".join(files) if files else "none",
     }
-    text = fill(prompts.get("verifier"), values)
+    text = fill(prompts.get("verifier"), values).strip()
     return [ContextSegment(f"{agent_id}.brief", "user", SegmentKind.BRIEF, text, True, "verifier brief")]
 
 

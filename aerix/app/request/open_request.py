@@ -26,6 +26,7 @@ from aerix.app.request.root_context import (
     planner_tool_names,
     prompt_text,
     rebuilt_segments,
+    refreshed_system,
     request_segments,
     shared_prefix,
     system_text,
@@ -133,8 +134,9 @@ class OpenRequest:
         decided = {"choice": choice.choice, "scores": dict(choice.scores), "member": router.name}
         await hooks.fire("RouteDecision", decided, match=(choice.choice,))
         rebuilt, added = self._segments(prompt, choice.choice, started.context or None)
+        rebuilt, replaced = self._refreshed(rebuilt)
         gate = FirstPlanGate(self.controls.plan_gate, cancel) if self.controls.plan_gate else None
-        ended = await self._run_root(prompt, choice.choice, rebuilt, added, gate, hooks)
+        ended = await self._run_root(prompt, choice.choice, rebuilt, added, gate, hooks, replaced)
         if cancel.is_set() and ended.outcome == "killed":
             return _failure(PLAN_ABORTED if gate and gate.aborted else "cancelled", "cancelled")
         return ended
@@ -147,6 +149,7 @@ class OpenRequest:
         added: list[ContextSegment],
         gate: FirstPlanGate | None,
         hooks: Hooks,
+        replaced: list[ContextSegment],
     ) -> RootEnded:
         deps, project = self.deps, self.project
         return await run_root(
@@ -167,6 +170,7 @@ class OpenRequest:
                 hooks=hooks,
                 cancel=self.controls.cancel,
                 plan_gate=gate,
+                replaced=replaced,
             )
         )
 
@@ -179,16 +183,28 @@ class OpenRequest:
         text = prompt_text(prompt, route, prompts, planner_tools)
         added = request_segments(self.number, text, hook_context)
         if self.resume is not None and self.resume.root.segments:
-            if self.options.append_system_prompt:
+            if self.options.append_system_prompt and not self.options.profile_refresh:
                 self.tap.observer.note(
                     "--append-system-prompt shapes a new session's system prompt; "
                     f"session {self.resume.session} keeps the one it started with"
                 )
             return rebuilt_segments(self.resume.root.ordered()), added
-        system = system_text(prompts, self.project.skills, self.project.settings, self.project.agents)
+        return [], [*shared_prefix(self._system(), self.project.instructions), *added]
+
+    def _system(self) -> str:
+        """The system segment a new session starts with, from this request's prompts."""
+        project = self.project
+        system = system_text(self.prompts, project.skills, project.settings, project.agents)
         if self.options.append_system_prompt:
             system = f"{system}\n\n{self.options.append_system_prompt.strip()}"
-        return [], [*shared_prefix(system, self.project.instructions), *added]
+        return system
+
+    def _refreshed(self, rebuilt: list[ContextSegment]) -> tuple[list[ContextSegment], list[ContextSegment]]:
+        """With ``--profile-refresh`` a resumed root reads the new commit's prompts, its system
+        segment too: (the rebuilt segments, the ones replaced, to record)."""
+        if not rebuilt or not self.options.profile_refresh:
+            return rebuilt, []
+        return refreshed_system(rebuilt, self._system())
 
     async def _finish(self, snapshot: Snapshot, ended: RootEnded, began: float) -> RequestResult:
         tap = self.tap

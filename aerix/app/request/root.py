@@ -78,13 +78,16 @@ class RootRun:
     hooks: Hooks | None = None
     cancel: CancelSignal = field(default_factory=anyio.Event)
     plan_gate: PlanGateLike | None = None
+    #: Rebuilt segments whose text this request replaced (``--profile-refresh``'s system
+    #: segment): recorded, with the pool's count, as the added ones are.
+    replaced: list[ContextSegment] = field(default_factory=list)
 
 
 async def run_root(run: RootRun) -> RootEnded:
     """Create a1's context, spawn it, run its turns, drop the context."""
     counts = await run.pool.create_context(run.member.name, [s.wire() for s in (*run.rebuilt, *run.added)])
     try:
-        record_segments(run.events, run.added, counts)
+        record_segments(run.events, [*run.replaced, *run.added], counts)
         tools = root_tools(run.route, run.project.settings, run.project.permissions)
         max_turns = run.max_turns or run.project.settings.delegation.max_turns
         env = _environment(run)

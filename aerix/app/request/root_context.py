@@ -130,6 +130,21 @@ def rebuilt_segments(segments: Iterable[ContextSegment]) -> list[ContextSegment]
     return [segment if segment.label else replace(segment, label=segment.kind.value) for segment in segments]
 
 
+def refreshed_system(
+    segments: Sequence[ContextSegment], system: str
+) -> tuple[list[ContextSegment], list[ContextSegment]]:
+    """A resumed root's segments with its system segment's text made ``system`` (``--profile-
+    refresh``: the new commit's prompts), in place: (the segments, the ones whose text changed).
+    The pool computes the context again from the changed segment on, as for any change there."""
+    changed = [
+        replace(segment, text=system, tokens=None)
+        for segment in segments
+        if segment.kind == SegmentKind.SYSTEM and segment.text != system
+    ]
+    by_id = {segment.id: segment for segment in changed}
+    return [by_id.get(segment.id, segment) for segment in segments], changed
+
+
 def record_segments(
     events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts, agent: str = ROOT_AGENT
 ) -> None:

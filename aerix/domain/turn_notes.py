@@ -1,0 +1,56 @@
+"""What the runtime tells a model about a turn it could not take as it was.
+
+Each note is a template (``aerix.domain.templates``): the code fills its ``{placeholders}``, and
+``aerix.domain.runtime_words`` reads its fixed words to refuse an answer that copies them.
+
+- the re-ask after an answer cut at ``max_new_tokens``, or stopped while it degenerated
+  (``aerix.app.agent.asking``), both asking for a shorter answer;
+- the re-ask after an answer that is not a valid turn (``TurnParseError``'s message);
+- the note after the calls a turn had past ``MAX_CALLS_PER_TURN`` were dropped.
+"""
+
+from __future__ import annotations
+
+from aerix.domain import bounds
+from aerix.domain.templates import fill
+
+CUT_TURN_NOTE = (
+    "Your last answer was cut off at {max_new_tokens} tokens, before its JSON object closed, and was "
+    "removed. Answer again, shorter (at most {next_ask} tokens): a brief thought and fewer or smaller "
+    "calls (write a long file in several steps)."
+)
+STOPPED_TURN_NOTE = (
+    "Your last answer was stopped after {tokens} tokens because it was going nowhere ({reason}), and "
+    "was removed. Answer again, shorter (at most {next_ask} tokens) and without repeating yourself: a "
+    "brief thought and fewer or smaller calls."
+)
+INVALID_TURN_NOTE = (
+    "Your answer was not a valid turn: {problem}. Answer again with exactly one JSON object: "
+    '{"thought": "...", "calls": [{"tool": "<name>", "input": {...}}]} or '
+    '{"thought": "...", "final": {final}}.'
+)
+DROPPED_CALLS_NOTE = (
+    "{dropped} calls after the first {kept} were dropped and not run ({names}); call them again in your "
+    "next turn if you still need them."
+)
+#: What ``{final}`` shows in INVALID_TURN_NOTE: a text, or a verifier's verdict.
+_FINAL_SHAPES = {False: '"..."', True: '{"verdict": "pass" or "fail", "reason": "..."}'}
+
+
+def cut_turn_note(max_new_tokens: int, next_ask: int) -> str:
+    return fill(CUT_TURN_NOTE, {"max_new_tokens": max_new_tokens, "next_ask": next_ask})
+
+
+def stopped_turn_note(tokens: int, reason: str, next_ask: int) -> str:
+    return fill(STOPPED_TURN_NOTE, {"tokens": tokens, "reason": reason, "next_ask": next_ask})
+
+
+def turn_retry_message(problem: str, *, verifier: bool = False) -> str:
+    """The text sent back to a model whose turn did not parse."""
+    return fill(INVALID_TURN_NOTE, {"problem": problem, "final": _FINAL_SHAPES[verifier]})
+
+
+def dropped_calls_note(names: list[str]) -> str:
+    """The calls past MAX_CALLS_PER_TURN, by tool name, were not run."""
+    values = {"dropped": len(names), "kept": bounds.MAX_CALLS_PER_TURN, "names": ", ".join(names)}
+    return fill(DROPPED_CALLS_NOTE, values)

@@ -1,0 +1,189 @@
+"""setup's main job: one ``aerix -p`` request on the default model, and what its end says.
+
+``scripts/setup`` runs it last, with the virtual environment's Python (``.venv/bin/python
+scripts/main_job.py``); the tests run it the same way against a scripted pool. It asks the
+question below about a scratch git repository holding ``greet.py``, so the agent never touches
+this checkout, with ``--output-format json`` so its end is read from the result's fields, not
+from text. A pool it started is stopped afterwards; one that was already running is left alone.
+
+The default model is tiny (135M parameters): it proves the machinery, not the answers. So what
+the model does with its turns cannot fail setup. The job passes (exit 0) when the machinery ran
+the request to its end:
+
+- ``done`` (aerix's exit 0): the model gave a final answer;
+- ``budget`` (2): it used up its turns without one;
+- ``failed`` (1) on the model's own turns: the root's last turn came back from the pool and the
+  loop refused it (every attempt of it, say one that copies the runtime's words) or ended the
+  agent on it (the same call again and again).
+
+Anything else is the machinery failing, and fails setup with aerix's status: the pool would not
+start or broke off (``failed`` before the root's last turn came back), a crash (no JSON result),
+a command line refused (64), the runtime ending the agent (3), Ctrl-C (130).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aerix.domain.bounds import EXIT_BUDGET, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED, TURN_RETRIES
+
+QUESTION = "What does greet.py do? Answer in one sentence."
+GREET_PY = 'def greet(name):\n    return f"Hello, {name}!"\n'
+MAX_TURNS = 4
+#: Where the next step is explained: pool.main, the model a pool serves.
+REAL_WORK = "for real work point pool.main at a bigger GGUF model (docs/configuration.md)"
+
+BIN = Path(sys.executable).parent
+AERIX, CALDRIX = str(BIN / "aerix"), str(BIN / "caldrix")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the job's end means: ``ran`` (the machinery worked), the line that says so, and
+    setup's exit status."""
+
+    ran: bool
+    line: str
+    status: int
+
+
+def main() -> int:
+    print(
+        f'setup: the main job: aerix -p "{QUESTION}" on the default model, in a scratch git repository '
+        "holding greet.py. aerix's own lines follow: its banner, and its outcome line unless it ends done.",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="aerix-main-job-") as scratch:
+        project = Path(scratch)
+        _scratch_repository(project)
+        pool_was_running = _caldrix("pool", "status").returncode == 0
+        try:
+            # stderr (the banner, the pool starting, the outcome line) goes straight to the terminal.
+            done = subprocess.run(
+                [
+                    AERIX,
+                    "-p",
+                    QUESTION,
+                    "--cwd",
+                    str(project),
+                    "--max-turns",
+                    str(MAX_TURNS),
+                    "--output-format",
+                    "json",
+                ],
+                stdout=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            )
+        finally:
+            if not pool_was_running:
+                _caldrix("pool", "stop")
+    result = _result(done.stdout)
+    events = _events(result)
+    if result is not None and result.get("result"):
+        print(f"setup: the model's answer: {result['result']}")
+    verdict = judge(done.returncode, result, events)
+    print(f"setup: {verdict.line}", file=sys.stdout if verdict.ran else sys.stderr)
+    return verdict.status
+
+
+def judge(status: int, result: dict[str, Any] | None, events: list[dict[str, Any]]) -> Verdict:
+    """The verdict on aerix's exit ``status``, its JSON ``result`` (None: none was printed) and
+    the session's ``events``."""
+    if result is None or result.get("exit_code") != status:
+        return _machinery(f"aerix exited {status} without its JSON result (a crash?)", status)
+    outcome, reason = result.get("outcome"), result.get("reason")
+    ran = result.get("route") is not None and int(result.get("num_turns") or 0) >= 1
+    if status == EXIT_DONE and outcome == "done":
+        return _ran("done (exit 0): the model answered")
+    if status == EXIT_BUDGET and outcome == "budget" and ran:
+        return _ran(f"out of turns (exit 2): the model used its {MAX_TURNS} turns without an answer")
+    if status == EXIT_FAILED and outcome == "failed" and ran and _failed_on_its_turns(events):
+        return _ran(f"failed on the model's own turns (exit 1: {reason})")
+    return _machinery(f"{outcome}: {reason}", status)
+
+
+def _failed_on_its_turns(events: list[dict[str, Any]]) -> bool:
+    """The root ended failed on a turn the pool gave back: the last turn the loop asked has its
+    answer in the log, and the loop refused it every time or took it (then ended the agent on
+    what it did, as the same call again). Without the answer, the pool broke off mid-turn."""
+    ends = [e for e in events if e.get("type") == "agent.end" and e.get("agent") == "a1"]
+    answers = [
+        e
+        for e in events
+        if e.get("type") == "message" and e.get("role") == "assistant" and e.get("agent") == "a1"
+    ]
+    if not ends or not answers or ends[-1].get("outcome") != "failed":
+        return False
+    last = answers[-1]
+    if last.get("turn") != ends[-1].get("turns"):
+        return False
+    return not last.get("parse_error") or int(last.get("attempt") or 0) == TURN_RETRIES
+
+
+def _ran(what: str) -> Verdict:
+    line = (
+        f"main job {what}; the pool, the agent loop and the session log all ran. "
+        f"The default model only proves the machinery: {REAL_WORK}"
+    )
+    return Verdict(True, line, 0)
+
+
+def _machinery(what: str, status: int) -> Verdict:
+    return Verdict(False, f"the main job failed: {what}; aerix exited {status}", status or EXIT_FAILED)
+
+
+def _scratch_repository(project: Path) -> None:
+    (project / "greet.py").write_text(GREET_PY, encoding="utf-8")
+    identity = ["-c", "user.name=aerix-setup", "-c", "user.email=setup@aerix.invalid"]
+    for args in (
+        ["init", "--quiet"],
+        ["add", "greet.py"],
+        [*identity, "commit", "--quiet", "-m", "a file to ask about"],
+    ):
+        subprocess.run(["git", "-C", str(project), *args], check=True)
+
+
+def _caldrix(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([CALDRIX, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _result(stdout: str) -> dict[str, Any] | None:
+    """The JSON result: the last line of stdout that is a ``result`` object."""
+    for line in reversed(stdout.splitlines()):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and value.get("type") == "result":
+            return value
+    return None
+
+
+def _events(result: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The session's events (``aerix sessions show ID --json``); none without a session."""
+    session = result.get("session_id") if result is not None else None
+    if not session:
+        return []
+    shown = subprocess.run([AERIX, "sessions", "show", session, "--json"], capture_output=True, text=True)
+    events = []
+    for line in shown.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("setup: the main job was cancelled", file=sys.stderr)
+        sys.exit(EXIT_CANCELLED)

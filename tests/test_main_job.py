@@ -1,0 +1,158 @@
+"""setup's main job (scripts/main_job.py): whatever the model does with its turns, setup passes
+and says which in one line; only the machinery failing fails it.
+
+The job runs as setup runs it (the virtual environment's Python on the script, the real
+``aerix`` and ``caldrix`` console scripts) against a scripted pool on the world's default
+socket, and against a pool that cannot start. ``judge`` is also read on the ends the world
+cannot stage on demand: a crash, a refused command line, a killed agent, a pool that broke off.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from aerix.domain import bounds
+from tests.aerix.request_world import World, make_world, start_scripted_pool, stop_pool
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "main_job.py"
+COPIED_NOTE = (
+    "Your last answer was stopped after 125 tokens because it was going nowhere … Answer again, shorter"
+)
+REAL_WORK = "for real work point pool.main at a bigger GGUF model (docs/configuration.md)"
+
+
+def _load_main_job() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("main_job", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+main_job = _load_main_job()
+
+
+def _turn(thought: str, **body: Any) -> str:
+    return json.dumps({"thought": thought, **body})
+
+
+def _read(path: str) -> str:
+    return _turn("Look.", calls=[{"tool": "read", "input": {"path": path}}])
+
+
+def _run_main_job(world: World) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT)], env=world.env, capture_output=True, text=True, timeout=480
+    )
+
+
+def _default_socket(world: World) -> Path:
+    return world.root / "run" / "caldrix" / "pool.sock"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("completions", "says"),
+    [
+        (
+            ["answer", *[_turn("Done.", final=COPIED_NOTE)] * 3],
+            "main job failed on the model's own turns (exit 1: turn 1 was asked 3 times and never "
+            "parsed: the final copies the runtime's own words (the note after a stopped answer); "
+            "write your own answer); the pool, the agent loop and the session log all ran.",
+        ),
+        (
+            ["answer", *(_read(f"f{n}.py") for n in range(main_job.MAX_TURNS))],
+            "main job out of turns (exit 2): the model used its 4 turns without an answer; the pool,",
+        ),
+        (
+            ["answer", _read("greet.py"), _turn("Read it.", final="greet.py greets a name.")],
+            "main job done (exit 0): the model answered; the pool, the agent loop and the session log",
+        ),
+    ],
+    ids=["failed", "budget", "done"],
+)
+def test_whatever_the_model_does_with_its_turns_setup_passes_and_says_which(
+    tmp_path: Path, completions: list[str], says: str
+) -> None:
+    world = make_world(tmp_path, {})
+    socket = _default_socket(world)
+    start_scripted_pool(world, socket, completions)
+    try:
+        job = _run_main_job(world)
+    finally:
+        stop_pool(world, socket)
+    assert job.returncode == 0, job.stdout + job.stderr
+    lines = job.stdout.splitlines()
+    assert lines[0].startswith(
+        'setup: the main job: aerix -p "What does greet.py do? Answer in one sentence."'
+    )
+    assert lines[-1].startswith(f"setup: {says}"), lines[-1]
+    assert lines[-1].endswith(f"The default model only proves the machinery: {REAL_WORK}")
+    assert "Traceback" not in job.stderr
+    if "done" in says:
+        assert "setup: the model's answer: greet.py greets a name." in lines
+
+
+@pytest.mark.e2e
+def test_a_pool_that_cannot_start_fails_setup(tmp_path: Path) -> None:
+    world = make_world(tmp_path, {"pool": {"main": str(tmp_path / "no-such-model.gguf")}})
+    job = _run_main_job(world)
+    assert job.returncode == bounds.EXIT_FAILED
+    [line] = [line for line in job.stderr.splitlines() if line.startswith("setup:")]
+    assert line.startswith("setup: the main job failed: failed: ") and line.endswith("; aerix exited 1")
+    assert "Traceback" not in job.stderr
+    assert not _default_socket(world).exists()
+
+
+# ---- judge, on ends the world does not stage ---------------------------------------------------
+
+
+def _result(outcome: str, exit_code: int, *, route: str | None = "answer", turns: int = 1) -> dict[str, Any]:
+    return {
+        "type": "result",
+        "outcome": outcome,
+        "reason": "why",
+        "exit_code": exit_code,
+        "route": route,
+        "num_turns": turns,
+    }
+
+
+def _events(*answers: dict[str, Any], turns: int = 1) -> list[dict[str, Any]]:
+    messages = [{"type": "message", "role": "assistant", "agent": "a1", **answer} for answer in answers]
+    return [*messages, {"type": "agent.end", "agent": "a1", "outcome": "failed", "turns": turns}]
+
+
+REFUSED = [{"turn": 1, "attempt": n, "parse_error": "no JSON object found"} for n in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("status", "result", "events", "ran"),
+    [
+        (1, _result("failed", 1), _events(*REFUSED), True),  # every attempt refused
+        (1, _result("failed", 1, turns=3), _events({"turn": 3, "attempt": 0}, turns=3), True),  # a repeat
+        (1, None, [], False),  # a crash: no JSON result
+        (1, _result("failed", 1), _events(*REFUSED[:1]), False),  # the pool broke off the re-ask
+        (1, _result("failed", 1, turns=2), _events({"turn": 1, "attempt": 0}, turns=2), False),  # … turn 2
+        (1, _result("failed", 1, route=None, turns=0), [], False),  # the pool would not start
+        (bounds.EXIT_USAGE, _result("failed", bounds.EXIT_USAGE), [], False),
+        (bounds.EXIT_KILLED, _result("killed", bounds.EXIT_KILLED), [], False),
+        (bounds.EXIT_CANCELLED, _result("cancelled", bounds.EXIT_CANCELLED), [], False),
+        (2, _result("budget", 1), [], False),  # the status and the result disagree
+    ],
+)
+def test_only_an_end_the_machinery_reached_passes(
+    status: int, result: dict[str, Any] | None, events: list[dict[str, Any]], ran: bool
+) -> None:
+    verdict = main_job.judge(status, result, events)
+    assert verdict.ran is ran
+    assert verdict.status == (0 if ran else status)
