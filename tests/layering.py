@@ -69,9 +69,18 @@ CALDRIX_ALLOWED: dict[str, tuple[str, ...]] = {
         "caldrix.models",
         "caldrix.generation.templates",
     ),
+    "caldrix.front": (
+        "caldrix.front",
+        "caldrix.protocol",
+        "caldrix.errors",
+        "caldrix.limits",
+        "caldrix.__version__",
+    ),
 }
 #: The only modules that import caldrix's command line.
 CALDRIX_CLI_USERS = ("caldrix.cli", "caldrix.__main__")
+#: The only modules that import the HTTP front (a client of the pool, never part of it).
+CALDRIX_FRONT_USERS = ("caldrix.cli", "caldrix.front")
 #: The packages that import aerix's adapters: the command line and the composition root (each a
 #: package; ``aerix.cli`` is not ``aerix.cli_x``), besides the adapters themselves.
 ADAPTER_USERS = ("aerix.adapters", "aerix.cli", "aerix.wiring")
@@ -136,6 +145,9 @@ def violations(root: Path) -> list[str]:
             continue
         if _within(name, "caldrix.cli") and not any(_within(module, user) for user in CALDRIX_CLI_USERS):
             found.append(f"{module} imports {name}: only caldrix.cli imports the command line")
+            continue
+        if _within(name, "caldrix.front") and not any(_within(module, user) for user in CALDRIX_FRONT_USERS):
+            found.append(f"{module} imports {name}: only caldrix.cli imports the HTTP front")
             continue
         layer = _caldrix_layer(module)
         allowed = CALDRIX_ALLOWED[layer] if layer is not None else None

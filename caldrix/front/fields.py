@@ -1,0 +1,76 @@
+"""Reading a JSON body's fields, each refusal a 400 that names the field (``messages.2.content``).
+
+Both dialects read their bodies with these: a field of the wrong type or out of range is one
+line naming it; a field the front does not know is ignored, as Anthropic's and OpenAI's
+clients expect of a server that is older than they are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from caldrix.front.errors import FrontError, bad_field
+
+T = TypeVar("T")
+
+_KINDS: dict[type, str] = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def where(path: str, key: str | int) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def of_kind(value: Any, kind: type[T], path: str) -> T:
+    """``value`` if it is of ``kind`` (an integer counts as a number; a boolean is neither)."""
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # type: ignore[return-value]
+    if isinstance(value, bool) and kind is not bool:
+        raise bad_field(path, f"must be {_KINDS[kind]}, not {_name(value)}")
+    if not isinstance(value, kind):
+        raise bad_field(path, f"must be {_KINDS[kind]}, not {_name(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise bad_field(path, "must be a finite number")
+    return value
+
+
+def required(body: dict[str, Any], key: str, kind: type[T], path: str = "") -> T:
+    if key not in body or body[key] is None:
+        raise bad_field(where(path, key), "is required")
+    return of_kind(body[key], kind, where(path, key))
+
+
+def optional(body: dict[str, Any], key: str, kind: type[T], path: str = "") -> T | None:
+    value = body.get(key)
+    return None if value is None else of_kind(value, kind, where(path, key))
+
+
+def in_range(value: T | None, path: str, check: Callable[[T], bool], words: str) -> T | None:
+    """``value`` (None passes) if ``check`` holds, else 400 saying it ``words``."""
+    if value is not None and not check(value):
+        raise bad_field(path, f"must {words}, not {value!r}")
+    return value
+
+
+def json_object(body: Any) -> dict[str, Any]:
+    """The parsed body, which must be one JSON object."""
+    if not isinstance(body, dict):
+        raise FrontError(400, f"the body must be a JSON object, not {_name(body)}")
+    return body
+
+
+def _name(value: Any) -> str:
+    if value is None:
+        return "null"
+    for kind, words in _KINDS.items():
+        if isinstance(value, kind) and not (isinstance(value, bool) and kind is int):
+            return words
+    return type(value).__name__
