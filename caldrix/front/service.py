@@ -90,6 +90,7 @@ class FrontService:
         asked = request.max_tokens if request.max_tokens is not None else bound
         return Reply(
             client=client,
+            member=member.name,
             context=context,
             request=request,
             prompt_tokens=tokens,
@@ -137,6 +138,7 @@ class Reply:
     they end."""
 
     client: PoolClient
+    member: str
     context: str
     request: ChatRequest
     prompt_tokens: int
@@ -171,7 +173,20 @@ class Reply:
             yield event
         if generation.done is None:
             raise FrontError(500, "the pool ended the generation without a done frame")
-        self.outcome = outcome_of(generation.done, reader, self.request.max_tokens, self.max_new_tokens)
+        self.outcome = outcome = outcome_of(
+            generation.done, reader, self.request.max_tokens, self.max_new_tokens
+        )
+        logger.info(
+            "%s on %s: %d prompt tokens (%d resumed, %d computed), %d output tokens, %s%s",
+            self.message_id,
+            self.member,
+            outcome.usage.prompt,
+            outcome.usage.resumed,
+            outcome.usage.computed,
+            outcome.usage.output,
+            outcome.stop_reason,
+            f" (cut: {outcome.cut})" if outcome.cut else "",
+        )
 
 
 def outcome_of(done: DoneFrame, reader: ReplyReader, asked: int | None, allowed: int) -> Outcome:
