@@ -47,10 +47,12 @@ _Mode = Literal["start", "thinking", "text", "call"]
 
 class ReplyReader:
     """Feed it the reply's pieces in order, then :meth:`finish`; each returns the events that
-    are settled. ``new_id`` names each call."""
+    are settled. ``new_id`` names each call; with ``calls`` False (``tool_choice`` none) a call
+    tag is text like any other."""
 
-    def __init__(self, new_id: Callable[[], str]) -> None:
+    def __init__(self, new_id: Callable[[], str], *, calls: bool = True) -> None:
         self._new_id = new_id
+        self._calls_allowed = calls
         self._buffer = ""
         self._mode: _Mode = "start"
         self._text_started = False
@@ -116,6 +118,10 @@ class ReplyReader:
         return False
 
     def _text_until_call(self, events: list[ReplyEvent]) -> bool:
+        if not self._calls_allowed:
+            self._text(events, self._buffer)
+            self._buffer = ""
+            return False
         start = self._buffer.find(CALL_OPEN)
         if start >= 0:
             self._text(events, self._buffer[:start].rstrip())
