@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from caldrix.front import anthropic_in, anthropic_out, openai_in, openai_out
 from caldrix.front.chat import ChatRequest
 from caldrix.front.errors import FrontError
+from caldrix.front.fields import parse_body
 from caldrix.front.request_log import RequestLog
 from caldrix.front.service import FrontService, Reply
 from caldrix.front.settings import BODY_SECS, PING_SECS, FrontSettings
@@ -193,14 +194,7 @@ class Front:
             await self.log.write(request.method, request.url.path, request.url.query, request.headers, raw)
         if not raw:
             return None
-        try:
-            return json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise FrontError(400, f"the body is not UTF-8 (byte {exc.start})") from None
-        except json.JSONDecodeError as exc:
-            raise FrontError(
-                400, f"the body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from None
+        return parse_body(raw)
 
     def _endpoint(
         self, handler: Callable[[Request], Awaitable[Response]]

@@ -7,6 +7,7 @@ clients expect of a server that is older than they are.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -58,6 +59,51 @@ def in_range(value: T | None, path: str, check: Callable[[T], bool], words: str)
     if value is not None and not check(value):
         raise bad_field(path, f"must {words}, not {value!r}")
     return value
+
+
+def parse_body(raw: bytes) -> Any:
+    """A request body as JSON: UTF-8, JSON, nested no deeper than the parser goes, and text
+    that is text (JSON can spell a lone surrogate, ``"\\ud800"``, which is not)."""
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise FrontError(400, f"the body is not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise FrontError(
+            400, f"the body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise FrontError(400, "the body is not JSON this front reads: it nests too deep") from None
+    surrogate = _surrogate_at(body)
+    if surrogate is not None:
+        raise bad_field(surrogate, "holds a lone surrogate (\\ud800 … \\udfff), which is not text")
+    return body
+
+
+def _surrogate_at(body: Any) -> str | None:
+    """The path of the first key or text in ``body`` that holds a lone surrogate."""
+    pending: list[tuple[str, Any]] = [("", body)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str):
+            if not _is_text(value):
+                return path or "the body"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not _is_text(key):
+                    return where(path, key.encode("utf-8", "backslashreplace").decode())
+                pending.append((where(path, key), item))
+        elif isinstance(value, list):
+            pending.extend((where(path, i), item) for i, item in enumerate(value))
+    return None
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def json_object(body: Any) -> dict[str, Any]:
