@@ -103,6 +103,7 @@ def front_settings(args: argparse.Namespace) -> FrontSettings:
         log_requests=args.log_requests,
         max_body_bytes=args.max_body_bytes or defaults.max_body_bytes,
         max_connections=args.max_connections or defaults.max_connections,
+        ping_secs=args.ping_interval or defaults.ping_secs,
     )
 
 

@@ -34,7 +34,7 @@ from caldrix.front.errors import FrontError
 from caldrix.front.fields import parse_body
 from caldrix.front.request_log import RequestLog
 from caldrix.front.service import FrontService, Reply
-from caldrix.front.settings import BODY_SECS, PING_SECS, FrontSettings
+from caldrix.front.settings import BODY_SECS, FrontSettings
 from caldrix.front.wire import Event, Writer
 
 logger = logging.getLogger("caldrix.front")
@@ -159,7 +159,7 @@ class Front:
         return _OwnedStream(
             _stream(reply, writer, dialect),
             owner=owner,
-            ping=PING_SECS,
+            ping=self.settings.ping_secs,
             ping_message_factory=dialect.ping,
         )
 

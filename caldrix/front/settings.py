@@ -35,8 +35,9 @@ BODY_SECS: Final = 60.0
 #: How long a connection may take to send a request's head, on a new connection or between
 #: two requests on one: a client that trickles bytes does not hold a connection longer.
 REQUEST_HEAD_SECS: Final = 10.0
-#: An SSE ``ping`` goes out at least this often while a reply is queued, prefilling or
-#: decoding (Anthropic's clients expect one at least every 5 s while nothing else comes).
+#: An SSE ``ping`` goes out this often while a reply streams, whether it is queued, prefilling
+#: or decoding (Anthropic's clients expect one at least every 5 s while nothing else comes);
+#: ``--ping-interval`` changes it.
 PING_SECS: Final = 3.0
 #: HTTP connections served at once; more are answered 503 at once.
 MAX_CONNECTIONS: Final = 64
@@ -82,6 +83,7 @@ class FrontSettings:
     log_requests: Path | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     max_connections: int = MAX_CONNECTIONS
+    ping_secs: float = PING_SECS
 
     def member_for(self, model: str, members: set[str]) -> str:
         """The member a request's ``model`` runs on: the first ``--model`` route whose pattern
