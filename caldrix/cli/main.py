@@ -303,7 +303,10 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--max-body-bytes", type=int, metavar="N", help="largest request body read")
     serve.add_argument("--max-connections", type=int, metavar="N", help="HTTP connections served at once")
     serve.add_argument(
-        "--ping-interval", type=float, metavar="SECS", help="seconds between a stream's ping events (default 3)"
+        "--ping-interval",
+        type=float,
+        metavar="SECS",
+        help="seconds between a stream's ping events (default 3)",
     )
     _add_pool_finding(serve, load_default=None, flags_default=None)
 
