@@ -56,6 +56,8 @@ class ReplyReader:
         self._buffer = ""
         self._mode: _Mode = "start"
         self._text_started = False
+        self._gap = ""
+        """The whitespace before a call tag, given back if the tag turns out to be no call."""
         self.calls = 0
         self.cut_call = False
         """Whether the reply ended inside a call (the call was dropped)."""
@@ -124,7 +126,9 @@ class ReplyReader:
             return False
         start = self._buffer.find(CALL_OPEN)
         if start >= 0:
-            self._text(events, self._buffer[:start].rstrip())
+            before = self._buffer[:start].rstrip()
+            self._text(events, before)
+            self._gap = self._buffer[len(before) : start]
             self._buffer = self._buffer[start + len(CALL_OPEN) :]
             self._mode = "call"
             return True
@@ -144,7 +148,7 @@ class ReplyReader:
         self._mode = "text"
         call = _parsed_call(body, self._new_id)
         if call is None:
-            self._text(events, f"{CALL_OPEN}{body}{CALL_CLOSE}")
+            self._text(events, f"{self._gap}{CALL_OPEN}{body}{CALL_CLOSE}")
         else:
             self.calls += 1
             events.append(CallMade(call))
