@@ -133,6 +133,12 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         ("caldrix/limits.py", "from caldrix.errors import BadRequest\n", "nothing of caldrix"),
         ("caldrix/engine_thread.py", "from caldrix.engines.base import Engine\n", "nothing of caldrix"),
         ("caldrix/pool.py", "from caldrix.cli.pool import pool_command\n", "only caldrix.cli imports"),
+        (
+            "caldrix/pool.py",
+            "from caldrix.front.app import Front\n",
+            "only caldrix.cli imports the HTTP front",
+        ),
+        ("caldrix/front/x.py", "from caldrix.members import Members\n", "caldrix.front may import only"),
     ],
 )
 def test_a_broken_rule_is_named(tmp_path: Path, module: str, source: str, broken: str) -> None:
@@ -163,6 +169,8 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
             "caldrix/store/x.py": "from caldrix.generation.decoding import run_generation\n",
             "caldrix/server.py": "from caldrix.store import prefix_store\nimport caldrix.protocol\n",
             "caldrix/cli/x.py": "from caldrix.cli.main import main\nfrom caldrix.server import PoolServer\n",
+            "caldrix/cli/y.py": "from caldrix.front.app import Front\n",
+            "caldrix/front/x.py": "from caldrix.protocol import connect\nfrom caldrix.errors import BadRequest\n",
         },
     )
     assert violations(root) == []
