@@ -17,7 +17,7 @@ from typing import Any, Final, cast
 
 from caldrix.front.chat import ChatRequest, ChoiceMode, Role, Sampling, Tool, ToolChoice, Turn
 from caldrix.front.errors import bad_field
-from caldrix.front.fields import in_range, json_object, of_kind, optional, required, where
+from caldrix.front.fields import in_range, json_object, of_kind, optional, required, text_parts, where
 from caldrix.front.settings import HEADER_BLOCK_PREFIXES
 from caldrix.front.tool_text import assistant_text, result_text
 
@@ -127,28 +127,11 @@ def _user_parts(blocks: list[Any], path: str) -> list[str]:
             parts.append(required(block, "text", str, block_path))
         elif kind == "tool_result":
             is_error = bool(optional(block, "is_error", bool))
-            parts.append(
-                result_text(
-                    _result_content(block.get("content"), where(block_path, "content")), is_error=is_error
-                )
-            )
+            content = text_parts(block.get("content"), where(block_path, "content"), _unseen)
+            parts.append(result_text(content, is_error=is_error))
         elif kind not in DROPPED_BLOCKS:
             parts.append(_unseen(block, kind))
     return parts
-
-
-def _result_content(content: Any, path: str) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for i, raw in enumerate(of_kind(content, list, path)):
-        block_path = where(path, i)
-        block = of_kind(raw, dict, block_path)
-        kind = required(block, "type", str, block_path)
-        parts.append(required(block, "text", str, block_path) if kind == "text" else _unseen(block, kind))
-    return "\n\n".join(parts)
 
 
 def _unseen(block: dict[str, Any], kind: str) -> str:

@@ -106,6 +106,22 @@ def _is_text(value: str) -> bool:
     return True
 
 
+def text_parts(content: Any, path: str, other: Callable[[dict[str, Any], str], str]) -> str:
+    """Content given as a string, or as parts of which ``text`` ones are read and every other
+    one is ``other(part, its type)``; the parts joined by a blank line."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for i, raw in enumerate(of_kind(content, list, path)):
+        part_path = where(path, i)
+        part = of_kind(raw, dict, part_path)
+        kind = required(part, "type", str, part_path)
+        parts.append(required(part, "text", str, part_path) if kind == "text" else other(part, kind))
+    return "\n\n".join(parts)
+
+
 def json_object(body: Any) -> dict[str, Any]:
     """The parsed body, which must be one JSON object."""
     if not isinstance(body, dict):

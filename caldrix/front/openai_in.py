@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from caldrix.front.chat import ChatRequest, ChoiceMode, Sampling, Tool, ToolChoice, Turn
 from caldrix.front.errors import bad_field
-from caldrix.front.fields import in_range, json_object, of_kind, optional, required, where
+from caldrix.front.fields import in_range, json_object, of_kind, optional, required, text_parts, where
 from caldrix.front.tool_text import assistant_text, result_text
 
 UNSEEN: Final = "[{kind} omitted: this model reads text only]"
@@ -74,7 +74,9 @@ def _turn(raw: Any, path: str) -> Turn:
     role = required(message, "role", str, path)
     if role not in ROLES:
         raise bad_field(where(path, "role"), f"must be one of {', '.join(ROLES)}, not {role!r}")
-    text = _content(message.get("content"), where(path, "content"))
+    text = text_parts(
+        message.get("content"), where(path, "content"), lambda part, kind: UNSEEN.format(kind=kind)
+    )
     if role == "tool":
         return Turn("user", result_text(text))
     if role == "assistant":
@@ -90,20 +92,6 @@ def _turn(raw: Any, path: str) -> Turn:
                 raise bad_field(where(call_path, "function.arguments"), "must be JSON text") from None
         return Turn("assistant", assistant_text(text, calls))
     return Turn("system" if role in ("system", "developer") else "user", text)
-
-
-def _content(content: Any, path: str) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for i, raw in enumerate(of_kind(content, list, path)):
-        part_path = where(path, i)
-        part = of_kind(raw, dict, part_path)
-        kind = required(part, "type", str, part_path)
-        parts.append(required(part, "text", str, part_path) if kind == "text" else UNSEEN.format(kind=kind))
-    return "\n\n".join(parts)
 
 
 def _tools(raw: list[Any]) -> list[Tool]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import httpx2 as httpx
 
 from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
+from tests.openai_server import free_port
 
 #: How long a front may take to answer after it starts.
 FRONT_START_SECS = 60.0
@@ -50,12 +50,6 @@ class FrontProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def launch_front(

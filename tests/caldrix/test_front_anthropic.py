@@ -15,7 +15,7 @@ import anthropic
 import jsonschema
 import pytest
 
-from tests.caldrix.front_harness import FrontProcess, launch_front, start_scripted
+from tests.caldrix.front_harness import FrontProcess, launch_front, scripted_front
 from tests.caldrix.pool_harness import PoolProcess
 
 pytestmark = pytest.mark.e2e
@@ -66,17 +66,12 @@ def served(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[PoolProcess, FrontProcess, FrontProcess]]:
     folder = tmp_path_factory.mktemp("front")
-    pool = start_scripted(folder, SCRIPT)
-    try:
-        front = launch_front(folder, pool.socket_path, "--model", "claude-*-nomember=absent")
+    with scripted_front(folder, SCRIPT, "--model", "claude-*-nomember=absent") as (pool, front):
         bounded = launch_front(folder, pool.socket_path, "--max-output-tokens", "4")
         try:
             yield pool, front, bounded
         finally:
-            front.stop()
             bounded.stop()
-    finally:
-        pool.stop()
 
 
 @pytest.fixture

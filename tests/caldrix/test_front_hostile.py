@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 import anthropic
 import pytest
 
-from tests.caldrix.front_harness import FrontProcess, launch_front, start_scripted
+from tests.caldrix.front_harness import FrontProcess, launch_front, scripted_front, start_scripted
 from tests.caldrix.pool_harness import PoolProcess
 
 pytestmark = pytest.mark.e2e
@@ -33,18 +33,9 @@ SCRIPT = [
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PoolProcess, FrontProcess]]:
-    folder = tmp_path_factory.mktemp("front")
-    pool = start_scripted(folder, SCRIPT)
-    try:
-        front = launch_front(
-            folder, pool.socket_path, "--max-body-bytes", str(LIMIT), "--max-connections", "32"
-        )
-        try:
-            yield pool, front
-        finally:
-            front.stop()
-    finally:
-        pool.stop()
+    front_args = ("--max-body-bytes", str(LIMIT), "--max-connections", "32")
+    with scripted_front(tmp_path_factory.mktemp("front"), SCRIPT, *front_args) as served:
+        yield served
 
 
 def sdk(front: FrontProcess, key: str = "x") -> anthropic.Anthropic:

@@ -10,7 +10,7 @@ import jsonschema
 import openai
 import pytest
 
-from tests.caldrix.front_harness import FrontProcess, launch_front, start_scripted
+from tests.caldrix.front_harness import FrontProcess, scripted_front
 from tests.caldrix.pool_harness import PoolProcess
 
 pytestmark = pytest.mark.e2e
@@ -55,16 +55,8 @@ SCRIPT = [
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PoolProcess, FrontProcess]]:
-    folder = tmp_path_factory.mktemp("front")
-    pool = start_scripted(folder, SCRIPT)
-    try:
-        front = launch_front(folder, pool.socket_path)
-        try:
-            yield pool, front
-        finally:
-            front.stop()
-    finally:
-        pool.stop()
+    with scripted_front(tmp_path_factory.mktemp("front"), SCRIPT) as served:
+        yield served
 
 
 @pytest.fixture
