@@ -75,6 +75,18 @@ def test_launch_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"caldrix: --claude {tmp_path / 'nothing'}: no such program"
 
 
+def test_the_version_and_the_pool_never_import_the_http_stack() -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "caldrix", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("caldrix ")
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert not imported & {"starlette", "uvicorn", "sse_starlette", "httpx2"}
+
+
 def test_the_environment_claude_gets() -> None:
     env = claude_environment(
         {"PATH": "/bin", "ANTHROPIC_API_KEY": "sk-mine"}, "http://127.0.0.1:9", "k", "main", "decision"
