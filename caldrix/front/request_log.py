@@ -32,6 +32,9 @@ KEPT_HEADERS: Final = frozenset(
     }
 )
 _NUMBERED = re.compile(r"^(\d+)-")
+#: Characters of a path kept in a file's name (a model id in ``/v1/models/{id}`` is the client's).
+NAME_CHARS: Final = 80
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class RequestLog:
@@ -56,7 +59,8 @@ class RequestLog:
             "headers": {k: v for k, v in headers.items() if k.lower() in KEPT_HEADERS},
             "body": _body(body),
         }
-        name = f"{number:06d}-{method}-{path.strip('/').replace('/', '_') or 'root'}.json"
+        route = _UNSAFE.sub("_", path.strip("/"))[:NAME_CHARS] or "root"
+        name = f"{number:06d}-{_UNSAFE.sub('_', method)[:NAME_CHARS]}-{route}.json"
         target = self.folder / name
         text = json.dumps(record, ensure_ascii=False, indent=1)
         await anyio.to_thread.run_sync(target.write_text, text)

@@ -391,3 +391,5 @@ def test_the_request_log_numbers_on_and_never_writes_credentials(tmp_path: Path)
     record = json.loads(written.read_text())
     assert record["headers"] == {"anthropic-version": "2023-06-01"} and record["body"] == {"model": "m"}
     assert "secret" not in written.read_text()
+    odd = anyio.run(log.write, "GET", "/v1/models/../\x00" + "x" * 500, "", {}, b"")
+    assert odd.parent == tmp_path and odd.name.startswith("000009-GET-v1_models_.._") and len(odd.name) < 120
