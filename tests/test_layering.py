@@ -170,7 +170,7 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
             "caldrix/server.py": "from caldrix.store import prefix_store\nimport caldrix.protocol\n",
             "caldrix/cli/x.py": "from caldrix.cli.main import main\nfrom caldrix.server import PoolServer\n",
             "caldrix/cli/y.py": "from caldrix.front.app import Front\n",
-            "caldrix/front/x.py": "from caldrix.protocol import connect\nfrom caldrix.errors import BadRequest\n",
+            "caldrix/front/x.py": "from caldrix.protocol import connect\nfrom caldrix import errors\n",
         },
     )
     assert violations(root) == []
