@@ -191,6 +191,10 @@ class GenerationParams:
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     logprobs: int = 0
+    top_k: int = 0
+    """Sample only among the k most likely tokens; 0 = all."""
+    top_p: float = 1.0
+    """Sample only among the fewest tokens whose probabilities add up to p; 1 = all."""
 
 
 class GenerationSink(Protocol):
@@ -221,6 +225,8 @@ class GenerationResult:
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
     logprobs: list[dict[str, object]] | None = None
+    stop_string: str | None = None
+    """The stop string that ended the text, when one did."""
 
 
 class GenerationCancelled(Exception):

@@ -176,6 +176,8 @@ class Pool:
             seed=request.seed,
             stop=list(request.stop),
             logprobs=request.logprobs,
+            top_k=request.top_k,
+            top_p=request.top_p,
         )
         arrived = time.perf_counter()
         async with self.generation_slots:
@@ -214,6 +216,7 @@ class Pool:
             ),
             logprobs=logprobs,
             segment=segment,
+            stop_string=result.stop_string,
         )
 
     async def _render(self, member_name: str, segments: Sequence[SegmentSpec]) -> RenderedContext:

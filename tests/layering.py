@@ -71,6 +71,8 @@ CALDRIX_LAYERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("caldrix.pool", EVERY_LAYER_BELOW),
     ("caldrix.connection", EVERY_LAYER_BELOW),
     ("caldrix.server", EVERY_LAYER_BELOW),
+    # The HTTP front is a client of the pool, never part of it: only the command line imports it.
+    ("caldrix.front", ("caldrix", "caldrix.limits", "caldrix.errors", "caldrix.protocol")),
     ("caldrix.cli", EVERY_LAYER_BELOW),
     ("caldrix.__main__", ("caldrix.cli",)),
 )

@@ -148,7 +148,13 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         ("caldrix/pool.py", "from caldrix.connection import Connection\n", "caldrix.connection is above it"),
         ("caldrix/pool.py", "from caldrix.cli.pool import pool_command\n", "caldrix.cli is above it"),
         # A module the table does not place is refused until it is given a layer.
-        ("caldrix/front.py", "import json\n", "caldrix.front is in no layer of caldrix"),
+        ("caldrix/gateway.py", "import json\n", "caldrix.gateway is in no layer of caldrix"),
+        (
+            "caldrix/pool.py",
+            "from caldrix.front.app import Front\n",
+            "caldrix.front is above it",
+        ),
+        ("caldrix/front/x.py", "from caldrix.members import Members\n", "caldrix.front may import only"),
     ],
 )
 def test_a_broken_rule_is_named(tmp_path: Path, module: str, source: str, broken: str) -> None:
@@ -184,6 +190,8 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
             "caldrix/cli/x.py": "from caldrix.cli.main import main\nfrom caldrix.server import PoolServer\n",
             "caldrix/cli/main.py": "from caldrix.cli import run_prompt\n",
             "caldrix/__main__.py": "from caldrix.cli.x import main\n",
+            "caldrix/cli/y.py": "from caldrix.front.app import Front\n",
+            "caldrix/front/x.py": "from caldrix.protocol import connect\nfrom caldrix import errors\n",
         },
     )
     assert violations(root) == []

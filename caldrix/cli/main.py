@@ -136,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_run(commands)
     _add_pool(commands)
+    _add_serve(commands)
     models = commands.add_parser(
         "models",
         help="the model cache: list, pull, check",
@@ -245,8 +246,121 @@ def _add_pool(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     status.add_argument("--json", action="store_true", help="print the raw reply as JSON")
 
 
+def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``caldrix serve`` and ``caldrix launch claude``: the HTTP front, alone or with Claude Code.
+    Their defaults are named in :mod:`caldrix.front.settings`, which imports nothing heavy."""
+    from caldrix.front.settings import (
+        DEFAULT_HOST,
+        DEFAULT_MAX_OUTPUT_TOKENS,
+        DEFAULT_PORT,
+        LAUNCH_MODEL,
+        LAUNCH_POOL_FLAGS,
+    )
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the pool over HTTP: Anthropic's Messages API and OpenAI's Chat Completions",
+        description="An HTTP front on the pool (docs/http-front.md): POST /v1/messages, "
+        "/v1/messages/count_tokens and /v1/chat/completions, on 127.0.0.1 unless --host says otherwise.",
+    )
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    serve.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="serve only requests carrying KEY (x-api-key or Authorization: Bearer); "
+        "required off loopback; also CALDRIX_SERVE_API_KEY",
+    )
+    serve.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="PATTERN=MEMBER",
+        help="route request model names matching PATTERN (shell-style, claude-*haiku*) to MEMBER; "
+        "repeatable, first match wins",
+    )
+    serve.add_argument(
+        "--default-member",
+        default=MAIN_MEMBER,
+        metavar="MEMBER",
+        help=f"the member a model name no route or member matches runs on (default {MAIN_MEMBER})",
+    )
+    serve.add_argument(
+        "--max-output-tokens",
+        action="append",
+        default=[],
+        metavar="[MEMBER=]N",
+        help=f"most tokens one reply may decode (default {DEFAULT_MAX_OUTPUT_TOKENS}); "
+        "MEMBER=N for one member",
+    )
+    serve.add_argument(
+        "--log-requests",
+        type=Path,
+        metavar="DIR",
+        help="write every request (headers, body) into DIR, numbered",
+    )
+    serve.add_argument("--max-body-bytes", type=int, metavar="N", help="largest request body read")
+    serve.add_argument("--max-connections", type=int, metavar="N", help="HTTP connections served at once")
+    serve.add_argument(
+        "--ping-interval",
+        type=float,
+        metavar="SECS",
+        help="seconds between a stream's ping events (default 3)",
+    )
+    _add_pool_finding(serve, load_default=None, flags_default=None)
+
+    launch = commands.add_parser(
+        "launch",
+        help="run Claude Code on the pool: caldrix launch claude [-- ARGS]",
+        description="Find or start the pool, start a front on a free local port, and run claude with "
+        "ARGS (after --) and the environment it needs to use the front (docs/http-front.md, Launch).",
+    )
+    launch.add_argument("program", choices=["claude"], help="the program to run")
+    launch.add_argument("--claude", metavar="PATH", help="the claude program (default: claude on PATH)")
+    launch.add_argument(
+        "--onboarded",
+        action="store_true",
+        help="set hasCompletedOnboarding in Claude Code's .claude.json ($CLAUDE_CONFIG_DIR or ~)",
+    )
+    launch.add_argument(
+        "--serve-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="pass FLAG to the front (repeatable): --serve-flag=--log-requests=DIR",
+    )
+    _add_pool_finding(launch, load_default=LAUNCH_MODEL, flags_default=LAUNCH_POOL_FLAGS)
+
+
+def _add_pool_finding(
+    parser: argparse.ArgumentParser, *, load_default: str | None, flags_default: str | None
+) -> None:
+    socket_help = f"the pool's Unix socket (default {default_socket_path()})"
+    parser.add_argument("--socket", type=Path, default=None, metavar="PATH", help=socket_help)
+    parser.add_argument(
+        "--load",
+        default=load_default,
+        metavar="MODEL",
+        help="when no pool answers, start one with this model"
+        + (f" (default {load_default})" if load_default else " (default: start none)"),
+    )
+    parser.add_argument(
+        "--pool-flags",
+        default=flags_default,
+        metavar="FLAGS",
+        help="flags for a pool started so, as one string"
+        + (f" (default '{flags_default}')" if flags_default else " ('--ctx 32768 --threads 2')"),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passed: list[str] = []
+    if argv[:1] == ["launch"] and "--" in argv:
+        # Everything after -- is the launched program's, never caldrix's.
+        cut = argv.index("--")
+        argv, passed = argv[:cut], argv[cut + 1 :]
     args, extra = parser.parse_known_args(argv)
     words = [word for word in extra if not word.startswith("-")]
     if args.command == "run" and words == extra and extra:
@@ -272,6 +386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.action is not None:
                 return pool_control(args)
             return pool_command(args, serving_flags_from(args))
+        if args.command in ("serve", "launch"):
+            from caldrix.cli.serve import launch_command, serve_command
+
+            return serve_command(args) if args.command == "serve" else launch_command(args, passed)
         from caldrix.cli.models import models_command
 
         return models_command(args)

@@ -256,6 +256,10 @@ class RemoteModel:
         }
         if self.kind.reports_cached:
             body["stream_options"] = {"include_usage": True}
+        if params.top_p < 1.0:
+            body["top_p"] = params.top_p
+        if params.top_k > 0 and "top_k" in body:  # a server that has top-k at all
+            body["top_k"] = params.top_k
         if params.seed is not None:
             body["seed"] = params.seed
         if params.stop:

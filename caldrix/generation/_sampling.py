@@ -35,10 +35,14 @@ def apply_mask(logits: Logits, allowed: npt.NDArray[np.bool_]) -> Logits:
 
 class Sampler:
     """Greedy at temperature 0, else softmax sampling at the temperature, from a seeded
-    numpy Generator (the same seed and prompt give the same output)."""
+    numpy Generator (the same seed and prompt give the same output). ``top_k`` (0 = all) keeps
+    only the k most likely tokens and ``top_p`` (1 = all) the fewest whose probabilities add up
+    to p, as llama.cpp's samplers do, before the draw; greedy choice ignores both."""
 
-    def __init__(self, temperature: float, seed: int | None) -> None:
+    def __init__(self, temperature: float, seed: int | None, *, top_k: int = 0, top_p: float = 1.0) -> None:
         self._temperature = temperature
+        self._top_k = top_k
+        self._top_p = top_p
         self._rng = np.random.default_rng(seed)
 
     def choose(self, logits: Logits) -> int:
@@ -46,10 +50,26 @@ class Sampler:
             return int(np.argmax(logits))
         scaled = logits.astype(np.float64) / self._temperature
         scaled -= scaled.max()
-        weights = np.exp(scaled)
+        weights = _cut_off(np.exp(scaled), self._top_k, self._top_p)
         cumulative = np.cumsum(weights)
         draw = self._rng.random() * cumulative[-1]
         return int(min(np.searchsorted(cumulative, draw, side="right"), len(cumulative) - 1))
+
+
+def _cut_off(weights: npt.NDArray[np.float64], top_k: int, top_p: float) -> npt.NDArray[np.float64]:
+    """``weights`` with every token outside the top-k and the top-p nucleus set to 0 (the
+    most likely token always stays)."""
+    if (top_k <= 0 or top_k >= len(weights)) and top_p >= 1.0:
+        return weights
+    order = np.argsort(-weights, kind="stable")
+    keep = len(order) if top_k <= 0 else min(top_k, len(order))
+    if top_p < 1.0:
+        ranked = weights[order[:keep]]
+        reached = np.cumsum(ranked) / ranked.sum()
+        keep = min(keep, int(np.searchsorted(reached, top_p, side="left")) + 1)
+    cut = np.zeros_like(weights)
+    cut[order[:keep]] = weights[order[:keep]]
+    return cut
 
 
 def log_softmax(logits: Logits) -> npt.NDArray[np.float64]:

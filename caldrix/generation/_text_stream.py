@@ -22,6 +22,8 @@ class TextStream:
         self._text = ""
         self._streamed = 0
         self.stopped = False
+        self.stopped_by: str | None = None
+        """The stop string that ended the text, once one has."""
 
     @property
     def text(self) -> str:
@@ -60,6 +62,7 @@ class TextStream:
             found = self._text.find(stop, max(0, new_from - len(stop) + 1))
             if found >= 0 and (earliest < 0 or found < earliest):
                 earliest = found
+                self.stopped_by = stop
         if earliest < 0:
             return False
         self._text = self._text[:earliest]

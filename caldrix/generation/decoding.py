@@ -140,6 +140,7 @@ def run_generation(
         prefill_ms=(prefilled - started) * 1000.0,
         decode_ms=(time.perf_counter() - prefilled) * 1000.0,
         logprobs=run.logprobs,
+        stop_string=run.stream.stopped_by,
     )
     policy.remember(engine, len(prompt), prefill_ms=(prefilled - fill_started) * 1000.0)
     return result
@@ -211,7 +212,7 @@ def _decode(run: _Run) -> Finish:
     """Generate until a finish; returns it."""
     engine, params, matcher = run.engine, run.params, run.matcher
     eos = set(engine.eos_token_ids)
-    sampler = Sampler(params.temperature, params.seed)
+    sampler = Sampler(params.temperature, params.seed, top_k=params.top_k, top_p=params.top_p)
     while len(run.output) < params.max_new_tokens:
         if run.sink.cancelled():
             raise GenerationCancelled(_partial(run))

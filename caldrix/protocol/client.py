@@ -146,6 +146,8 @@ class PoolClient(Connection):
         seed: int | None = None,
         stop: Sequence[str] = (),
         append: AppendOutput | Mapping[str, Any] | None = None,
+        top_k: int = 0,
+        top_p: float = 1.0,
     ) -> Generation:
         """A generation on ``context``: iterate it for progress and token frames and the final
         :class:`DoneFrame`, or await its :meth:`Generation.result`. ``append`` stores the output
@@ -162,6 +164,8 @@ class PoolClient(Connection):
                 seed=seed,
                 stop=list(stop),
                 append=part(AppendOutput, append, ("append",)) if append is not None else None,
+                top_k=top_k,
+                top_p=top_p,
             )
         )
         return Generation(self, request)

@@ -243,6 +243,11 @@ class Generate(_Request):
     seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = None
     stop: list[str] = Field(default_factory=list)
     append: AppendOutput | None = None
+    top_k: Annotated[int, Field(ge=0)] = 0
+    """An addition to the contract: sample among the k most likely tokens only (0 = all)."""
+    top_p: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 1.0
+    """An addition to the contract: sample among the fewest tokens whose probabilities add up
+    to p only (1 = all)."""
 
 
 class PoolStatus(_Request):
@@ -341,6 +346,15 @@ class DoneFrame(_Reply):
     timings: Timings
     logprobs: list[TokenLogprob] | None = None
     segment: SegmentCount | None = None
+    stop_string: str | None = None
+    """An addition to the contract: the stop string that ended the text; sent only then."""
+
+    @model_serializer(mode="wrap")
+    def _stop_string_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        fields: dict[str, Any] = handler(self)
+        if fields.get("stop_string") is None:
+            fields.pop("stop_string", None)
+        return fields
 
 
 GenerationFrame = ProgressFrame | TokenFrame | DoneFrame

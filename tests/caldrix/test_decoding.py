@@ -130,9 +130,10 @@ def test_stop_strings_end_the_output_and_are_not_included(engine: LlamaCppEngine
     sink = Sink()
     params = GenerationParams(max_new_tokens=30, stop=["never written 🙂", stop])
     stopped = _run(engine, prompt, params, sink)
-    assert stopped.finish == "stop"
+    assert stopped.finish == "stop" and stopped.stop_string == stop
     assert stopped.text == free.text[: free.text.index(stop)]
     assert stop not in "".join(sink.pieces)
+    assert free.stop_string is None
 
 
 def test_max_new_tokens_finishes_with_length(engine: LlamaCppEngine) -> None:
@@ -245,12 +246,13 @@ def test_text_that_may_start_a_stop_string_is_held_back() -> None:
     assert stream.feed(b"Paris </") == "Paris "
     assert stream.feed(b"ans") == ""
     assert stream.feed(b"wer> trailing") == ""
-    assert stream.stopped and stream.text == "Paris "
+    assert stream.stopped and stream.text == "Paris " and stream.stopped_by == "</answer>"
     other = TextStream(["</answer>"])
     assert other.feed(b"a </") == "a "
     assert other.feed(b"b>") == "</b>"  # not a stop string after all
     assert other.feed(b" </an") == " "
     assert other.finish() == "</an"  # the end came first: what was held is flushed
+    assert other.stopped_by is None
 
 
 def test_bad_requests_fail_before_any_work(engine: LlamaCppEngine) -> None:

@@ -1,0 +1,139 @@
+"""``caldrix serve`` (the HTTP front) and ``caldrix launch claude``.
+
+Argument parsing lives in :mod:`caldrix.cli.main`; these functions check the values, find or
+start the pool, and run the front (or the front and Claude Code). The front's packages
+(starlette, uvicorn) are imported only here, when one of these commands runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+
+from caldrix.errors import UsageError
+from caldrix.front.app import Front
+from caldrix.front.http_server import run_server
+from caldrix.front.launch import (
+    claude_environment,
+    find_claude,
+    free_port,
+    mark_onboarded,
+    new_key,
+    running_front,
+)
+from caldrix.front.pool_start import find_or_start
+from caldrix.front.request_log import RequestLog
+from caldrix.front.service import FrontService
+from caldrix.front.settings import (
+    API_KEY_ENV,
+    LOOPBACK_HOSTS,
+    POOL_START_SECS,
+    FrontSettings,
+    ModelRoute,
+)
+from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    settings = front_settings(args)
+    found = anyio.run(find_or_start, settings.socket, args.load, _pool_flags(args), POOL_START_SECS)
+    logging.basicConfig(level=logging.INFO, format="caldrix serve: %(message)s", stream=sys.stderr)
+    log = RequestLog(settings.log_requests) if settings.log_requests is not None else None
+    started = "started" if found.started else "found"
+    print(
+        f"caldrix serve: listening on http://{_url_host(settings.host)}:{settings.port} "
+        f"({started} the pool on {found.socket}, pid {found.pid})",
+        file=sys.stderr,
+        flush=True,
+    )
+    service = FrontService(FrontSettings(**{**settings.__dict__, "socket": found.socket}))
+    run_server(Front(service.settings, service, log).app(), service.settings)
+    return 0
+
+
+def front_settings(args: argparse.Namespace) -> FrontSettings:
+    """The front's settings from its flags, each checked with a one-line refusal."""
+    key = args.api_key or os.environ.get(API_KEY_ENV) or None
+    if args.host not in LOOPBACK_HOSTS and not key:
+        raise UsageError(
+            f"--host {args.host} reaches this machine from elsewhere: give --api-key KEY "
+            f"(or {API_KEY_ENV}) so only clients that hold it are served"
+        )
+    if not 0 < args.port < 65536:
+        raise UsageError("--port must be from 1 to 65535")
+    bounds: dict[str, int] = {}
+    default_bound = None
+    for value in args.max_output_tokens:
+        member, _, figure = value.rpartition("=")
+        if not figure.isdigit() or int(figure) < 1:
+            raise UsageError(f"--max-output-tokens {value}: give N or MEMBER=N, N at least 1")
+        if member:
+            bounds[member] = int(figure)
+        else:
+            default_bound = int(figure)
+    routes = []
+    for value in args.model:
+        pattern, sep, member = value.partition("=")
+        if not sep or not pattern or not member:
+            raise UsageError(f"--model {value}: give PATTERN=MEMBER (claude-*=main)")
+        routes.append(ModelRoute(pattern, member))
+    for flag, figure in (
+        ("--max-body-bytes", args.max_body_bytes),
+        ("--max-connections", args.max_connections),
+    ):
+        if figure is not None and figure < 1:
+            raise UsageError(f"{flag} must be 1 or more")
+    defaults = FrontSettings()
+    return FrontSettings(
+        host=args.host,
+        port=args.port,
+        api_key=key,
+        socket=args.socket,
+        routes=tuple(routes),
+        default_member=args.default_member,
+        max_output_tokens=default_bound or defaults.max_output_tokens,
+        member_max_output=bounds,
+        log_requests=args.log_requests,
+        max_body_bytes=args.max_body_bytes or defaults.max_body_bytes,
+        max_connections=args.max_connections or defaults.max_connections,
+        ping_secs=args.ping_interval or defaults.ping_secs,
+    )
+
+
+def launch_command(args: argparse.Namespace, claude_args: list[str]) -> int:
+    """Find or start the pool, start a front on a free port, run claude on it."""
+    if args.program != "claude":
+        raise UsageError(f"caldrix launch runs claude, not {args.program!r}")
+    claude = find_claude(args.claude)
+    found = anyio.run(find_or_start, args.socket, args.load, _pool_flags(args), POOL_START_SECS)
+    members = anyio.run(_member_names, found.socket)
+    small = DECISION_MEMBER if DECISION_MEMBER in members else MAIN_MEMBER
+    port = free_port("127.0.0.1")
+    url = f"http://127.0.0.1:{port}"
+    key = new_key()
+    serve_args = ["--socket", str(found.socket), "--port", str(port), *args.serve_flag]
+    if args.onboarded:
+        config = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home())
+        print(f"caldrix launch: marked onboarded in {mark_onboarded(config)}", file=sys.stderr)
+    env = claude_environment(os.environ, url, key, MAIN_MEMBER, small)
+    with running_front(serve_args, url, key):
+        return subprocess.call([claude, *claude_args], env=env)
+
+
+async def _member_names(socket: Path) -> set[str]:
+    return {member.name for member in await FrontService(FrontSettings(socket=socket)).members()}
+
+
+def _pool_flags(args: argparse.Namespace) -> list[str]:
+    return shlex.split(args.pool_flags or "")
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

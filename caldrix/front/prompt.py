@@ -1,0 +1,46 @@
+"""A chat request as the pool's segments: one system segment, then one segment a turn.
+
+The system segment is the request's system text and, when it has tools, the tools section
+(:func:`caldrix.front.tool_text.tools_section`): the part every request of a session shares, so
+the prefix store resumes it. A ``system`` entry among the messages (Claude Code sends its
+environment so) is shown to the model as user text, and consecutive turns of one role are
+joined: chat templates that insist on alternating user and assistant turns (Gemma's) accept
+every conversation, and the segments of one conversation render to the same tokens on every
+request.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from caldrix.front.chat import ChatRequest, Role, Turn
+from caldrix.front.tool_text import tools_section
+from caldrix.protocol.messages import SegmentSpec
+
+#: What joins two turns of one role into one, and the system text and the tools section.
+JOIN: Final = "\n\n"
+
+
+def prompt_segments(request: ChatRequest) -> list[SegmentSpec]:
+    """The segments of ``request``'s prompt, in order (the generation prompt is the pool's)."""
+    system = request.system
+    if request.tools:
+        system = JOIN.join(part for part in (system, tools_section(request.tools)) if part)
+    segments = [SegmentSpec(id="system", role="system", text=system, pinned=True)] if system else []
+    for number, turn in enumerate(merged_turns(request.turns)):
+        segments.append(SegmentSpec(id=f"t{number}", role=turn.role, text=turn.text))
+    return segments
+
+
+def merged_turns(turns: tuple[Turn, ...]) -> list[Turn]:
+    """``turns`` with system entries as user text and neighbours of one role joined."""
+    merged: list[Turn] = []
+    for turn in turns:
+        role: Role = "user" if turn.role == "system" else turn.role
+        if not turn.text:
+            continue
+        if merged and merged[-1].role == role:
+            merged[-1] = Turn(role, merged[-1].text + JOIN + turn.text)
+        else:
+            merged.append(Turn(role, turn.text))
+    return merged

@@ -1,0 +1,76 @@
+"""Tools, tool calls and tool results as the prompt's text.
+
+One syntax everywhere, the one most open models with tool support were trained on (Hermes,
+Qwen): the tools listed as JSON signatures inside ``<tools>``, each call a JSON object with
+``name`` and ``arguments`` inside ``<tool_call>`` tags, each result inside
+``<tool_response>`` tags. The model's own calls are written back into later prompts exactly as
+the grammar (:mod:`caldrix.front.tool_grammar`) made it write them, so the prompt and the
+output speak the same syntax, and a call renders to the same bytes every time (the prefix store
+resumes across turns).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from caldrix.front.chat import Tool
+
+CALL_OPEN: Final = "<tool_call>"
+CALL_CLOSE: Final = "</tool_call>"
+RESULT_OPEN: Final = "<tool_response>"
+RESULT_CLOSE: Final = "</tool_response>"
+#: The words a failed tool's result starts with.
+ERROR_MARK: Final = "Error: "
+
+_TOOLS_INTRO = (
+    "# Tools\n\n"
+    "You may call one or more tools to help with the request. "
+    "Their signatures are inside <tools></tools>:\n<tools>\n"
+)
+_TOOLS_OUTRO = (
+    "\n</tools>\n\n"
+    "To call a tool, write a JSON object with its name and arguments inside "
+    "<tool_call></tool_call> tags:\n"
+    f'{CALL_OPEN}\n{{"name": <tool-name>, "arguments": <args-json-object>}}\n{CALL_CLOSE}\n'
+    "Each result comes back inside <tool_response></tool_response> tags."
+)
+
+
+def dumps(value: Any) -> str:
+    """JSON as the grammar writes it: ``", "`` and ``": "`` separators, no newlines, text
+    unescaped (so a result the model reads is the text itself)."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def tools_section(tools: Sequence[Tool]) -> str:
+    """The system prompt's section that lists ``tools`` and says how to call them."""
+    signatures = "\n".join(
+        dumps({"name": tool.name, "description": tool.description, "parameters": tool.schema})
+        for tool in tools
+    )
+    return _TOOLS_INTRO + signatures + _TOOLS_OUTRO
+
+
+def call_head(name: str) -> str:
+    """What a call of ``name`` starts with, up to its arguments."""
+    return f'{{"name": {dumps(name)}, "arguments": '
+
+
+def call_text(name: str, arguments: Any) -> str:
+    """One call as the model writes it (and as later prompts show it)."""
+    return f"{CALL_OPEN}\n{call_head(name)}{dumps(arguments)}}}\n{CALL_CLOSE}"
+
+
+def assistant_text(text: str, calls: Sequence[tuple[str, Any]]) -> str:
+    """An assistant turn: its text, then its calls, one a line."""
+    parts = [text.strip()] if text.strip() else []
+    parts.extend(call_text(name, arguments) for name, arguments in calls)
+    return "\n".join(parts)
+
+
+def result_text(content: str, *, is_error: bool = False) -> str:
+    """One tool result as the next user turn shows it."""
+    body = f"{ERROR_MARK}{content}" if is_error else content
+    return f"{RESULT_OPEN}\n{body}\n{RESULT_CLOSE}"

@@ -1,0 +1,109 @@
+"""``caldrix launch claude``: the pool found, a front started with a fresh key, Claude Code run on
+it with the environment it needs, the front stopped when Claude Code exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from caldrix.front.launch import claude_environment, mark_onboarded
+from tests.caldrix.front_harness import claude_binary, start_scripted
+
+pytestmark = pytest.mark.e2e
+
+
+def test_launch_runs_claude_on_the_pool_through_a_keyed_front(tmp_path: Path) -> None:
+    pool = start_scripted(tmp_path, [{"text": "Launched and answering.", "when": "MARK-launch"}])
+    home = tmp_path / "home"
+    home.mkdir()
+    log = tmp_path / "requests"
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "caldrix",
+                "launch",
+                "claude",
+                "--socket",
+                str(pool.socket_path),
+                "--claude",
+                str(claude_binary()),
+                f"--serve-flag=--log-requests={log}",
+                "--",
+                "-p",
+                "MARK-launch say something",
+                "--output-format",
+                "json",
+            ],
+            cwd=tmp_path,
+            env={
+                **os.environ,
+                "HOME": str(home),
+                "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "ANTHROPIC_API_KEY": "sk-should-not-be-sent",
+            },
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        pool.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["result"] == "Launched and answering."
+    (request,) = [json.loads(p.read_text()) for p in sorted(log.glob("*-POST-v1_messages.json"))]
+    assert request["body"]["model"] == "main"
+    assert (
+        not (home / ".claude.json").exists()
+        or "hasCompletedOnboarding" not in (home / ".claude.json").read_text()
+    )
+
+
+def test_launch_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "caldrix", "launch", "claude", "--claude", str(tmp_path / "nothing")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 64
+    assert done.stderr.strip() == f"caldrix: --claude {tmp_path / 'nothing'}: no such program"
+
+
+def test_the_version_and_the_pool_never_import_the_http_stack() -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "caldrix", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("caldrix ")
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert not imported & {"starlette", "uvicorn", "sse_starlette", "httpx2"}
+
+
+def test_the_environment_claude_gets() -> None:
+    env = claude_environment(
+        {"PATH": "/bin", "ANTHROPIC_API_KEY": "sk-mine"}, "http://127.0.0.1:9", "k", "main", "decision"
+    )
+    assert env["PATH"] == "/bin"
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["ANTHROPIC_AUTH_TOKEN"] == "k"
+    assert env["ANTHROPIC_API_KEY"] == ""
+    assert env["ANTHROPIC_MODEL"] == env["CLAUDE_CODE_SUBAGENT_MODEL"] == "main"
+    assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == env["ANTHROPIC_SMALL_FAST_MODEL"] == "decision"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert int(env["API_TIMEOUT_MS"]) >= 600_000
+
+
+def test_onboarded_keeps_what_claude_json_held(tmp_path: Path) -> None:
+    (tmp_path / ".claude.json").write_text(json.dumps({"theme": "dark"}))
+    mark_onboarded(tmp_path)
+    assert json.loads((tmp_path / ".claude.json").read_text()) == {
+        "theme": "dark",
+        "hasCompletedOnboarding": True,
+    }
