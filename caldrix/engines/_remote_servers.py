@@ -19,6 +19,7 @@ from their documented APIs and declare no constraints, so aerix parses and retri
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,9 +107,25 @@ def json_schema_grammar(schema: object) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     try:
-        return str(json_schema_to_gbnf(json.dumps(schema)))
+        grammar = str(json_schema_to_gbnf(json.dumps(schema)))
     except Exception as exc:  # the converter raises bare Exceptions and KeyErrors
         raise ConstraintInvalid(f"the JSON schema cannot be turned into a grammar: {exc}") from exc
+    return _NESTED_OPTIONAL_CHARS.sub(_bounded_repetition, grammar)
+
+
+#: How the converter spells a string's ``maxLength``: one optional ``char`` nested in the next,
+#: ``(char (char (char)?)?)?`` for 3. llama.cpp's grammar parser refuses that nesting past about
+#: a thousand levels ("exceeds sane defaults"), so a path bounded at 1,024 characters would fail
+#: every generation on the server; its own bounded repetition, ``char{0,3}``, means the same.
+_NESTED_OPTIONAL_CHARS = re.compile(r"((?:\(char )+)\(char\)\?((?:\)\?)+)")
+
+
+def _bounded_repetition(nested: re.Match[str]) -> str:
+    optional = nested.group(1).count("(char ")
+    closes = nested.group(2).count(")?")
+    if closes < optional:  # not one chain of optional chars: leave it as written
+        return nested.group(0)
+    return f"char{{0,{optional + 1}}}" + ")?" * (closes - optional)
 
 
 def choice_grammar(options: Sequence[str]) -> str:

@@ -10,6 +10,7 @@ from caldrix.engines._remote_servers import KINDS, choice_grammar, json_schema_g
 from caldrix.engines.openai_remote import parse_remote_reference
 from caldrix.errors import ConstraintInvalid, ModelNotFound
 from caldrix.models.references import is_remote_reference, parse_reference
+from tests.default_model import default_model_path
 
 
 def test_a_reference_names_the_api_base_its_root_and_the_model() -> None:
@@ -57,6 +58,32 @@ def test_a_json_schema_becomes_a_grammar_llama_cpp_parses() -> None:
     )
     LlamaGrammar.from_string(grammar, verbose=False)
     assert grammar.splitlines()[0] and "root ::=" in grammar
+
+
+@pytest.mark.model
+def test_long_string_bounds_become_a_grammar_llama_cpp_loads_on_a_model() -> None:
+    """aerix's turn schema bounds paths at 1,024 characters: the converter's nested spelling of
+    that is refused when llama.cpp builds the sampler, which failed every turn on a remote member."""
+    import llama_cpp
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "maxLength": 1024},
+            "name": {"type": "string", "minLength": 2, "maxLength": 4096},
+            "short": {"type": "string", "maxLength": 1},
+            "ids": {"type": "array", "items": {"type": "string", "maxLength": 255}, "maxItems": 8},
+        },
+        "required": ["path", "name", "short", "ids"],
+    }
+    grammar = json_schema_grammar(schema)
+    assert "char{0,1024}" in grammar and "char char char{0,4094}" in grammar
+    assert "(char (char" not in grammar
+    model = llama_cpp.Llama(model_path=str(default_model_path()), n_ctx=64, verbose=False)
+    vocab = llama_cpp.llama_model_get_vocab(model.model)
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+    assert sampler, "llama.cpp refused the grammar"
+    llama_cpp.llama_sampler_free(sampler)
 
 
 def test_a_kind_refuses_a_constraint_it_lacks_naming_what_it_takes() -> None:
