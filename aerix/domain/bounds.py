@@ -161,6 +161,10 @@ REVISION_MAX_RATIO: Final = 2.0
 REFLECTION_ASK_WINDOW_DIVISOR: Final = 2
 #: The reflection's reason is cut to this many characters (also the answer schema's maxLength).
 REFLECTION_REASON_MAX_CHARS: Final = 400
+#: A reflection also asks at most REVISION_MAX_RATIO times the release text's tokens plus this
+#: many: the longest answer the length guard could accept, with the JSON around it and a reason
+#: (400 characters are about 100 tokens; the rest is room for escapes). More is waste.
+REFLECTION_ANSWER_SLACK_TOKENS: Final = 256
 #: One evidence line shown to the reflection member is cut to this many characters.
 EVIDENCE_LINE_MAX_CHARS: Final = 300
 #: At most this many evidence lines per artifact; the newest are kept.
