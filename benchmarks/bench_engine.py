@@ -7,12 +7,17 @@ Prints three ratios (higher is better for caldrix):
 (b) a constrained turn (aerix's own turn schema, :func:`aerix.domain.turns.turn_schema`) / the same number of
     tokens generated unconstrained, both through caldrix (forced tokens make (b) go above 1);
 (c) decode through a real ``caldrix pool`` (Unix socket, CBOR frames, the client's clock from
-    first token frame to done frame) / the plain loop.
+    first token frame to done frame) / the plain loop;
+(d) the degeneration guard's cost: decode tokens/s with the guard (a ``generate``'s ``guard``,
+    the pool's defaults) / without it, interleaved; and the guard alone, timed per token over
+    the tokens of a real generation and of this project's own source (code: many repeated
+    tokens, the guard's costlier case), as a share of one decode step (target < 1 %).
 
 Runs are interleaved (A, B, A, B, ...) and the median of each side is compared, because this
 machine is shared and its speed drifts minute to minute.
 
     .venv/bin/python benchmarks/bench_engine.py [--model PATH] [--threads 1] [--rounds 5] [--tokens 64]
+                                                [--skip-pool]
 """
 
 from __future__ import annotations
@@ -36,9 +41,11 @@ from aerix.adapters.pool import client_bounds
 from aerix.domain.settings import PoolSettings
 from aerix.domain.tools import BASH, READ
 from aerix.domain.turns import turn_schema
-from caldrix.engine_seam import GenerationParams, ServingFlags
+from caldrix import limits
+from caldrix.engine_seam import GenerationParams, GuardLimits, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, disable_extra_buffer_types, open_llamacpp
 from caldrix.generation.decoding import run_generation
+from caldrix.generation.degeneration import DegenerationGuard
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
 from caldrix.protocol.client import connect
@@ -55,6 +62,15 @@ TURN_REQUEST = "Read the file README.md and the file setup.py, then run the test
 #: Aerix's own turn schema for an agent that may call read and bash: what every agent turn is
 #: constrained to (docs/benchmarks.md says when this replaced a hand-written copy).
 TURN_SCHEMA: dict[str, Any] = turn_schema([READ, BASH])
+#: The guard every aerix and front generation asks for: the pool's defaults.
+DEFAULT_GUARD = GuardLimits(
+    span_max_tokens=limits.DEGENERATE_SPAN_MAX_TOKENS,
+    repeats=limits.DEGENERATE_REPEATS,
+    run_min_tokens=limits.DEGENERATE_RUN_MIN_TOKENS,
+    open_string_chars=limits.OPEN_STRING_LINE_MAX_CHARS,
+)
+#: Source the guard alone is timed on (code: indentation and keywords recur within a span).
+GUARD_SOURCE = Path(__file__).resolve().parent.parent / "caldrix" / "pool.py"
 
 
 def embedded_model() -> Path:
@@ -160,6 +176,49 @@ def bench_constrained(engine: LlamaCppEngine, rounds: int, tokens: int) -> None:
     )
 
 
+def guard_seconds_per_token(engine: LlamaCppEngine, tokens: list[int], rounds: int) -> float:
+    """The guard alone: the median over ``rounds`` of the seconds it takes per token to be fed
+    ``tokens`` (each with its text, as the decoding loop feeds it)."""
+    texts = [engine.lltokenizer().decode_bytes([t]).decode("utf-8", "replace") for t in tokens]
+    timings = []
+    for _ in range(rounds):
+        guard = DegenerationGuard(DEFAULT_GUARD)
+        began = time.perf_counter()
+        for token, text in zip(tokens, texts, strict=True):
+            guard.feed(token, text)
+        timings.append((time.perf_counter() - began) / len(tokens))
+    return statistics.median(timings)
+
+
+def bench_guard(engine: LlamaCppEngine, rounds: int, tokens: int) -> None:
+    """(d): decode with the guard against without, then the guard alone per token."""
+    prompt = story_prompt(engine)
+    guarded = GenerationParams(max_new_tokens=tokens, guard=DEFAULT_GUARD)
+    engine.truncate(0)
+    story = run_generation(engine, prompt, guarded, DiscardingSink())
+    plain = GenerationParams(max_new_tokens=story.completion_tokens)
+    guarded = GenerationParams(max_new_tokens=story.completion_tokens, guard=DEFAULT_GUARD)
+    guard_rate, free_rate, ratio = interleave(
+        rounds, lambda: caldrix_decode(engine, prompt, guarded), lambda: caldrix_decode(engine, prompt, plain)
+    )
+    left, right = ("guard on", guard_rate), ("guard off", free_rate)
+    report(
+        f"(d) decode with the guard ({story.finish}), {story.completion_tokens} tokens",
+        left,
+        right,
+        ratio,
+        ">= 0.99",
+    )
+    step = 1.0 / free_rate if free_rate else float("nan")
+    source = engine.tokenize(GUARD_SOURCE.read_text(encoding="utf-8"), special=False)
+    for label, ids in (("its output", story.output_token_ids), (GUARD_SOURCE.name, source)):
+        seconds = guard_seconds_per_token(engine, list(ids), rounds)
+        print(
+            f"    the guard alone on {label} ({len(ids)} tokens): {seconds * 1e6:.1f} µs a token, "
+            f"{seconds / step:.2%} of a decode step ({step * 1000:.1f} ms) (target < 1 %)"
+        )
+
+
 async def _pool_generation(socket: Path, tokens: int) -> tuple[int, float]:
     async with await connect(socket, bounds=client_bounds(PoolSettings())) as client:
         created = await client.context_create(
@@ -253,6 +312,7 @@ def main() -> None:
     print(f"model {model.name}, threads {args.threads}, {args.rounds} interleaved rounds, medians")
     produced = bench_decode(engine, llm, args.rounds, args.tokens)
     bench_constrained(engine, args.rounds, args.tokens)
+    bench_guard(engine, args.rounds, args.tokens)
     if args.skip_pool:
         print("(c) skipped (--skip-pool)")
     else:

@@ -181,6 +181,19 @@ class Engine(ServedModel, Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class GuardLimits:
+    """What a generation's degeneration guard watches for (a ``generate``'s ``guard`` field;
+    :mod:`caldrix.generation.degeneration`): a span of at most ``span_max_tokens`` repeated
+    ``repeats`` times over at least ``run_min_tokens``; a string open for ``open_string_chars``
+    characters (0: not watched)."""
+
+    span_max_tokens: int
+    repeats: int
+    run_min_tokens: int
+    open_string_chars: int
+
+
 @dataclass
 class GenerationParams:
     """One generation's settings, as the ``generate`` op carries them."""
@@ -195,6 +208,8 @@ class GenerationParams:
     """Sample only among the k most likely tokens; 0 = all."""
     top_p: float = 1.0
     """Sample only among the fewest tokens whose probabilities add up to p; 1 = all."""
+    guard: GuardLimits | None = None
+    """The degeneration guard; None: the generation runs to its other finishes."""
 
 
 class GenerationSink(Protocol):
@@ -208,7 +223,7 @@ class GenerationSink(Protocol):
     def cancelled(self) -> bool: ...
 
 
-Finish = Literal["stop", "length", "constraint"]
+Finish = Literal["stop", "length", "constraint", "degenerate"]
 
 
 @dataclass
@@ -227,6 +242,8 @@ class GenerationResult:
     logprobs: list[dict[str, object]] | None = None
     stop_string: str | None = None
     """The stop string that ended the text, when one did."""
+    reason: str | None = None
+    """Why the guard stopped a ``degenerate`` generation."""
 
 
 class GenerationCancelled(Exception):

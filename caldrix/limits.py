@@ -49,3 +49,22 @@ LEGACY_SCRATCH_BYTES: Final = 256 * 1024 * 1024
 #: How long a signalled pool lets connections finish the request they are answering, by
 #: default (``caldrix pool --shutdown-grace``).
 SHUTDOWN_GRACE_SECS: Final = 10.0
+
+# --- the degeneration guard of a ``generate`` (its ``guard`` field) ------------------------------
+# A small model that has lost its way writes until max_new_tokens: a span of tokens over and
+# over, or one JSON string that never closes. These are the defaults of every ``guard`` field
+# left out; caldrix/generation/degeneration.py is the guard.
+
+#: A generation is stopped when one span of at most this many tokens repeats back to back …
+#: (long enough for a whole `{"tool": …}, {"tool": …}` pair of calls, or a sentence.)
+DEGENERATE_SPAN_MAX_TOKENS: Final = 256
+#: … at least this many times in a row …
+DEGENERATE_REPEATS: Final = 4
+#: … over at least this many tokens (so a short repeated span must repeat longer).
+DEGENERATE_RUN_MIN_TOKENS: Final = 64
+#: A generation is stopped when one quoted string runs this many characters without closing or
+#: breaking its line (a newline or a ``\n`` escape): no file's line or paragraph is that long.
+OPEN_STRING_LINE_MAX_CHARS: Final = 2000
+#: The longest span a client may ask the guard to watch for: the guard's work per token grows
+#: with it (each token is compared with its occurrences this far back).
+GUARD_SPAN_LIMIT_TOKENS: Final = 1024

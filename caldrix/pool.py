@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from caldrix import __version__
 from caldrix.contexts import ContextStore
-from caldrix.engine_seam import GenerationParams, ServingFlags
+from caldrix.engine_seam import GenerationParams, GuardLimits, ServingFlags
 from caldrix.errors import BadRequest, DuplicateSegment, quoted
 from caldrix.generation.templates import RenderedContext, render_context
 from caldrix.members import CancellableSink, Members, MemoryPlan
@@ -178,6 +178,7 @@ class Pool:
             logprobs=request.logprobs,
             top_k=request.top_k,
             top_p=request.top_p,
+            guard=GuardLimits(**request.guard.model_dump()) if request.guard is not None else None,
         )
         arrived = time.perf_counter()
         async with self.generation_slots:
@@ -190,7 +191,8 @@ class Pool:
                 prompt_text=context.rendered.prompt_text,
             )
         segment: SegmentCount | None = None
-        if request.append is not None:
+        # A degenerate output is not kept: the context stays as it was, for the client to ask again.
+        if request.append is not None and result.finish != "degenerate":
             output = SegmentSpec(
                 id=request.append.id, role="assistant", text=result.text, pinned=request.append.pinned
             )
@@ -217,6 +219,7 @@ class Pool:
             logprobs=logprobs,
             segment=segment,
             stop_string=result.stop_string,
+            reason=result.reason,
         )
 
     async def _render(self, member_name: str, segments: Sequence[SegmentSpec]) -> RenderedContext:

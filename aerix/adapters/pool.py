@@ -30,7 +30,7 @@ from aerix.app.ports import (
     SegmentSpec,
     TokenLogprob,
 )
-from aerix.domain.bounds import FRAME_GAP_SECS, POOL_CONTROL_TIMEOUT_SECS
+from aerix.domain.bounds import FRAME_GAP_SECS, GENERATION_GUARD, POOL_CONTROL_TIMEOUT_SECS
 from aerix.domain.settings import PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolUnavailable
 from caldrix import protocol
@@ -157,6 +157,8 @@ class CaldrixPool:
                     constraint=dict(constraint) if constraint is not None else None,
                     logprobs=logprobs,
                     append=output,
+                    # Every generation aerix asks for is guarded: none may run away.
+                    guard=dict(GENERATION_GUARD),
                 )
                 async with generation as frames:
                     async for frame in frames:
@@ -232,4 +234,5 @@ def _done(frame: DoneFrame) -> GenerationDone:
         timings=GenerationTimings(frame.timings.queue_ms, frame.timings.prefill_ms, frame.timings.decode_ms),
         logprobs=logprobs,
         segment=segment,
+        reason=frame.reason,
     )

@@ -4,7 +4,8 @@ other (stdout), as plain lines a person reads and a script can grep."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from aerix.app.ports.profiles import (
@@ -19,13 +20,26 @@ from aerix.app.ports.profiles import (
 )
 from aerix.domain.profile import short_commit
 
+#: A progress line on a terminal is redrawn at most this often while an answer streams.
+PROGRESS_REDRAW_SECS = 0.25
+
 
 class StreamObserver(ProfileObserver):
-    """Progress on ``err`` (the reflection streaming as it is written), diffs on ``out``."""
+    """Progress on ``err``, diffs on ``out``. Each reflection's answer is one progress line (its
+    tokens so far and their rate, redrawn in place on a terminal, written once it ends
+    elsewhere); ``verbose`` prints the answer's text as it streams instead."""
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(
+        self, out: TextIO, err: TextIO, *, verbose: bool = False, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.out, self.err = out, err
+        self.verbose = verbose
+        self._clock = clock
+        self._live = err.isatty()
         self._streaming = False
+        self._tokens = 0
+        self._started = 0.0
+        self._drawn = 0.0
 
     def line(self, text: str) -> None:
         self._end_stream()
@@ -35,19 +49,40 @@ class StreamObserver(ProfileObserver):
         self.line(f"[{index}/{total}] {path}")
 
     def token(self, text: str) -> None:
-        self.err.write(text)
-        self.err.flush()
-        self._streaming = True
+        now = self._clock()
+        if not self._streaming:
+            self._streaming, self._tokens, self._started, self._drawn = True, 0, now, now
+        self._tokens += 1
+        if self.verbose:
+            self.err.write(text)
+            self.err.flush()
+        elif self._live and now - self._drawn >= PROGRESS_REDRAW_SECS:
+            self._drawn = now
+            self.err.write("\r" + self._progress(now))
+            self.err.flush()
+
+    def answered(self) -> None:
+        self._end_stream()
 
     def diff(self, text: str) -> None:
         self._end_stream()
         self.out.write(text)
         self.out.flush()
 
+    def _progress(self, now: float) -> str:
+        seconds = now - self._started
+        rate = f", {self._tokens / seconds:.1f} tokens/s" if seconds > 0 else ""
+        return f"  answer: {self._tokens} tokens in {seconds:.1f} s{rate}"
+
     def _end_stream(self) -> None:
-        if self._streaming:
+        if not self._streaming:
+            return
+        self._streaming = False
+        if self.verbose:
             self.err.write("\n")
-            self._streaming = False
+        else:
+            self.err.write(("\r" if self._live else "") + self._progress(self._clock()) + "\n")
+        self.err.flush()
 
 
 def _revisions(revisions: Sequence[Revision], out: TextIO) -> None:

@@ -145,11 +145,11 @@ def _describe_message(record: ev.Message) -> Text:
     if record.role == "tool":
         style = "red" if record.is_error else "green"
         return Text(f"{record.agent} ← {record.tool} {record.call}: {_cut(record.text)}", style=style)
+    tokens = f" ({record.usage.prompt_tokens}+{record.usage.completion_tokens} tok)" if record.usage else ""
     if record.parse_error is not None:
-        return Text(f"{record.agent} turn {record.turn} did not parse: {record.parse_error}", style="yellow")
-    parts = [f"{record.agent} turn {record.turn}"]
-    if record.usage is not None:
-        parts.append(f"({record.usage.prompt_tokens}+{record.usage.completion_tokens} tok)")
+        line = f"{record.agent} turn {record.turn}{tokens} did not parse: {record.parse_error}"
+        return Text(line, style="yellow")
+    parts = [f"{record.agent} turn {record.turn}{tokens}"]
     if record.thought:
         parts.append(f"· {_cut(record.thought)}")
     parts.extend(f"→ {call.tool}({_cut(str(call.input))})" for call in record.calls)

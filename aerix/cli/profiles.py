@@ -41,11 +41,18 @@ def _branch_flags(parser: argparse.ArgumentParser) -> None:
     target.add_argument("--main", action="store_true", help="the main branch")
 
 
+def _verbose_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--verbose", action="store_true", help="print each answer's text as it streams (stderr)"
+    )
+
+
 def add_tune(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tune = commands.add_parser("tune", help="revise the main model's prompts from its own sessions")
     tune.add_argument("--sessions", type=int, metavar="N", help="read the newest N sessions (tune.sessions)")
     tune.add_argument("--dry-run", action="store_true", help="print a diff per revision; commit nothing")
     tune.add_argument("--member", metavar="MODEL", help="the reflection member's model (tune.member)")
+    _verbose_flag(tune)
     _profile_flags(tune)
     tune.set_defaults(handler=cmd_tune)
 
@@ -56,6 +63,7 @@ def add_profile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sync = sub.add_parser("sync", help="reconcile tuned texts the release has changed since")
     _branch_flags(sync)
     sync.add_argument("--dry-run", action="store_true", help="print a diff per text; commit nothing")
+    _verbose_flag(sync)
     _profile_flags(sync)
     sync.set_defaults(handler=cmd_profile_sync)
     edit = sub.add_parser("edit", help="edit one text in $EDITOR and commit it")
@@ -92,20 +100,24 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.sessions is not None and args.sessions < 1:
         raise UsageError("--sessions must be 1 or more")
     options = TuneOptions(cwd, profile, args.sessions, args.dry_run, args.member)
-    return _reflecting(lambda profiles, heard: render_tune(profiles.tune(options, heard), sys.stdout))
+    return _reflecting(
+        lambda profiles, heard: render_tune(profiles.tune(options, heard), sys.stdout), args.verbose
+    )
 
 
 def cmd_profile_sync(args: argparse.Namespace) -> int:
     cwd, profile = _profile_args(args)
     options = SyncOptions(cwd, profile, _branch(args), args.dry_run)
-    return _reflecting(lambda profiles, heard: render_sync(profiles.sync(options, heard), sys.stdout))
+    return _reflecting(
+        lambda profiles, heard: render_sync(profiles.sync(options, heard), sys.stdout), args.verbose
+    )
 
 
-def _reflecting(command: Callable[[ProfileCommands, StreamObserver], None]) -> int:
+def _reflecting(command: Callable[[ProfileCommands, StreamObserver], None], verbose: bool) -> int:
     """Run a command that reflects: progress on stderr as it goes, Ctrl-C one line."""
     try:
         with profile_commands() as profiles:
-            command(profiles, StreamObserver(sys.stdout, sys.stderr))
+            command(profiles, StreamObserver(sys.stdout, sys.stderr, verbose=verbose))
     except KeyboardInterrupt:
         print("aerix: cancelled; what was not committed yet is dropped", file=sys.stderr)
         return EXIT_CANCELLED

@@ -8,6 +8,8 @@ defaults live there, next to the field, so there is still one place for each num
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 # --- The turn -------------------------------------------------------------------------------
@@ -44,15 +46,11 @@ URL_MAX_CHARS: Final = 2048
 #: A re-ask after a cut or stopped turn asks for this fraction of the last ask (1/2), never less
 #: than MIN_CUT_TURN_TOKENS: the same budget would only be cut again.
 CUT_RETRY_DIVISOR: Final = 2
-#: A streaming turn is stopped when one span of at most this many tokens repeats back to back …
-DEGENERATE_SPAN_MAX_TOKENS: Final = 40
-#: … at least this many times in a row …
-DEGENERATE_REPEATS: Final = 4
-#: … over at least this many tokens (so a short repeated span must repeat longer).
-DEGENERATE_RUN_MIN_TOKENS: Final = 64
-#: A streaming turn is stopped when one JSON string runs this many characters without closing
-#: or breaking its line (a ``\n`` escape): no file's line and no answer's paragraph is that long.
-OPEN_STRING_LINE_MAX_CHARS: Final = 2000
+#: The degeneration guard aerix asks the pool for on every generation (a turn, a verdict, a
+#: summary, a reflection): ``{}`` is the pool's defaults (caldrix/limits.py: a span of up to 256
+#: tokens repeated 4 times over 64 tokens or more, a string open for 2,000 characters), so the
+#: guard's figures live in one place. The pool stops such a generation with finish "degenerate".
+GENERATION_GUARD: Final[Mapping[str, int]] = MappingProxyType({})
 #: The same call with the same input as the agent's previous turn is not run again; the turn
 #: that asks for nothing but such calls this many turns in a row ends the agent ``failed``.
 IDENTICAL_TURNS: Final = 3
@@ -163,6 +161,10 @@ REVISION_MAX_RATIO: Final = 2.0
 REFLECTION_ASK_WINDOW_DIVISOR: Final = 2
 #: The reflection's reason is cut to this many characters (also the answer schema's maxLength).
 REFLECTION_REASON_MAX_CHARS: Final = 400
+#: A reflection also asks at most REVISION_MAX_RATIO times the release text's tokens plus this
+#: many: the longest answer the length guard could accept, with the JSON around it and a reason
+#: (400 characters are about 100 tokens; the rest is room for escapes). More is waste.
+REFLECTION_ANSWER_SLACK_TOKENS: Final = 256
 #: One evidence line shown to the reflection member is cut to this many characters.
 EVIDENCE_LINE_MAX_CHARS: Final = 300
 #: At most this many evidence lines per artifact; the newest are kept.

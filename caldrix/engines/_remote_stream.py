@@ -22,6 +22,7 @@ from caldrix.engine_seam import (
 )
 from caldrix.engines._http import EventStream, Refused, Unreachable
 from caldrix.errors import BadRequest, InternalError
+from caldrix.generation.degeneration import DegenerationGuard
 
 #: How often a waiting generation checks for a cancel and, before its first text, sends
 #: ``progress`` (the protocol's once a second).
@@ -56,6 +57,8 @@ class RemoteGeneration:
         self._held = ""
         self._logprobs: list[dict[str, object]] | None = [] if params.logprobs > 0 else None
         self._finish: Finish | None = None
+        self._guard = DegenerationGuard(params.guard) if params.guard is not None else None
+        self._degenerate: str | None = None
         self._usage: dict[str, Any] = {}
         self._cache_n: int | None = None
         self._first_text = threading.Event()
@@ -80,6 +83,9 @@ class RemoteGeneration:
                 if first is None:
                     first = time.perf_counter()
                 self._take(event)
+                if self._degenerate is not None:
+                    self._finish = "degenerate"
+                    break
             if self._sink.cancelled():
                 raise GenerationCancelled(self._partial())
             if not opened.finished and self._finish is None:
@@ -130,6 +136,9 @@ class RemoteGeneration:
         if text:
             self._text.append(text)
             self._sink.token(text)
+            if self._guard is not None and self._degenerate is None:
+                # The server's pieces stand for tokens: it sends one per token it decodes.
+                self._degenerate = self._guard.feed(text, text)
 
     def _watch(self, stream: list[EventStream]) -> None:
         while not self._done.wait(WATCH_INTERVAL_SECS):
@@ -157,6 +166,7 @@ class RemoteGeneration:
             prefill_ms=(first - started) * 1000.0,
             decode_ms=(time.perf_counter() - first) * 1000.0,
             logprobs=self._logprobs,
+            reason=self._degenerate,
         )
 
     def _partial(self) -> GenerationResult:

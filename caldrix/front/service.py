@@ -10,9 +10,12 @@ connection, which cancels the generation in the pool.
 How a reply ends (docs/http-front.md, Stop reasons): the model's end of turn is ``end_turn``, or
 ``tool_use`` when it made calls; a stop sequence is ``stop_sequence``; the client's own
 ``max_tokens`` reached is ``max_tokens``. A reply the front or the pool cut short — the member's
-output bound, the window, a guard, a constraint that could not go on — is ``end_turn`` with
-what was written: Claude Code treats ``max_tokens`` as a failed answer and asks again, up to
-four times, which would turn one cut into five.
+output bound, the window, the degeneration guard, a constraint that could not go on — is
+``end_turn`` with what was written: Claude Code treats ``max_tokens`` as a failed answer and asks
+again, up to four times, which would turn one cut into five.
+
+Every generation the front asks for carries the pool's degeneration guard (:data:`GUARD`): a
+model that loops is stopped within a few repeats (``finish: "degenerate"``), not at its bound.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,11 +43,13 @@ from caldrix.front.settings import (
 )
 from caldrix.front.tool_grammar import tool_grammar
 from caldrix.protocol import ClientBounds, PoolClient, TokenFrame, connect
-from caldrix.protocol.messages import DoneFrame, MemberObject
+from caldrix.protocol.messages import DoneFrame, Guard, MemberObject
 
 logger = logging.getLogger("caldrix.front")
 
 POOL_BOUNDS = ClientBounds(POOL_CONTROL_SECS, POOL_FRAME_GAP_SECS, POOL_LOAD_SECS)
+#: The degeneration guard of every front generation: the pool's defaults (caldrix/limits.py).
+GUARD = Guard()
 
 
 class FrontService:
@@ -161,6 +166,7 @@ class Reply:
             stop=list(self.request.stop),
             top_k=sampling.top_k or 0,
             top_p=sampling.top_p if sampling.top_p is not None else 1.0,
+            guard=GUARD,
         )
         async with generation:
             try:
@@ -216,11 +222,11 @@ def outcome_of(done: DoneFrame, reader: ReplyReader, asked: int | None, allowed:
 
 
 def _finish_words(done: DoneFrame) -> str:
-    extra: Mapping[str, Any] = done.model_extra or {}
-    reason = extra.get("reason")
     if done.finish == "constraint":
         return "the constraint allowed no continuation"
-    return f"{done.finish}: {reason}" if reason else str(done.finish)
+    if done.finish == "degenerate":
+        return f"the degeneration guard: {done.reason}"
+    return f"{done.finish}: {done.reason}" if done.reason else str(done.finish)
 
 
 async def _created(client: PoolClient, member: MemberObject, request: ChatRequest) -> Any:

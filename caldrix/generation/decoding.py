@@ -3,7 +3,8 @@
 :func:`run_generation` takes a prompt (token ids), resumes from rows already in the engine
 where it can, prefills the rest in batches while reporting progress, then decodes token by
 token: constraint masks from llguidance, greedy or seeded temperature sampling, stop strings,
-end-of-turn tokens, ``max_new_tokens``, optional log-probabilities, and text streamed to the
+end-of-turn tokens, ``max_new_tokens``, the degeneration guard when asked for
+(:mod:`caldrix.generation.degeneration`), optional log-probabilities, and text streamed to the
 sink only once it is complete UTF-8 and cannot be the start of a stop string.
 
 Tokens the constraint forces (llguidance's fast-forward tokens) are evaluated together in one
@@ -32,6 +33,7 @@ from caldrix.errors import BadRequest, ContextOverflow
 from caldrix.generation._sampling import Sampler, TokenMask, apply_mask, log_softmax, top_logprobs
 from caldrix.generation._text_stream import TextStream
 from caldrix.generation.constraints import compile_constraint
+from caldrix.generation.degeneration import DegenerationGuard
 
 if TYPE_CHECKING:
     from llguidance import LLMatcher, LLTokenizer
@@ -87,6 +89,9 @@ class _Run:
     output: list[int] = field(default_factory=list)
     logprobs: list[dict[str, object]] | None = None
     token_text: dict[int, str] = field(default_factory=dict)
+    guard: DegenerationGuard | None = None
+    degenerate: str | None = None
+    """Why the guard stopped the generation, once it has."""
 
     def emit(self, tokens: Sequence[int]) -> None:
         for token in tokens:
@@ -96,6 +101,10 @@ class _Run:
                 self.sink.token(piece)
             if self.stream.stopped:
                 return
+            if self.guard is not None:
+                self.degenerate = self.guard.feed(token, piece)
+                if self.degenerate is not None:
+                    return
 
     def text_of(self, token: int) -> str:
         text = self.token_text.get(token)
@@ -141,6 +150,7 @@ def run_generation(
         decode_ms=(time.perf_counter() - prefilled) * 1000.0,
         logprobs=run.logprobs,
         stop_string=run.stream.stopped_by,
+        reason=run.degenerate,
     )
     policy.remember(engine, len(prompt), prefill_ms=(prefilled - fill_started) * 1000.0)
     return result
@@ -166,6 +176,8 @@ def _start_run(engine: Engine, params: GenerationParams, sink: GenerationSink) -
         run.mask = TokenMask(tokenizer.vocab_size, engine.n_vocab)
     if params.logprobs > 0:
         run.logprobs = []
+    if params.guard is not None:
+        run.guard = DegenerationGuard(params.guard)
     return run
 
 
@@ -227,6 +239,8 @@ def _decode(run: _Run) -> Finish:
                     return "constraint"
                 _record_forced(run, forced)
                 run.emit(forced)
+                if run.degenerate is not None:
+                    return "degenerate"
                 if run.stream.stopped or matcher.is_stopped():
                     return "stop"
                 engine.evaluate(forced)
@@ -247,6 +261,8 @@ def _decode(run: _Run) -> Finish:
         if matcher is not None and not matcher.consume_token(token):
             return "constraint"
         run.emit([token])
+        if run.degenerate is not None:
+            return "degenerate"
         if run.stream.stopped or (matcher is not None and matcher.is_stopped()):
             return "stop"
         if len(run.output) >= params.max_new_tokens:

@@ -41,7 +41,7 @@ from caldrix.protocol.framing import (
     decode_payload,
     encode_frame,
 )
-from caldrix.protocol.messages import DoneFrame, ProgressFrame, TokenFrame
+from caldrix.protocol.messages import DoneFrame, Guard, ProgressFrame, TokenFrame
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path, unwritable_socket_folder
 
@@ -63,6 +63,7 @@ __all__ = [
     "FrameDecoder",
     "FrameMode",
     "Generation",
+    "Guard",
     "HandshakeRequired",
     "InternalError",
     "MemberExists",

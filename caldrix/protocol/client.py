@@ -49,6 +49,7 @@ from caldrix.protocol.messages import (
     Edit,
     Generate,
     GenerationFrame,
+    Guard,
     MemberList,
     MemberListResult,
     MemberLoad,
@@ -148,6 +149,7 @@ class PoolClient(Connection):
         append: AppendOutput | Mapping[str, Any] | None = None,
         top_k: int = 0,
         top_p: float = 1.0,
+        guard: Guard | Mapping[str, Any] | None = None,
     ) -> Generation:
         """A generation on ``context``: iterate it for progress and token frames and the final
         :class:`DoneFrame`, or await its :meth:`Generation.result`. ``append`` stores the output
@@ -166,6 +168,7 @@ class PoolClient(Connection):
                 append=part(AppendOutput, append, ("append",)) if append is not None else None,
                 top_k=top_k,
                 top_p=top_p,
+                guard=part(Guard, guard, ("guard",)) if guard is not None else None,
             )
         )
         return Generation(self, request)

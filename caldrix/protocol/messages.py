@@ -25,11 +25,19 @@ from pydantic import (
     model_validator,
 )
 
-from caldrix.limits import MAX_SEED, MODEL_REFERENCE_CHARS
+from caldrix.limits import (
+    DEGENERATE_REPEATS,
+    DEGENERATE_RUN_MIN_TOKENS,
+    DEGENERATE_SPAN_MAX_TOKENS,
+    GUARD_SPAN_LIMIT_TOKENS,
+    MAX_SEED,
+    MODEL_REFERENCE_CHARS,
+    OPEN_STRING_LINE_MAX_CHARS,
+)
 from caldrix.protocol.framing import PROTOCOL_VERSION, FrameMode
 
 Role = Literal["system", "user", "assistant"]
-Finish = Literal["stop", "length", "constraint"]
+Finish = Literal["stop", "length", "constraint", "degenerate"]
 MemberState = Literal["loading", "ready", "failed"]
 
 #: The most alternatives a ``generate`` may ask for with ``logprobs``.
@@ -232,6 +240,16 @@ class AppendOutput(_Request):
     pinned: bool = False
 
 
+class Guard(_Request):
+    """An addition to the contract: the degeneration guard a ``generate`` asks for; every part
+    left out is caldrix's default (caldrix/limits.py)."""
+
+    span_max_tokens: Annotated[int, Field(ge=1, le=GUARD_SPAN_LIMIT_TOKENS)] = DEGENERATE_SPAN_MAX_TOKENS
+    repeats: Annotated[int, Field(ge=2)] = DEGENERATE_REPEATS
+    run_min_tokens: Annotated[int, Field(ge=2)] = DEGENERATE_RUN_MIN_TOKENS
+    open_string_chars: Annotated[int, Field(ge=0)] = OPEN_STRING_LINE_MAX_CHARS
+
+
 class Generate(_Request):
     op: Literal["generate"]
     rid: int
@@ -248,6 +266,9 @@ class Generate(_Request):
     top_p: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 1.0
     """An addition to the contract: sample among the fewest tokens whose probabilities add up
     to p only (1 = all)."""
+    guard: Guard | None = None
+    """An addition to the contract: stop the generation (``finish: "degenerate"``) as soon as it
+    repeats itself or a string never closes; absent, no guard."""
 
 
 class PoolStatus(_Request):
@@ -348,12 +369,16 @@ class DoneFrame(_Reply):
     segment: SegmentCount | None = None
     stop_string: str | None = None
     """An addition to the contract: the stop string that ended the text; sent only then."""
+    reason: str | None = None
+    """An addition to the contract: why the guard stopped a ``degenerate`` generation; sent
+    only then."""
 
     @model_serializer(mode="wrap")
-    def _stop_string_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _additions_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         fields: dict[str, Any] = handler(self)
-        if fields.get("stop_string") is None:
-            fields.pop("stop_string", None)
+        for name in ("stop_string", "reason"):
+            if fields.get(name) is None:
+                fields.pop(name, None)
         return fields
 
 

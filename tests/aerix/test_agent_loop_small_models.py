@@ -15,6 +15,7 @@ from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.turn_notes import turn_retry_message
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
+from caldrix import limits
 from tests.aerix.agent_harness import Make, final, settings_with, turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -44,13 +45,14 @@ async def test_a_repeating_turn_is_stopped_early_removed_and_asked_again_shorter
     match = _STOPPED.fullmatch(stopped.parse_error or "")
     assert match is not None, stopped.parse_error
     received = int(match.group(1))
-    # Stopped once the run of repeats was long enough, not at the 512 tokens it asked for.
-    assert bounds.DEGENERATE_RUN_MIN_TOKENS <= received < 2 * bounds.DEGENERATE_RUN_MIN_TOKENS
+    # Stopped by the pool once the run of repeats was long enough, not at the 512 tokens asked for.
+    assert limits.DEGENERATE_RUN_MIN_TOKENS <= received < 2 * limits.DEGENERATE_RUN_MIN_TOKENS
     assert match.group(2).startswith("the same ") and "repeated" in match.group(2)
     assert stopped.text.startswith('{"thought": "Answer.", "final": "make make')
     assert len(stopped.text) < len(degenerate) // 2
-    # The pool sends no done frame for a closed generation: no figures rather than guessed ones.
-    assert (stopped.usage, stopped.segment, stopped.attempt) == (None, None, 0)
+    # The pool's done frame says it stopped it: its figures are in the log, nothing was appended.
+    assert stopped.usage is not None and stopped.usage.completion_tokens == received
+    assert (stopped.segment, stopped.attempt) == (None, 0)
     assert (kept.attempt, kept.segment) == (1, "a1.m1")
     pool = await run.pool_segments()
     assert [s["id"] for s in pool] == ["a1.system", "a1.p1", "a1.n1", "a1.m1"]
@@ -61,13 +63,35 @@ async def test_a_repeating_turn_is_stopped_early_removed_and_asked_again_shorter
     await run.assert_log_rebuilds_the_context()
 
 
+async def test_a_turn_repeating_a_150_token_span_is_stopped_by_the_pool(make: Make) -> None:
+    """A long period (a paragraph written over and over) is stopped on its fourth repeat, far
+    before the turn's max_new_tokens, and the re-ask gets its answer."""
+    paragraph = "".join(f"step {n} reads file{n}.py\n" for n in range(20)) + "Then it starts again.\n"
+    looping = final("Answer.", paragraph * 12)
+    run = await make([looping, final("Short now.", "done")], ctx=8192)
+    result = await run.run(settings=settings_with(max_new_tokens=4096))
+    assert (result.outcome, result.final) == ("done", "done")
+    stopped, _kept = run.messages()
+    match = _STOPPED.fullmatch(stopped.parse_error or "")
+    assert match is not None, stopped.parse_error
+    received, reason = int(match.group(1)), match.group(2)
+    span = re.fullmatch(r"the same (\d+)-token span repeated 4 times", reason)
+    assert span is not None, reason
+    period = int(span.group(1))
+    assert 100 <= period <= limits.DEGENERATE_SPAN_MAX_TOKENS
+    # Four periods after the first (plus the JSON's opening), not the 4,096 tokens asked for.
+    assert 4 * period <= received < 5 * period + 32
+    assert stopped.usage is not None and stopped.usage.completion_tokens == received
+    await run.assert_log_rebuilds_the_context()
+
+
 async def test_a_string_that_never_closes_is_stopped(make: Make) -> None:
     endless = final("Answer.", _prose(700))
     run = await make([endless, final("Short now.", "done")], ctx=4096)
     result = await run.run(settings=settings_with(max_new_tokens=1024))
     assert result.outcome == "done"
     stopped, _kept = run.messages()
-    line = bounds.OPEN_STRING_LINE_MAX_CHARS
+    line = limits.OPEN_STRING_LINE_MAX_CHARS
     match = _STOPPED.fullmatch(stopped.parse_error or "")
     assert match is not None, stopped.parse_error
     assert match.group(2) == f"a string ran {line} characters without closing or a line break"
@@ -79,7 +103,7 @@ async def test_a_string_that_never_closes_is_stopped(make: Make) -> None:
 async def test_a_long_answer_with_line_breaks_is_not_stopped(make: Make) -> None:
     """A string that keeps breaking its lines is a file being written, not a degenerating turn."""
     lines = "\n".join(_prose(12, seed) for seed in range(32))
-    assert len(lines) > bounds.OPEN_STRING_LINE_MAX_CHARS
+    assert len(lines) > limits.OPEN_STRING_LINE_MAX_CHARS
     run = await make(
         [turn("Write it.", ("write", {"path": "notes.txt", "content": lines})), final("Ok.", "wrote")],
         ctx=4096,

@@ -4,7 +4,8 @@
 Claude Code's projects folder and sums each response's tokens once. Here it reads aerix's
 transcripts, linked into a temporary ``CLAUDE_CONFIG_DIR`` by ``transcript.claude_projects``,
 and its totals must be the session log's usage: for a new session (a scripted member through
-the real daemon, with a turn that failed to parse and a turn of two calls) and for a real
+the real daemon, with a turn that failed to parse, one the pool's guard stopped, and a turn of
+two calls) and for a real
 Claude Code session imported with ``aerix import claude``.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -40,6 +42,8 @@ CCUSAGE = CLIENTS / "node_modules" / ".bin" / "ccusage"
 SPOTTER = "4d5611e5-241a-462a-8d15-5122611a9569"
 
 BAD_TURN = "Let me look first."  # not JSON: the turn does not parse and is asked again
+#: A paragraph of some 200 tokens written over and over: the pool's guard stops it.
+LOOPING = "".join(f"I read file{n}.py and it calls helper{n}.\n" for n in range(15)) * 8
 TWO_CALLS = json.dumps(
     {
         "thought": "Read it and list the folder.",
@@ -101,14 +105,27 @@ def world(tmp_path: Path) -> Iterator[World]:
 def test_ccusage_counts_a_new_session_as_its_log_does(world: World) -> None:
     proj = make_project(world.root / "my_proj.x", {"a.txt": "one\n"})
     # A member without the json constraint, so the unparseable turn is generated as written.
-    completions = ["investigate", BAD_TURN, TWO_CALLS, FINAL]
+    completions = ["investigate", BAD_TURN, LOOPING, TWO_CALLS, FINAL]
     start_scripted_pool(world, world.socket, completions, constraints=["one_of"])
     done = aerix(world, proj, "-p", "what is in a.txt?", "--output-format", "json")
     assert done.returncode == 0, done.stderr
     session = json.loads(done.stdout)["session_id"]
     assert str(uuid.UUID(session)) == session  # a dashed UUID, as Claude Code's are
     events = session_events(world, session)
-    assert any(e["type"] == "message" and e.get("parse_error") and e.get("usage") for e in events)
+    # Every attempt the pool decoded is counted: the unparsed one and the stopped one too.
+    attempts = [e for e in events if e["type"] == "message" and e["role"] == "assistant"]
+    assert [(e["attempt"], bool(e.get("parse_error"))) for e in attempts][:3] == [
+        (0, True),
+        (1, True),
+        (2, False),
+    ]
+    assert attempts[1]["parse_error"].startswith("stopped after")
+    assert all(e["usage"]["completion_tokens"] > 0 for e in attempts)
+    stopped = re.fullmatch(
+        r"stopped after (\d+) tokens: the same (\d+)-token span .*", attempts[1]["parse_error"]
+    )
+    assert stopped is not None and 100 <= int(stopped.group(2)) <= 256
+    assert attempts[1]["usage"]["completion_tokens"] == int(stopped.group(1)) < 5 * int(stopped.group(2))
 
     # Written as the session went, beside the log, and linked where Claude Code keeps the cwd's.
     [folder] = [log.parent for log in world.sessions.glob(f"*/{session}.jsonl")]

@@ -5,6 +5,8 @@ tokenizer, template and Json constraint real)."""
 from __future__ import annotations
 
 import json
+import random
+import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -29,6 +31,7 @@ from aerix.app.profiles.tune import TuneOptions, run_tune
 from aerix.app.profiles.writes import Write, commit_change
 from aerix.app.sessions.writer import start_session
 from aerix.domain import events as ev
+from aerix.domain.bounds import REFLECTION_ANSWER_SLACK_TOKENS
 from aerix.domain.profile import UPSTREAM_FILE, ProfileSnapshot, UpstreamEntry, blob_id
 from aerix.domain.settings import PoolSettings
 from tests.aerix.profile_world import EMBEDDED, git, hand_edit
@@ -317,6 +320,51 @@ async def test_a_reflection_cut_by_the_token_limit_is_refused(project: Path, ref
         ("prompts/routing.md", "the answer was cut at 16 tokens before its JSON closed")
     ]
     assert report.commit is None
+
+
+async def test_a_reflection_that_repeats_a_sentence_is_stopped_early_and_refused(
+    project: Path, reflector: Any
+) -> None:
+    """The pool's guard stops a looping answer within a few repeats (not at its token bound), and
+    the revision is refused with the guard's reason."""
+    record_session("s1", 1, ROUTED_AND_FAILED)
+    looping = " ".join(["It is a new version of the original system."] * 300)
+    await reflector([answer(looping)])
+    heard = Heard()
+    report = await run_tune(TuneOptions(project), deps(), heard)
+    [refused] = report.refused
+    assert refused.path == "prompts/routing.md"
+    match = re.fullmatch(
+        r"the answer was stopped after (\d+) tokens: the same (\d+)-token span repeated \d+ times",
+        refused.reason,
+    )
+    assert match is not None, refused.reason
+    stopped_after, period = int(match.group(1)), int(match.group(2))
+    assert stopped_after < 128 and 5 <= period <= 16
+    assert len(heard.tokens) == stopped_after  # one token frame per token of this ASCII answer
+    assert report.commit is None
+
+
+async def test_a_reflection_asks_no_more_than_the_length_guard_could_accept(
+    project: Path, reflector: Any
+) -> None:
+    """routing.md is short: an answer past twice its tokens (plus the JSON and a reason) could
+    never pass the length guard, so the reflection is cut there, well under max_new_tokens."""
+    settings = json.loads((project / ".aerix" / "settings.json").read_text())
+    settings["context"]["max_new_tokens"] = 1024
+    (project / ".aerix" / "settings.json").write_text(json.dumps(settings))
+    record_session("s1", 1, ROUTED_AND_FAILED)
+    chooser = random.Random(3)
+    words = [
+        f"{chooser.choice(['route', 'edit', 'plan', 'answer', 'read', 'look'])}{n % 97}" for n in range(900)
+    ]
+    rambling = "\n".join(" ".join(words[n : n + 9]) for n in range(0, len(words), 9))
+    await reflector([answer(rambling)], ctx=4096)
+    report = await run_tune(TuneOptions(project), deps(), Heard())
+    [refused] = report.refused
+    match = re.fullmatch(r"the answer was cut at (\d+) tokens before its JSON closed", refused.reason)
+    assert match is not None, refused.reason
+    assert REFLECTION_ANSWER_SLACK_TOKENS < int(match.group(1)) < 1024
 
 
 async def test_evidence_past_the_window_is_cut_to_fit(project: Path, reflector: Any) -> None:

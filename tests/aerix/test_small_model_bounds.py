@@ -1,5 +1,5 @@
-"""The pure rules behind aerix's own bounds for small models: the degeneration watch, the repeat
-watch and the shorter re-ask."""
+"""The pure rules behind aerix's own bounds for small models: the repeat watch and the shorter
+re-ask (the degeneration guard is the pool's: tests/caldrix/test_degeneration.py)."""
 
 from __future__ import annotations
 
@@ -7,59 +7,8 @@ from typing import Any
 
 from aerix.domain import bounds
 from aerix.domain.compaction import retry_ask
-from aerix.domain.degeneration import DegenerationWatch
 from aerix.domain.repeats import RepeatCheck, RepeatWatch, changes_things
 from aerix.domain.turns import ToolCall
-
-
-def _feed(watch: DegenerationWatch, pieces: list[str]) -> tuple[int, str] | None:
-    """(how many pieces it took, the reason) once the watch stops, else None."""
-    for index, piece in enumerate(pieces, 1):
-        reason = watch.feed(piece)
-        if reason is not None:
-            return index, reason
-    return None
-
-
-def test_one_token_over_and_over_stops_after_the_minimum_run() -> None:
-    stopped = _feed(DegenerationWatch(), ['{"', "final", '":', ' "', *["\\n"] * 200])
-    assert stopped == (4 + bounds.DEGENERATE_RUN_MIN_TOKENS, "the same token repeated 64 times")
-
-
-def test_a_repeating_span_stops_once_it_has_repeated_often_and_long_enough() -> None:
-    span = [" The", " project", " builds", " with", " make", "."]
-    stopped = _feed(DegenerationWatch(), ['"', *span * 30])
-    # The quote, then 64 tokens of the span repeated back to back (ten and a bit times).
-    assert stopped == (1 + bounds.DEGENERATE_RUN_MIN_TOKENS, "the same 6-token span repeated 10 times")
-
-
-def test_a_long_span_needs_its_four_repeats() -> None:
-    span = [f" w{n}" for n in range(30)]
-    stopped = _feed(DegenerationWatch(), [*span * 3, *span[:29]])
-    assert stopped is None  # 119 tokens, but not four repeats of the 30-token span yet
-    assert DegenerationWatch().feed("x") is None
-
-
-def test_varied_text_and_short_repeats_go_on() -> None:
-    words = [f" word{n % 7}{n % 11}" if n % 20 else "\\n" for n in range(500)]
-    assert _feed(DegenerationWatch(), ['"', *words, '"']) is None
-    assert _feed(DegenerationWatch(), ['"', *["-"] * 40, '"', *["="] * 40]) is None
-
-
-def test_a_string_that_never_closes_or_breaks_its_line_stops() -> None:
-    line = bounds.OPEN_STRING_LINE_MAX_CHARS
-    watch = DegenerationWatch(span_max=0)  # only the string rule
-    assert watch.feed('{"final": "' + "a" * (line - 1)) is None
-    assert watch.feed("b") == f"a string ran {line} characters without closing or a line break"
-
-
-def test_line_breaks_and_closing_quotes_reset_the_open_string() -> None:
-    line = bounds.OPEN_STRING_LINE_MAX_CHARS
-    watch = DegenerationWatch(span_max=0)
-    chunk = "x" * (line - 10)
-    assert watch.feed('{"content": "' + chunk + "\\n" + chunk + '", "more": "' + chunk) is None
-    # An escaped quote does not close the string.
-    assert watch.feed('\\" ' + "y" * 20) is not None
 
 
 def test_a_retry_asks_half_but_never_under_the_cut_minimum() -> None:

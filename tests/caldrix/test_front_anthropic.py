@@ -56,7 +56,8 @@ SCRIPT = [
     {"text": "alpha beta gamma delta epsilon zeta eta theta", "when": "MARK-maxtok"},
     {"text": "alpha beta gamma delta epsilon zeta eta theta", "when": "MARK-bound"},
     {"text": "<think>Weighing it.</think>The answer is four.", "when": "MARK-think"},
-    {"text": "word " * 3000, "when": "MARK-leave"},
+    {"text": " ".join(f"word{n}" for n in range(3000)), "when": "MARK-leave"},
+    {"text": "Here is the answer. " + "The loop goes on and on. " * 400, "when": "MARK-loop"},
     {"text": "After the history.", "when": "MARK-history"},
 ]
 
@@ -189,6 +190,21 @@ def test_the_members_bound_ends_the_turn_not_the_request(
     message = bounded.messages.create(model="claude-x", max_tokens=32000, messages=ask("MARK-bound letters"))
     assert message.stop_reason == "end_turn" and message.usage.output_tokens == 4
     assert "cut: the output bound of 4 tokens" in served[2].log()
+
+
+def test_a_looping_reply_is_stopped_by_the_guard_and_ends_the_turn(
+    served: tuple[PoolProcess, FrontProcess, FrontProcess], client: anthropic.Anthropic
+) -> None:
+    """A model that loops under Claude Code's max_tokens of 32,000 is stopped by the pool's
+    guard within a few repeats, and the message ends end_turn (which Claude Code shows and goes
+    on from), with the guard's reason in the front's log."""
+    with client.messages.stream(model="claude-x", max_tokens=32000, messages=ask("MARK-loop go")) as stream:
+        text = "".join(stream.text_stream)
+        message = stream.get_final_message()
+    assert message.stop_reason == "end_turn"
+    assert text.startswith("Here is the answer. The loop goes on and on.")
+    assert message.usage.output_tokens < 128
+    assert "cut: the degeneration guard: the same 7-token span repeated" in served[1].log()
 
 
 def test_a_leading_think_section_is_a_thinking_block(client: anthropic.Anthropic) -> None:

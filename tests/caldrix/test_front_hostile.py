@@ -24,8 +24,10 @@ from tests.caldrix.pool_harness import PoolProcess
 pytestmark = pytest.mark.e2e
 
 LIMIT = 200_000
+#: A long answer that never repeats itself (a loop would be stopped by the pool's guard).
+LONG = " ".join(f"still here {n}" for n in range(250))
 SCRIPT = [
-    {"text": "still here " * 400, "when": "MARK-long"},
+    {"text": LONG, "when": "MARK-long"},
     {"text": "After the storm.", "when": "MARK-after"},
     {"text": "Keyed answer.", "when": "MARK-keyed"},
 ]
@@ -156,7 +158,7 @@ def test_abuse_does_not_stop_another_clients_stream(served: tuple[PoolProcess, F
     finally:
         for connection in abusers:
             connection.close()
-    assert finished.is_set() and "".join(pieces).strip() == ("still here " * 400).strip()
+    assert finished.is_set() and "".join(pieces).strip() == LONG
     wait_until_served(front)
     answer = sdk(front).messages.create(
         model="m", max_tokens=20, messages=[{"role": "user", "content": "MARK-after calm"}]

@@ -50,6 +50,7 @@ SCRIPT = [
     },
     {"text": "The answer is 4, I am sure.", "when": "MARK-json"},
     {"text": "Read the history.", "when": "MARK-history"},
+    {"text": "Once. " + "Again and again. " * 400, "when": "MARK-loop"},
 ]
 
 
@@ -76,6 +77,17 @@ def test_a_completion_is_answered_with_usage(client: openai.OpenAI) -> None:
     assert (
         completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
     )
+
+
+def test_a_looping_completion_is_stopped_by_the_guard_as_stop(client: openai.OpenAI) -> None:
+    completion = client.chat.completions.create(
+        model="gpt-4o", max_tokens=8000, messages=[{"role": "user", "content": "MARK-loop go"}]
+    )
+    choice = completion.choices[0]
+    assert choice.finish_reason == "stop" and (choice.message.content or "").startswith(
+        "Once. Again and again."
+    )
+    assert completion.usage is not None and completion.usage.completion_tokens < 128
 
 
 def test_a_stream_arrives_as_chunks_then_usage(client: openai.OpenAI) -> None:

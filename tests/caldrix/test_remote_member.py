@@ -9,6 +9,7 @@ the same rendered prompt on the same model must give the same tokens and the sam
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -188,6 +189,29 @@ def test_a_generation_streams_token_frames_and_matches_the_local_greedy_answer(p
     assert set(done["timings"]) == {"queue_ms", "prefill_ms", "decode_ms"}
     assert after["segments"][-1]["id"] == "a1" and after["segments"][-1]["text"] == done["text"]
     assert done["segment"] == {"id": "a1", "tokens": after["segments"][-1]["tokens"]}
+
+
+def test_the_guard_stops_a_remote_generation_that_loops(pool: PoolProcess) -> None:
+    """On a remote member each streamed piece is one token to the guard: a repeat is stopped
+    there as on a local member (the same greedy text, the same reason), and nothing is appended.
+    The model repeats a sentence only a few times, so the guard is asked for two repeats."""
+    repeat = "Repeat after me, many times: I am a loop. I am a loop. I am a loop. I am a loop."
+    segments = [SEGMENTS[0], {"id": "u1", "role": "user", "text": repeat, "pinned": False}]
+    guard = {"repeats": 2, "run_min_tokens": 8}
+    answers = []
+    with raw_connection(pool.socket_path, pool.frames) as raw:
+        for member in ("main", "remote"):
+            created = _context(raw, member, segments)
+            _, done = _generate(
+                raw, created["context"], max_new_tokens=64, guard=guard, append={"id": "a1", "pinned": False}
+            )
+            after = _request(raw, "context.get", context=created["context"])
+            assert done["finish"] == "degenerate" and done["segment"] is None, (member, done)
+            assert [segment["id"] for segment in after["segments"]] == ["sys", "u1"]
+            answers.append((done["text"], done["reason"]))
+    assert answers[0] == answers[1]
+    assert answers[0][0].startswith("I am a loop. I am a loop")
+    assert re.fullmatch(r"the same \d+-token span repeated 2 times", answers[0][1])
 
 
 def test_logprobs_come_back_when_asked(pool: PoolProcess) -> None:

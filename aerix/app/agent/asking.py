@@ -5,10 +5,11 @@ A turn is one generation on the agent's context, appended as the assistant segme
 agent ends ``failed``), each time with the answer removed and a note telling the model why:
 
 - **cut**: it hit ``max_new_tokens`` before its JSON closed;
-- **stopped**: it was degenerating (``aerix.domain.degeneration``: a span of tokens repeating, a
-  string that never closes), so the loop closed the generation as soon as that showed, instead
-  of letting it run to ``max_new_tokens``. The pool sends no done frame for a closed
-  generation, so a stopped attempt has no usage: the pool's figures are never estimated here;
+- **stopped**: it was degenerating (a span of tokens repeating, a string that never closes), so
+  the pool's guard, asked for on every generation (``bounds.GENERATION_GUARD``), stopped it as
+  soon as that showed, instead of letting it run to ``max_new_tokens``: ``finish:
+  "degenerate"`` with the guard's reason, nothing appended, and the pool's usage like any other
+  attempt's;
 - **unparsed**: only a member without the JSON constraint can answer something of the wrong
   shape, but any member can echo a placeholder of the ``# Turns`` examples as its final or
   its thought (``aerix.domain.turns``), or copy the runtime's own words there (a re-ask note,
@@ -32,7 +33,6 @@ from aerix.app.ports import GenerationDone, SegmentAppend
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import retry_ask
-from aerix.domain.degeneration import DegenerationWatch
 from aerix.domain.runtime_words import NOTE_PROMPTS, refuse_copies, runtime_texts
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.turn_notes import cut_turn_note, stopped_turn_note
@@ -48,15 +48,6 @@ class AskEnded:
     """A turn that could not be had: how the agent ends."""
 
     outcome: Outcome
-    reason: str
-
-
-@dataclass(frozen=True)
-class Stopped:
-    """A generation the loop closed because it was degenerating."""
-
-    text: str  # what streamed before it was closed
-    tokens: int  # token frames received
     reason: str
 
 
@@ -93,12 +84,12 @@ class TurnAsker:
                 reason = f"context floor: no room to ask turn {turn_number} again ({room} tokens left)"
                 return AskEnded("killed", reason)
             generated = await self._generate(segment_id, room, constraint)
-            if isinstance(generated, Stopped):
-                problem = f"stopped after {generated.tokens} tokens: {generated.reason}"
-                self._record_attempt(turn_number, attempt, generated.text, problem, None)
-                await self.live.discard(segment_id)
+            if generated.finish == "degenerate":
+                tokens, reason = generated.completion_tokens, generated.reason or "degenerate"
+                problem = f"stopped after {tokens} tokens: {reason}"
+                self._record_attempt(turn_number, attempt, generated.text, problem, self._usage(generated))
                 ask = retry_ask(room)
-                note = stopped_turn_note(generated.tokens, generated.reason, ask)
+                note = stopped_turn_note(tokens, reason, ask)
             else:
                 if generated.finish == "length":
                     problem = f"cut at max_new_tokens ({room}) before its JSON closed"
@@ -127,20 +118,9 @@ class TurnAsker:
 
     async def _generate(
         self, segment_id: str, max_new_tokens: int, constraint: Mapping[str, Any] | None
-    ) -> GenerationDone | Stopped:
-        watch = DegenerationWatch()
-        stop: list[str] = []
+    ) -> GenerationDone:
         sink, agent_id = self.env.on_token, self.agent_id
-
-        def on_token(text: str) -> None:
-            if sink is not None:
-                sink(agent_id, text)
-            if not stop:
-                reason = watch.feed(text)
-                if reason is not None:
-                    stop.append(reason)
-                    scope.cancel()  # closes the generation's connection: the pool stops at once
-
+        on_token = (lambda text: sink(agent_id, text)) if sink is not None else None
         done: GenerationDone | None = None
         with anyio.CancelScope() as scope:
             self._scope = scope
@@ -155,10 +135,10 @@ class TurnAsker:
             )
         self._scope = None
         if done is None:  # the scope caught its cancel before the done frame
-            if self.env.cancel.is_set() or not stop:
-                raise GenerationCancelled
-            return Stopped("".join(watch.tokens), watch.count, stop[0])
+            raise GenerationCancelled
         self.usage = self.usage.plus(done.prompt_tokens, done.completion_tokens)
+        if done.finish == "degenerate":
+            return done  # the pool appended nothing
         turn_label = f"turn {segment_id.rsplit('.m', 1)[-1]}"
         self.live.adopt(
             ContextSegment(segment_id, "assistant", SegmentKind.ASSISTANT, done.text, label=turn_label)

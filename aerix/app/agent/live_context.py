@@ -160,15 +160,6 @@ class LiveContext:
     async def remove(self, segment_ids: Sequence[str]) -> None:
         await self.edit([{"op": "remove", "id": segment_id} for segment_id in segment_ids])
 
-    async def discard(self, segment_id: str) -> None:
-        """After a generation the loop closed before its done frame: take the pool's counts, and
-        remove the generation's segment if the pool appended it after all (it finished just as
-        it was closed)."""
-        counts = await self.pool.get_context(self.context_id)
-        self._apply(counts)
-        if counts.tokens_of(segment_id) is not None:
-            await self.edit([{"op": "remove", "id": segment_id}])
-
     async def add_note(self, text: str, *, label: str = NOTE_LABEL) -> ContextSegment:
         """A note from the runtime to the model, as a user segment."""
         note_id = note_segment_id(self.agent_id, self.next_number("n"))

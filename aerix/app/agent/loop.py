@@ -12,7 +12,7 @@ Each turn:
    callable tools when the member has it, appended to the context as the assistant segment
    ``<agent>.m<turn>``. A ``message`` event carries the answer and the pool's usage. A turn
    that degenerates while it streams (a span of tokens repeating, a string that never closes)
-   is stopped there: the generation is closed.
+   is stopped there by the pool's guard (``finish: "degenerate"``), and nothing is appended.
 4. Parsing (``aerix.domain.turns.parse_turn``). An answer that does not parse (a member without
    the constraint), that hit ``max_new_tokens`` before its JSON closed, or that was stopped, is
    removed from the context, a note tells the model what went wrong (for a cut or a stop: to

@@ -77,7 +77,9 @@ class GenerationDone:
     """The figures of a generation's ``done`` frame."""
 
     text: str
-    finish: Literal["stop", "length", "constraint"]
+    #: ``degenerate``: the pool's guard stopped it (``reason`` says what it saw); its output was
+    #: not appended.
+    finish: Literal["stop", "length", "constraint", "degenerate"]
     prompt_tokens: int
     completion_tokens: int
     recomputed_from: int
@@ -85,6 +87,7 @@ class GenerationDone:
     logprobs: tuple[TokenLogprob, ...] | None = None
     #: The appended assistant segment and its token count (``append=`` generations only).
     segment: SegmentCount | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,9 @@ class ProfileObserver:
     def token(self, text: str) -> None:
         """A piece of the reflection's answer as it streams."""
 
+    def answered(self) -> None:
+        """The reflection's answer has ended (whatever it was)."""
+
     def diff(self, text: str) -> None:
         """The diff of a revision that ``--dry-run`` does not commit (stdout)."""
 

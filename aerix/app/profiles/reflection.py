@@ -2,9 +2,13 @@
 
 The context holds the reflection instructions (``reflect-tune.md`` or ``reflect-sync.md``) as its
 system segment and the request (the prompt, its placeholders and length bound, the evidence) as
-its user segment. The answer is asked for ``min(context.max_new_tokens, W / 2)`` tokens under the
-Json constraint, as ``{"text": …, "reason": …}``. When the request does not leave that room in the
-window, the oldest half of the evidence is dropped, then the next, counted by the pool each time.
+its user segment. The answer is asked as ``{"text": …, "reason": …}`` under the Json constraint,
+for at most ``min(context.max_new_tokens, W / 2)`` tokens and no more than the length guard could
+accept (REVISION_MAX_RATIO times the release text's tokens, as the pool counts them, plus
+REFLECTION_ANSWER_SLACK_TOKENS). Like every generation aerix asks for, it carries the pool's
+degeneration guard: an answer that loops is stopped within a few repeats and refused with the
+guard's reason. When the request does not leave room for the answer in the window, the oldest
+half of the evidence is dropped, then the next, counted by the pool each time.
 """
 
 from __future__ import annotations
@@ -16,7 +20,12 @@ from typing import Any
 
 from aerix.app.ports import MemberInfo, OnToken, PoolPort
 from aerix.app.request.startup import BoundMembers
-from aerix.domain.bounds import REFLECTION_ASK_WINDOW_DIVISOR, REFLECTION_REASON_MAX_CHARS
+from aerix.domain.bounds import (
+    REFLECTION_ANSWER_SLACK_TOKENS,
+    REFLECTION_ASK_WINDOW_DIVISOR,
+    REFLECTION_REASON_MAX_CHARS,
+    REVISION_MAX_RATIO,
+)
 from aerix.domain.settings import MemberFlags
 from aerix.errors import ContextOverflow, PoolError
 
@@ -108,19 +117,27 @@ async def reflect(
     header: str,
     evidence: Sequence[str],
     max_new_tokens: int,
+    release_text: str,
     on_token: OnToken | None = None,
     what: str = "the prompt",
 ) -> Reflected | NotReflected:
-    ask = min(max_new_tokens, member.n_ctx // REFLECTION_ASK_WINDOW_DIVISOR)
     shown = len(evidence)
+    # The user segment holds the release's text first, for the pool to count its tokens.
     counts = await pool.create_context(
         member.name,
         [
             {"id": SYSTEM_ID, "role": "system", "text": system, "pinned": True},
-            {"id": REQUEST_ID, "role": "user", "text": request_text(header, evidence, shown), "pinned": True},
+            {"id": REQUEST_ID, "role": "user", "text": release_text, "pinned": True},
         ],
     )
     try:
+        release_tokens = counts.tokens_of(REQUEST_ID) or 0
+        longest = int(release_tokens * REVISION_MAX_RATIO) + REFLECTION_ANSWER_SLACK_TOKENS
+        ask = min(max_new_tokens, member.n_ctx // REFLECTION_ASK_WINDOW_DIVISOR, longest)
+        counts = await pool.edit_context(
+            counts.context,
+            [{"op": "replace", "id": REQUEST_ID, "text": request_text(header, evidence, shown)}],
+        )
         while counts.tokens + ask > member.n_ctx:
             if shown == 0:
                 return NotReflected(
@@ -141,6 +158,8 @@ async def reflect(
         await pool.drop_context(counts.context)
     if done.finish == "length":
         return NotReflected(f"the answer was cut at {ask} tokens before its JSON closed")
+    if done.finish == "degenerate":
+        return NotReflected(f"the answer was stopped after {done.completion_tokens} tokens: {done.reason}")
     return parse_answer(done.text)
 
 

@@ -130,9 +130,11 @@ async def propose(
         header,
         evidence,
         run.max_new_tokens,
+        release_text,
         run.observer.token,
         what=path,
     )
+    run.observer.answered()
     if isinstance(answer, NotReflected):
         return Refused(path, answer.reason)
     refusals = check_revision(answer.text, current, release_text, must_differ=must_differ)

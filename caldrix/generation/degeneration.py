@@ -1,0 +1,104 @@
+"""The degeneration guard: telling, token by token, that a generation is going nowhere.
+
+A small model that has lost its way keeps writing until ``max_new_tokens``: the same span of
+tokens over and over, or one JSON string that never closes. On a CPU that is minutes of decode
+for nothing, so a ``generate`` that asks for the guard (its ``guard`` field) ends with
+``finish: "degenerate"`` as soon as one of these shows:
+
+- **A repeating span**: the last tokens are one span of at most ``span_max_tokens`` tokens
+  repeated back to back at least ``repeats`` times, over at least ``run_min_tokens`` tokens
+  (``make make make …``, ``\\n\\n\\n…``, a sentence again and again, a pair of tool calls
+  written over and over).
+- **A string that never closes**: one quoted string has run ``open_string_chars`` characters
+  without its closing quote or a line break (a newline, or a ``\\n`` escape).
+
+The span check is an incremental walk over occurrences: each token is compared only with the
+earlier occurrences of the same token within ``span_max_tokens`` (each such occurrence, at
+distance p, extends the run of period p by one), so a token costs as many steps as it occurred
+in that window — a handful in real text — not one step per possible period. A token is
+anything hashable: a token id on a local member, a text piece on a remote one.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable
+
+from caldrix.engine_seam import GuardLimits
+
+
+class DegenerationGuard:
+    """Fed each output token and its text as a generation decodes; :meth:`feed` returns why the
+    generation should stop, or None while it looks sane."""
+
+    def __init__(self, limits: GuardLimits) -> None:
+        self.limits = limits
+        self._count = 0
+        #: Positions of each token within the last ``span_max_tokens`` tokens, oldest first.
+        self._seen: dict[Hashable, deque[int]] = {}
+        #: For each period p: the length of the run of tokens equal to the token p before them,
+        #: and the position that run last reached (a run not extended at the last position is over).
+        self._run = [0] * (self.limits.span_max_tokens + 1)
+        self._run_end = [-2] * (self.limits.span_max_tokens + 1)
+        self._in_string = False
+        self._escaped = False
+        self._line_chars = 0
+
+    @property
+    def count(self) -> int:
+        """Tokens fed so far."""
+        return self._count
+
+    def feed(self, token: Hashable, text: str) -> str | None:
+        position = self._count
+        self._count += 1
+        return self._repeating(token, position) or self._open_string(text)
+
+    def _repeating(self, token: Hashable, position: int) -> str | None:
+        limits = self.limits
+        seen = self._seen.get(token)
+        if seen is None:
+            self._seen[token] = deque((position,))
+            return None
+        oldest = position - limits.span_max_tokens
+        while seen and seen[0] < oldest:
+            seen.popleft()
+        run, run_end = self._run, self._run_end
+        found: str | None = None
+        for earlier in reversed(seen):  # nearest first: the shortest period is the one named
+            period = position - earlier
+            length = run[period] + 1 if run_end[period] == position - 1 else 1
+            run[period] = length
+            run_end[period] = position
+            covered = length + period
+            if found is None and covered >= max(limits.run_min_tokens, limits.repeats * period):
+                found = f"the same {_span(period)} repeated {covered // period} times"
+        seen.append(position)
+        return found
+
+    def _open_string(self, text: str) -> str | None:
+        most = self.limits.open_string_chars
+        if most <= 0:
+            return None
+        for char in text:
+            if self._escaped:
+                self._escaped = False
+                self._line_chars = 0 if char == "n" else self._line_chars + 2
+            elif not self._in_string:
+                self._in_string = char == '"'
+                self._line_chars = 0
+            elif char == "\\":
+                self._escaped = True
+            elif char == '"':
+                self._in_string = False
+            elif char == "\n":
+                self._line_chars = 0
+            else:
+                self._line_chars += 1
+            if self._in_string and self._line_chars >= most:
+                return f"a string ran {most} characters without closing or a line break"
+        return None
+
+
+def _span(period: int) -> str:
+    return "token" if period == 1 else f"{period}-token span"

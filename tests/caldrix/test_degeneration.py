@@ -1,0 +1,103 @@
+"""The degeneration guard's rules, pure: repeating spans short and long, strings that never close,
+and no stop on real text or code."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+
+from caldrix import limits
+from caldrix.engine_seam import GuardLimits
+from caldrix.generation.degeneration import DegenerationGuard
+
+DEFAULTS = GuardLimits(
+    span_max_tokens=limits.DEGENERATE_SPAN_MAX_TOKENS,
+    repeats=limits.DEGENERATE_REPEATS,
+    run_min_tokens=limits.DEGENERATE_RUN_MIN_TOKENS,
+    open_string_chars=limits.OPEN_STRING_LINE_MAX_CHARS,
+)
+STRINGS_ONLY = GuardLimits(span_max_tokens=1, repeats=10**9, run_min_tokens=10**9, open_string_chars=2000)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _feed(pieces: Sequence[Hashable], limits_: GuardLimits = DEFAULTS) -> tuple[int, str] | None:
+    """(how many pieces it took, the reason) once the guard stops, else None. Each piece is its
+    own token: the same text, the same token."""
+    guard = DegenerationGuard(limits_)
+    for index, piece in enumerate(pieces, 1):
+        reason = guard.feed(piece, piece if isinstance(piece, str) else "")
+        if reason is not None:
+            return index, reason
+    return None
+
+
+def test_one_token_over_and_over_stops_after_the_minimum_run() -> None:
+    stopped = _feed(['{"', "final", '":', ' "', *["\\n"] * 200])
+    assert stopped == (4 + limits.DEGENERATE_RUN_MIN_TOKENS, "the same token repeated 64 times")
+
+
+def test_a_short_span_stops_once_it_has_repeated_often_and_long_enough() -> None:
+    span = [" The", " project", " builds", " with", " make", "."]
+    stopped = _feed(['"', *span * 30])
+    # The quote, then 64 tokens of the span repeated back to back (ten and a bit times).
+    assert stopped == (1 + limits.DEGENERATE_RUN_MIN_TOKENS, "the same 6-token span repeated 10 times")
+
+
+def test_a_150_token_span_stops_on_its_fourth_repeat() -> None:
+    span = list(range(1000, 1150))
+    stopped = _feed([1, 2, 3, *span * 10])
+    assert stopped == (3 + 4 * 150, "the same 150-token span repeated 4 times")
+
+
+def test_a_long_span_needs_its_four_repeats() -> None:
+    span = [f" w{n}" for n in range(200)]
+    assert _feed([*span * 3, *span[:199]]) is None  # 799 tokens, but not four repeats yet
+    assert _feed([*span * 4]) == (800, "the same 200-token span repeated 4 times")
+
+
+def test_a_span_longer_than_the_limit_is_not_watched() -> None:
+    longest = limits.DEGENERATE_SPAN_MAX_TOKENS
+    span = list(range(longest + 1))
+    assert _feed(span * 6) is None
+
+
+def test_varied_text_and_short_repeats_go_on() -> None:
+    words = [f" word{n % 7}{n % 11}" if n % 20 else "\\n" for n in range(500)]
+    assert _feed(['"', *words, '"']) is None
+    assert _feed(['"', *["-"] * 40, '"', *["="] * 40]) is None
+
+
+def test_real_code_and_docs_go_on() -> None:
+    """caldrix's source files and the docs, split into word-like tokens (a word with the spaces
+    before it, as a BPE vocabulary splits text), stream through the guard without a stop:
+    indentation, repeated keywords and similar lines are not a loop."""
+    files = sorted([*ROOT.glob("caldrix/**/*.py"), *ROOT.glob("docs/*.md")])
+    assert len(files) > 100
+    for path in files:
+        tokens = re.findall(r"\s*\w+|\s*[^\w\s]+|\s+", path.read_text(encoding="utf-8"))
+        # The open-string rule reads JSON output; source code's quotes are not that.
+        loose = GuardLimits(DEFAULTS.span_max_tokens, DEFAULTS.repeats, DEFAULTS.run_min_tokens, 0)
+        assert _feed(tokens, loose) is None, path
+
+
+def test_a_string_that_never_closes_or_breaks_its_line_stops() -> None:
+    line = limits.OPEN_STRING_LINE_MAX_CHARS
+    guard = DegenerationGuard(STRINGS_ONLY)
+    assert guard.feed(0, '{"final": "' + "a" * (line - 1)) is None
+    assert guard.feed(1, "b") == f"a string ran {line} characters without closing or a line break"
+
+
+def test_line_breaks_and_closing_quotes_reset_the_open_string() -> None:
+    line = limits.OPEN_STRING_LINE_MAX_CHARS
+    guard = DegenerationGuard(STRINGS_ONLY)
+    chunk = "x" * (line - 10)
+    text = '{"content": "' + chunk + "\\n" + chunk + "\n" + chunk + '", "more": "' + chunk
+    assert guard.feed(0, text) is None
+    # An escaped quote does not close the string.
+    assert guard.feed(1, '\\" ' + "y" * 20) is not None
+
+
+def test_open_string_chars_zero_turns_the_string_rule_off() -> None:
+    off = GuardLimits(span_max_tokens=1, repeats=10**9, run_min_tokens=10**9, open_string_chars=0)
+    assert DegenerationGuard(off).feed(0, '"' + "a" * 10_000) is None
