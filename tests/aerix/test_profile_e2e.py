@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,7 +102,10 @@ def test_sessions_read_the_model_base_tune_moves_it_and_resume_keeps_the_recorde
         tuned = aerix(world, project, "tune")
         assert tuned.returncode == 0, tuned.stderr
         assert "[1/2] prompts/system.md" in tuned.stderr and "[2/2] prompts/routing.md" in tuned.stderr
-        assert reflection(SYSTEM, "the budget ran out after a look") in tuned.stderr  # streamed as written
+        # One progress line per answer, not its text (that is --verbose's).
+        answers = re.findall(r"^  answer: (\d+) tokens in [\d.]+ s", tuned.stderr, flags=re.MULTILINE)
+        assert len(answers) == 2 and all(int(count) > 0 for count in answers), tuned.stderr
+        assert reflection(SYSTEM, "the budget ran out after a look") not in tuned.stderr
         head = profile_git(world, "rev-parse", BRANCH)
         assert head != base
         assert tuned.stdout.splitlines()[:3] == [
@@ -143,8 +147,9 @@ def test_tune_dry_run_prints_the_diff_and_moves_no_branch(world: World, project:
     try:
         request(world, project, "look around", "--max-turns", "1")
         before = profile_git(world, "for-each-ref")
-        dry = aerix(world, project, "tune", "--dry-run")
+        dry = aerix(world, project, "tune", "--dry-run", "--verbose")
         assert dry.returncode == 0, dry.stderr
+        assert reflection(SYSTEM, "shorter") in dry.stderr  # --verbose: streamed as written
         assert profile_git(world, "for-each-ref") == before
         assert dry.stdout.startswith("--- a/prompts/system.md\n+++ b/prompts/system.md\n")
         assert "+Stop after one look when the budget is small.\n" in dry.stdout

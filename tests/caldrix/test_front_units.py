@@ -353,7 +353,9 @@ def test_model_routing_first_route_then_member_name_then_default() -> None:
     assert FrontSettings(default_member="decision").member_for("gpt-4o", members) == "decision"
 
 
-def done(finish: str, *, stop_string: str | None = None, completion: int = 5) -> DoneFrame:
+def done(
+    finish: str, *, stop_string: str | None = None, completion: int = 5, reason: str | None = None
+) -> DoneFrame:
     return DoneFrame(
         op="done",
         rid=1,
@@ -364,6 +366,7 @@ def done(finish: str, *, stop_string: str | None = None, completion: int = 5) ->
         recomputed_from=90,
         timings=Timings(queue_ms=0, prefill_ms=0, decode_ms=0),
         stop_string=stop_string,
+        reason=reason,
     )
 
 
@@ -378,6 +381,13 @@ def test_stop_reasons() -> None:
     assert bounded.stop_reason == "end_turn" and bounded.cut == "the output bound of 2048 tokens"
     constrained = outcome_of(done("constraint"), plain, 64, 64)
     assert constrained.stop_reason == "end_turn" and constrained.cut is not None
+    looped = outcome_of(
+        done("degenerate", reason="the same 7-token span repeated 9 times"), plain, 32000, 2048
+    )
+    assert looped.stop_reason == "end_turn"
+    assert looped.cut == "the degeneration guard: the same 7-token span repeated 9 times"
+    # A call finished before the loop showed still stands.
+    assert outcome_of(done("degenerate", reason="a loop"), calls, 32000, 2048).stop_reason == "tool_use"
     usage = outcome_of(done("stop"), plain, 64, 64).usage
     assert (usage.computed, usage.resumed, usage.output) == (10, 90, 5)
 

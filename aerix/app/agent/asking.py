@@ -87,29 +87,28 @@ class TurnAsker:
             if generated.finish == "degenerate":
                 tokens, reason = generated.completion_tokens, generated.reason or "degenerate"
                 problem = f"stopped after {tokens} tokens: {reason}"
-                self._record_attempt(turn_number, attempt, generated.text, problem, self._usage(generated))
                 ask = retry_ask(room)
                 note = stopped_turn_note(tokens, reason, ask)
+            elif generated.finish == "length":
+                problem = f"cut at max_new_tokens ({room}) before its JSON closed"
+                ask = retry_ask(room)
+                note = cut_turn_note(room, ask)
             else:
-                if generated.finish == "length":
-                    problem = f"cut at max_new_tokens ({room}) before its JSON closed"
-                    ask = retry_ask(room)
-                    note = cut_turn_note(room, ask)
+                try:
+                    turn = parse_turn(
+                        generated.text,
+                        self.spec.tools,
+                        verifier=self.spec.verifier,
+                        first_call_number=self.live.peek("c"),
+                    )
+                    refuse_copies(turn, self.runtime_texts, verifier=self.spec.verifier)
+                except TurnParseError as exc:
+                    problem, note = exc.problem, exc.message
                 else:
-                    try:
-                        turn = parse_turn(
-                            generated.text,
-                            self.spec.tools,
-                            verifier=self.spec.verifier,
-                            first_call_number=self.live.peek("c"),
-                        )
-                        refuse_copies(turn, self.runtime_texts, verifier=self.spec.verifier)
-                    except TurnParseError as exc:
-                        problem, note = exc.problem, exc.message
-                    else:
-                        self._record_turn(turn_number, attempt, generated, turn)
-                        return turn
-                self._record_attempt(turn_number, attempt, generated.text, problem, self._usage(generated))
+                    self._record_turn(turn_number, attempt, generated, turn)
+                    return turn
+            self._record_attempt(turn_number, attempt, generated.text, problem, self._usage(generated))
+            if generated.finish != "degenerate":  # the pool appended nothing of a degenerate one
                 await self.live.remove([segment_id])
             if attempt < bounds.TURN_RETRIES:
                 await self.live.add_note(note)
