@@ -202,31 +202,48 @@ class Run:
         return sum(r.ttft_s for r in self.replies)
 
 
-def replay(threads: int) -> None:
+#: The setups, by the key ``--setups`` names them with, in the order they run.
+SETUPS: Final = {
+    "a": "(a) caldrix front, prefix store",
+    "b": "(b) llama-server, defaults (RAM cache)",
+    "b0": "(b0) llama-server, --cache-ram 0",
+    "c": "(c) caldrix front, --context-budget 0",
+}
+
+
+def replay(threads: int, keys: Sequence[str]) -> None:
+    """Each setup in turn; its table row is printed (to stderr) as soon as it is done, so a
+    run cut short on a busy machine still says what it measured."""
     recording = load_recording()
     bodies = one_token_bodies(recording)
     headers = [_replayed_headers(r) for r in recording["requests"]]
     agents = [agent_of(r) for r in recording["requests"]]
     floor = floor_rows(caldrix_prompts(bodies), [None] * len(bodies))
     work = Path(tempfile.mkdtemp(prefix="bench-claude-replay-"))
-    setups = (
-        ("(a) caldrix front, prefix store", lambda f: caldrix_front(f, threads)),
-        ("(b) llama-server, defaults (RAM cache)", lambda f: llama_server(f, threads)),
-        ("(b0) llama-server, --cache-ram 0", lambda f: llama_server(f, threads, "--cache-ram", "0")),
-        (
-            "(c) caldrix front, --context-budget 0",
-            lambda f: caldrix_front(f, threads, "--context-budget", "0"),
-        ),
-    )
     runs = []
-    for number, (name, start) in enumerate(setups):
-        folder = work / str(number)
+    for key in keys:
+        folder = work / key
         folder.mkdir()
-        with start(folder) as (url, server):
-            runs.append(replay_on(name, url, server, bodies, headers))
-        print(f"{name}: done, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        with _setup(key, folder, threads) as (url, server):
+            runs.append(replay_on(SETUPS[key], url, server, bodies, headers))
+        print(
+            f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], floor, threads),
+            file=sys.stderr,
+        )
     shutil.rmtree(work, ignore_errors=True)
     print(report(recording, agents, runs, floor, threads))
+
+
+def _setup(
+    key: str, folder: Path, threads: int
+) -> contextlib.AbstractContextManager[tuple[str, LlamaServer | None]]:
+    if key == "a":
+        return caldrix_front(folder, threads)
+    if key == "b":
+        return llama_server(folder, threads)
+    if key == "b0":
+        return llama_server(folder, threads, "--cache-ram", "0")
+    return caldrix_front(folder, threads, "--context-budget", "0")
 
 
 @contextlib.contextmanager
@@ -456,12 +473,21 @@ def main() -> None:
     )
     parser.add_argument("action", nargs="?", choices=["record", "replay", "ramble"], default="replay")
     parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
+    parser.add_argument(
+        "--setups", default="a,b,b0,c", help="replay: which setups, in this order (default a,b,b0,c)"
+    )
     parser.add_argument("--cap", type=float, default=300.0, help="ramble: seconds before a run is cut (300)")
     args = parser.parse_args()
     if args.action == "record":
         record()
     elif args.action == "replay":
-        replay(args.threads)
+        keys = [k for k in args.setups.split(",") if k]
+        unknown = [k for k in keys if k not in SETUPS]
+        if unknown or not keys:
+            raise SystemExit(
+                f"bench_claude_front: --setups takes some of {','.join(SETUPS)}, not {args.setups!r}"
+            )
+        replay(args.threads, keys)
     else:
         ramble(args.cap, args.threads)
 
