@@ -188,6 +188,8 @@ class Run:
     name: str
     replies: list[Reply] = field(default_factory=list)
     wall_s: float = 0.0
+    cut: str = ""
+    """Why the run stopped before its last request (a server that went away), else empty."""
 
     @property
     def prefilled(self) -> int:
@@ -296,7 +298,11 @@ def replay_on(
     with httpx.Client(base_url=url, timeout=HTTP_SECS) as client:
         for body, sent_headers in zip(bodies, headers, strict=True):
             seen = len(server.log()) if server is not None else 0
-            reply = send(client, body, sent_headers)
+            try:
+                reply = send(client, body, sent_headers)
+            except (httpx.TransportError, RuntimeError) as error:  # llama-server has exited mid-replay
+                run.cut = f"cut after {len(run.replies)} request(s): {error}"
+                break
             if server is not None:  # llama-server's usage counts differ by version: its log says
                 reply.prefilled = last_prompt_eval(server, seen)
             run.replies.append(reply)
@@ -382,7 +388,12 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor:
         "|---|---|" + "---|" * len(runs),
     ]
     for number, agent in enumerate(agents):
-        cells = [f"{r.replies[number].prefilled:,}/{r.replies[number].prompted:,}" for r in runs]
+        cells = [
+            f"{r.replies[number].prefilled:,}/{r.replies[number].prompted:,}"
+            if number < len(r.replies)
+            else "—"
+            for r in runs
+        ]
         lines.append(f"| {number + 1} | {agent} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -394,9 +405,10 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor:
     ]
     for run in runs:
         pings = sum(r.pings_before_first for r in run.replies)
-        silence = max(r.longest_silence_s for r in run.replies)
+        silence = max((r.longest_silence_s for r in run.replies), default=0.0)
+        name = f"{run.name} ({run.cut})" if run.cut else run.name
         lines.append(
-            f"| {run.name} | {run.prompted:,} | {run.prefilled:,} | {ratio(run.prefilled, floor)} | "
+            f"| {name} | {run.prompted:,} | {run.prefilled:,} | {ratio(run.prefilled, floor)} | "
             f"{run.ttft_s:.1f} | {run.wall_s:.1f} | {pings} | {silence:.1f} |"
         )
     best = runs[0]

@@ -62,3 +62,11 @@ def test_the_report_divides_by_the_floor_and_by_each_other_setup() -> None:
     assert "| (a) best | 210 | 105 | 1.05× | 3.0 | 4.0 |" in text
     assert "| (b) peer | 85 | 82 | 0.82× | 12.0 | 16.0 |" in text
     assert "- (b) peer: 1.28× rows, 0.25× TTFT, 0.25× wall" in text
+
+
+def test_a_run_cut_short_is_reported_with_what_it_measured() -> None:
+    best = bench.Run("(a) best", [bench.Reply(100, 100, 2.0), bench.Reply(110, 5, 1.0)], wall_s=4.0)
+    cut = bench.Run("(b) peer", [bench.Reply(40, 40, 4.0)], wall_s=5.0, cut="cut after 1 request(s): gone")
+    text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, cut], floor=100, threads=1)
+    assert "| 2 | subagent | 5/110 | — |" in text
+    assert "| (b) peer (cut after 1 request(s): gone) | 40 | 40 | 0.40× | 4.0 | 5.0 |" in text
