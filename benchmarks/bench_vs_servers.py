@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' real-server and real-pool launchers
@@ -177,7 +177,7 @@ def _replay_server(
             seen = len(server.log())
             ttft = _stream_chat(server, generation)
             figures.ttft_s += ttft
-            rows = _last_prompt_eval(server, seen)
+            rows = last_prompt_eval(server, seen)
             figures.prefilled += rows
         figures.wall_s = time.perf_counter() - started
     finally:
@@ -224,9 +224,13 @@ def _lines(response: http.client.HTTPResponse) -> Iterator[str]:
         yield line.decode("utf-8", "replace").strip()
 
 
-def _last_prompt_eval(server: OpenAIServer, seen: int) -> int:
+class LoggingServer(Protocol):
+    def log(self) -> str: ...
+
+
+def last_prompt_eval(server: LoggingServer, seen: int) -> int:
     """Rows the server computed for the last prompt (llama.cpp's perf line, printed once the
-    completion is done: wait for it)."""
+    completion is done: wait for it); llama-cpp-python's server and llama-server print it alike."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         found = PROMPT_EVAL.findall(server.log()[seen:])

@@ -29,7 +29,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from caldrix.engine_seam import Engine, GenerationParams, GenerationResult, GenerationSink
+from caldrix.engine_seam import (
+    Engine,
+    GenerationCancelled,
+    GenerationParams,
+    GenerationResult,
+    GenerationSink,
+)
 from caldrix.generation.decoding import common_prefix_length, run_generation
 from caldrix.store.resume_cost import Candidate, MemberRates, ResumeDecision, decide
 from caldrix.store.trie import TokenTrie
@@ -157,7 +163,32 @@ class PrefixStore:
         With ``defer`` (the member thread's), keeping the rows waits until the caller has its
         result, so the ``done`` frame is not held back by the store's work."""
         policy = GenerationResume(self, appended=appended, defer=defer)
-        return run_generation(engine, prompt_tokens, params, sink, policy)
+        try:
+            return run_generation(engine, prompt_tokens, params, sink, policy)
+        except GenerationCancelled as cancelled:
+            self.keep_abandoned(engine, prompt_tokens, cancelled.partial.prefill_ms)
+            raise
+
+    def keep_abandoned(self, engine: Engine, prompt_tokens: Sequence[int], elapsed_ms: float | None) -> None:
+        """A generation was cancelled (its client left): keep the prompt rows it computed, as
+        a snapshot too, so the same prompt asked again resumes from them even after another
+        context has used the live rows. A client that times out during a long prefill and
+        resends (Claude Code does after minutes without a first token) then goes on where its
+        abandoned request stopped instead of starting over every time. The rows computed
+        before the cancel are also a prefill timing, kept like a finished one's."""
+        last, self._last = self._last, None
+        computed = common_prefix_length(engine.live_tokens, prompt_tokens)
+        if last is not None and elapsed_ms and computed > last.start:
+            self.record_compute(last.start, computed, elapsed_ms / 1000.0)
+        engine.truncate(computed)  # output rows of a decode that was cancelled are not kept
+        kept = self._settle_rows(engine, computed, appended=False)
+        logger.info(
+            "%s: a cancelled generation computed %d of its %d prompt rows; they stay resumable",
+            self.member,
+            computed,
+            len(prompt_tokens),
+        )
+        self.store(engine, kept)
 
     # -- measurements -----------------------------------------------------------------------
 
@@ -284,7 +315,7 @@ class PrefixStore:
         if stored_start > live_start and match.holders:
             cheapest = min(match.holders, key=lambda e: e.nbytes)
             candidates.append(Candidate("stored", stored_start, cheapest.nbytes))
-        decision = decide(len(prompt_tokens), candidates, self.rates.current(), least_rows=least_rows)
+        decision = decide(len(prompt_tokens), candidates, self.rates.current())
         return decision, cheapest
 
     def _restore(self, engine: Engine, entry: _Entry, start: int) -> None:

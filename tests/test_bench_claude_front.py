@@ -1,0 +1,72 @@
+"""The Claude Code benchmark's own parts, without a server: its recording loads as the replay
+reads it (main-agent and subagent requests alternating, each asking one token once
+replayed), and the floor and the ratios it reports are the right arithmetic."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _benchmark(name: str) -> ModuleType:
+    """``benchmarks/NAME.py``, loaded by its path (the folder is scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _benchmark("bench_claude_front")
+
+
+def test_the_recording_holds_claude_codes_requests_with_a_subagent_between_main_ones() -> None:
+    recording = bench.load_recording()
+    requests = recording["requests"]
+    agents = [bench.agent_of(r) for r in requests]
+    assert agents[0] == "main" and agents[-1] == "main"
+    first_subagent = agents.index("subagent")
+    assert "main" in agents[first_subagent:]  # the main agent goes on after its subagent
+    for request in requests:
+        body = request["body"]
+        assert request["path"] == "/v1/messages" and body["stream"] is True
+        assert body["system"][0]["text"].startswith("x-anthropic-billing-header:")
+        assert "x-api-key" not in request["headers"] and "authorization" not in request["headers"]
+    assert len(requests[0]["body"]["tools"]) > 5  # Claude Code's own tool table
+
+
+def test_replayed_bodies_ask_one_token_and_are_otherwise_as_sent() -> None:
+    recording = bench.load_recording()
+    for request, body in zip(recording["requests"], bench.one_token_bodies(recording), strict=True):
+        assert body["max_tokens"] == 1
+        assert {k: v for k, v in body.items() if k != "max_tokens"} == {
+            k: v for k, v in request["body"].items() if k != "max_tokens"
+        }
+
+
+def test_the_floor_counts_each_distinct_prefix_once() -> None:
+    prompts = [[1, 2, 3], [1, 2, 4], [1, 2, 3, 5], [7]]
+    assert bench.floor_rows(prompts, [None] * len(prompts)) == 3 + 1 + 1 + 1
+
+
+def test_the_report_divides_by_the_floor_and_by_each_other_setup() -> None:
+    best = bench.Run("(a) best", [bench.Reply(100, 100, 2.0), bench.Reply(110, 5, 1.0)], wall_s=4.0)
+    peer = bench.Run("(b) peer", [bench.Reply(40, 40, 4.0), bench.Reply(45, 42, 8.0)], wall_s=16.0)
+    text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, peer], floor=100, threads=1)
+    assert "| 1 | main | 100/100 | 40/40 |" in text
+    assert "| (a) best | 210 | 105 | 1.05× | 3.0 | 4.0 |" in text
+    assert "| (b) peer | 85 | 82 | 0.82× | 12.0 | 16.0 |" in text
+    assert "- (b) peer: 1.28× rows, 0.25× TTFT, 0.25× wall" in text
+
+
+def test_a_run_cut_short_is_reported_with_what_it_measured() -> None:
+    best = bench.Run("(a) best", [bench.Reply(100, 100, 2.0), bench.Reply(110, 5, 1.0)], wall_s=4.0)
+    cut = bench.Run("(b) peer", [bench.Reply(40, 40, 4.0)], wall_s=5.0, cut="cut after 1 request(s): gone")
+    text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, cut], floor=100, threads=1)
+    assert "| 2 | subagent | 5/110 | — |" in text
+    assert "| (b) peer (cut after 1 request(s): gone) | 40 | 40 | 0.40× | 4.0 | 5.0 |" in text
