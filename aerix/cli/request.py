@@ -1,6 +1,6 @@
-"""The agent's own flags, and running them: ``aerix -p`` (one request, headless, or
-``--input-format stream-json``'s prompts) and bare ``aerix`` (the screen on a terminal); the
-request itself is ``aerix.wiring``'s."""
+"""Running the agent's own flags (``aerix.cli.parser`` reads them): ``aerix -p`` (one request,
+headless, or ``--input-format stream-json``'s prompts) and bare ``aerix`` (the screen on a
+terminal); the request itself is ``aerix.wiring``'s."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import sys
 import uuid
 from pathlib import Path
 
-from aerix.adapters.output import OUTPUT_FORMATS
 from aerix.adapters.settings_files import SettingsOverrides, parse_disallowed, parse_sources
 from aerix.app.request.conversation import ConversationOptions
 from aerix.app.request.options import RequestOptions
-from aerix.claude_flags import add_claude_flags, ignored_note
+from aerix.claude_flags import ignored_note
+from aerix.cli.parser import STDIN_PROMPT
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
 from aerix.domain.prompt_bytes import decode_prompt
@@ -26,53 +26,6 @@ NEEDS_A_TERMINAL = (
     "the interactive screen needs a terminal; run one request with -p PROMPT "
     "(or pipe it: echo PROMPT | aerix -p)"
 )
-#: ``-p``'s value when it is given none: the prompt comes on stdin.
-STDIN_PROMPT = "\0stdin"
-
-
-def add_request_flags(parser: argparse.ArgumentParser) -> None:
-    """The agent's own flags (``aerix -p``); the request itself is ``aerix.wiring``."""
-    group = parser.add_argument_group("one request (headless)")
-    group.add_argument(
-        "-p",
-        "--print",
-        dest="print_prompt",
-        nargs="?",
-        const=STDIN_PROMPT,
-        default=None,
-        metavar="PROMPT",
-        help="run one request and exit; without PROMPT, read it from stdin",
-    )
-    group.add_argument("--resume", metavar="ID", help="continue this session (id or unique prefix)")
-    group.add_argument(
-        "--continue",
-        dest="continue_latest",
-        action="store_true",
-        help="continue this project's latest session",
-    )
-    group.add_argument("--max-turns", type=int, metavar="N", help="the root agent's turn budget")
-    group.add_argument(
-        "--profile", metavar="NAME", help="read the prompts from this profile (setting: profile)"
-    )
-    group.add_argument(
-        "--profile-refresh",
-        action="store_true",
-        help="with --resume/--continue: move the session to its model base's newest prompts first",
-    )
-    group.add_argument(
-        "--output-format",
-        choices=OUTPUT_FORMATS,
-        default="text",
-        help="text (default), json (one object) or stream-json (one event a line)",
-    )
-    group.add_argument("--in-place", action="store_true", help="accepted; -p always runs in place")
-    group.add_argument(
-        "--verbose",
-        action="store_true",
-        help="accepted, as Claude Code's stream-json needs it; the output is the same",
-    )
-    group.add_argument("--cwd", type=Path, metavar="DIR", help="run in DIR instead of the current directory")
-    add_claude_flags(group)
 
 
 def cmd_interactive(args: argparse.Namespace, first_prompt: str | None) -> int:

@@ -16,7 +16,8 @@ from aerix.adapters.autostart import AutostartPool
 from aerix.adapters.clock import utc_now
 from aerix.adapters.git_diff import GitDiffs
 from aerix.adapters.hook_runner import SubprocessHooks
-from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
+from aerix.adapters.output import HeadlessOutput, error_object
+from aerix.adapters.output_formats import OutputFormat
 from aerix.adapters.paths import history_file
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.project import ProjectFiles
