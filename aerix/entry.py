@@ -27,6 +27,11 @@ def main() -> int:
         return cli_main()
     except KeyboardInterrupt:
         return cancelled()
+    finally:
+        # The command has ended (returned, or exited through argparse's SystemExit, as --version
+        # does): its status stands, and a Ctrl-C while the process exits is ignored rather than
+        # ending it by SIGINT with no word said.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def cancelled() -> int:

@@ -49,3 +49,11 @@ LEGACY_SCRATCH_BYTES: Final = 256 * 1024 * 1024
 #: How long a signalled pool lets connections finish the request they are answering, by
 #: default (``caldrix pool --shutdown-grace``).
 SHUTDOWN_GRACE_SECS: Final = 10.0
+
+# --- Serving defaults ------------------------------------------------------------------------
+# Here rather than in caldrix.engine_seam (pydantic's models) so that the model commands
+# (``caldrix models list``, the fit) read them without building those models.
+#: The window a member gets when neither the flags nor a smaller training window say otherwise.
+DEFAULT_CTX: Final = 8192
+#: Rows evaluated per batch during a prefill; small enough that progress is reported often.
+DEFAULT_BATCH: Final = 256

@@ -1,5 +1,6 @@
 """Command-line parsing for ``caldrix``. Each command parses its flags here and calls one
-function elsewhere; nothing in this module does the work itself."""
+function elsewhere; nothing in this module does the work itself. It imports nothing heavy (no
+pydantic, no protocol models): each command's module loads when the command runs."""
 
 from __future__ import annotations
 
@@ -8,18 +9,20 @@ import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, NoReturn
 
 from caldrix import __version__
 from caldrix.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
 from caldrix.cli.run_prompt import STDIN_PROMPT
-from caldrix.engine_seam import ServingFlags
 from caldrix.errors import CaldrixError, UsageError, one_line
 from caldrix.limits import SHUTDOWN_GRACE_SECS
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from caldrix.engine_seam import ServingFlags
 
 #: The pool exits after this many seconds with no connection open (0 = never).
 DEFAULT_IDLE_TIMEOUT_SECS = 1800
@@ -96,6 +99,12 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
+    # Here, not at the top: only run and pool (the daemon) serve a model, and pydantic's models
+    # would cost every other command (--version, pool stop, pool status) most of its time.
+    from pydantic import ValidationError
+
+    from caldrix.engine_seam import ServingFlags
+
     values: dict[str, object] = {
         "ctx": args.ctx,
         "threads": args.threads,
@@ -381,10 +390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_command(args, serving_flags_from(args))
         if args.command == "pool":
-            from caldrix.cli.pool import pool_command, pool_control
-
             if args.action is not None:
+                from caldrix.cli.pool_control import pool_control
+
                 return pool_control(args)
+            from caldrix.cli.pool import pool_command
+
             return pool_command(args, serving_flags_from(args))
         if args.command in ("serve", "launch"):
             from caldrix.cli.serve import launch_command, serve_command
