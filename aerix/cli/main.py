@@ -10,7 +10,7 @@ subcommands are named by the ``handler`` the parser set (``aerix.cli.sessions``,
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aerix.adapters.closed_pipe import discard_closed_output
 from aerix.cli.parser import STDIN_PROMPT, build_parser, command_names, split_prompt
@@ -18,17 +18,19 @@ from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_USAGE
 from aerix.errors import AerixError, FileUnusable, OutputClosed
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command line. A closed pipe (``aerix sessions show ID | head``) ends any command
-    quietly with EXIT_BROKEN_PIPE, as ``git log | head`` does: no message, no traceback."""
+def main(argv: Sequence[str] | None = None, ready: Callable[[], None] = lambda: None) -> int:
+    """Run one command line. ``ready`` is called once the command's modules are imported, just
+    before it runs (the console script hands Ctrl-C back to Python there). A closed pipe
+    (``aerix sessions show ID | head``) ends any command quietly with EXIT_BROKEN_PIPE, as
+    ``git log | head`` does: no message, no traceback."""
     try:
-        return _run(argv)
+        return _run(argv, ready)
     except (BrokenPipeError, OutputClosed):
         discard_closed_output()
         return EXIT_BROKEN_PIPE
 
 
-def _run(argv: Sequence[str] | None) -> int:
+def _run(argv: Sequence[str] | None, ready: Callable[[], None]) -> int:
     parser = build_parser()
     words, first_prompt = split_prompt(sys.argv[1:] if argv is None else argv, command_names(parser))
     args = parser.parse_args(words)
@@ -39,13 +41,16 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.handler is None:
         from aerix.cli.request import cmd_interactive, cmd_print, print_mode
 
+        ready()
         if print_mode(args):
             if args.print_prompt in (None, STDIN_PROMPT) and first_prompt is not None:
                 args.print_prompt = first_prompt
             return cmd_print(args)
         return cmd_interactive(args, first_prompt)
+    handler = args.handler.load()
+    ready()
     try:
-        return int(args.handler.load()(args))
+        return int(handler(args))
     except AerixError as error:
         print(f"aerix: {error}", file=sys.stderr)
         return error.exit_code

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -362,7 +362,9 @@ def _add_pool_finding(
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, ready: Callable[[], None] = lambda: None) -> int:
+    """Run one command line. ``ready`` is called once the command's modules are imported, just
+    before it runs (the console script hands Ctrl-C back to Python there)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     passed: list[str] = []
@@ -384,29 +386,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        # Each command imports what it needs only when chosen: `caldrix pool stop` loads no engine.
-        if args.command == "run":
-            from caldrix.cli.run import run_command
-
-            return run_command(args, serving_flags_from(args))
-        if args.command == "pool":
-            if args.action is not None:
-                from caldrix.cli.pool_control import pool_control
-
-                return pool_control(args)
-            from caldrix.cli.pool import pool_command
-
-            return pool_command(args, serving_flags_from(args))
-        if args.command in ("serve", "launch"):
-            from caldrix.cli.serve import launch_command, serve_command
-
-            return serve_command(args) if args.command == "serve" else launch_command(args, passed)
-        from caldrix.cli.models import models_command
-
-        return models_command(args)
+        command = _loaded_command(args, passed)
+        ready()
+        return command()
     except CaldrixError as exc:
         print(f"caldrix: {one_line(exc.message)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
+
+
+def _loaded_command(args: argparse.Namespace, passed: list[str]) -> Callable[[], int]:
+    """The chosen command, its module imported (and its serving flags checked), ready to run.
+    Each command imports what it needs only when chosen: `caldrix pool stop` loads no engine."""
+    if args.command == "run":
+        from caldrix.cli.run import run_command
+
+        flags = serving_flags_from(args)
+        return lambda: run_command(args, flags)
+    if args.command == "pool":
+        if args.action is not None:
+            from caldrix.cli.pool_control import pool_control
+
+            return lambda: pool_control(args)
+        from caldrix.cli.pool import pool_command
+
+        flags = serving_flags_from(args)
+        return lambda: pool_command(args, flags)
+    if args.command in ("serve", "launch"):
+        from caldrix.cli.serve import launch_command, serve_command
+
+        return (
+            (lambda: serve_command(args))
+            if args.command == "serve"
+            else (lambda: launch_command(args, passed))
+        )
+    from caldrix.cli.models import models_command
+
+    return lambda: models_command(args)
 
 
 if __name__ == "__main__":
