@@ -103,6 +103,14 @@ def test_a_session_command_loads_its_own_modules(tmp_path: Path) -> None:
     assert loaded(modules, ("prompt_toolkit", "aerix.adapters.terminal", "llama_cpp")) == []
 
 
+def test_a_headless_request_loads_none_of_the_screen(tmp_path: Path) -> None:
+    """``aerix -p`` with an empty prompt: refused once its modules are imported, before any
+    pool is asked; the screen's toolkit and rich's markdown are the interactive screen's."""
+    modules = imported_by("aerix", "-p", "", tmp_path=tmp_path)
+    assert "aerix.wiring.requests" in modules
+    assert loaded(modules, ("prompt_toolkit", "rich.markdown", "aerix.adapters.terminal.screen")) == []
+
+
 def test_caldrix_version_loads_no_model_or_protocol_code(tmp_path: Path) -> None:
     modules = imported_by("caldrix", "--version", tmp_path=tmp_path)
     assert "caldrix.cli.main" in modules

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from aerix.adapters.closed_pipe import discard_closed_output
-from aerix.cli.parser import STDIN_PROMPT, build_parser, command_names, split_prompt
+from aerix.cli.parser import STDIN_PROMPT, build_parser, command_names, print_mode, split_prompt
 from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_USAGE
 from aerix.errors import AerixError, FileUnusable, OutputClosed
 
@@ -39,13 +39,16 @@ def _run(argv: Sequence[str] | None, ready: Callable[[], None]) -> int:
         print("aerix: --resume needs a session id; `aerix sessions list` shows them", file=sys.stderr)
         return EXIT_USAGE
     if args.handler is None:
-        from aerix.cli.request import cmd_interactive, cmd_print, print_mode
-
-        ready()
         if print_mode(args):
+            from aerix.cli.request import cmd_print
+
+            ready()
             if args.print_prompt in (None, STDIN_PROMPT) and first_prompt is not None:
                 args.print_prompt = first_prompt
             return cmd_print(args)
+        from aerix.cli.screen import cmd_interactive
+
+        ready()
         return cmd_interactive(args, first_prompt)
     handler = args.handler.load()
     ready()

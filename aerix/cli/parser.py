@@ -270,3 +270,10 @@ def add_profile(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     _profile_flags(log)
     log.set_defaults(handler=_profiles_command("cmd_profile_log"))
+
+
+def print_mode(args: argparse.Namespace) -> bool:
+    """-p, or (as Claude Code's) stream-json output or input without it: one request's run."""
+    if args.command is not None:
+        return False
+    return args.print_prompt is not None or "stream-json" in (args.output_format, args.input_format)

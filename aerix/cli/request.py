@@ -1,6 +1,6 @@
-"""Running the agent's own flags (``aerix.cli.parser`` reads them): ``aerix -p`` (one request,
-headless, or ``--input-format stream-json``'s prompts) and bare ``aerix`` (the screen on a
-terminal); the request itself is ``aerix.wiring``'s."""
+"""Running ``aerix -p`` (``aerix.cli.parser`` reads its flags): one request, headless, or
+``--input-format stream-json``'s prompts; the request itself is ``aerix.wiring``'s. Bare
+``aerix``, the screen, is ``aerix.cli.screen``'s, so a headless request loads none of it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import uuid
 from pathlib import Path
 
 from aerix.adapters.settings_files import SettingsOverrides, parse_disallowed, parse_sources
-from aerix.app.request.conversation import ConversationOptions
 from aerix.app.request.options import RequestOptions
 from aerix.claude_flags import ignored_note
 from aerix.cli.parser import STDIN_PROMPT
@@ -19,47 +18,8 @@ from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
 from aerix.domain.prompt_bytes import decode_prompt
 from aerix.errors import AerixError
-from aerix.wiring.requests import run_headless, run_interactive
+from aerix.wiring.requests import run_headless
 from aerix.wiring.stream_session import run_stream_input
-
-NEEDS_A_TERMINAL = (
-    "the interactive screen needs a terminal; run one request with -p PROMPT "
-    "(or pipe it: echo PROMPT | aerix -p)"
-)
-
-
-def cmd_interactive(args: argparse.Namespace, first_prompt: str | None) -> int:
-    """Bare ``aerix`` (``--resume``, ``--continue``, a first prompt): the screen on a terminal;
-    elsewhere a given prompt runs as plain ``-p`` would, and none is one line saying to use ``-p``."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        if first_prompt is None:
-            print(f"aerix: {NEEDS_A_TERMINAL}", file=sys.stderr)
-            return EXIT_USAGE
-        args.print_prompt = first_prompt
-        return cmd_print(args)
-    if args.max_turns is not None and args.max_turns < 1:
-        print("aerix: --max-turns must be 1 or more", file=sys.stderr)
-        return EXIT_USAGE
-    if args.resume and args.continue_latest:
-        print("aerix: --resume and --continue both name a session; give one of them", file=sys.stderr)
-        return EXIT_USAGE
-    if args.profile is not None and not valid_profile_name(args.profile):
-        print(f"aerix: --profile: {PROFILE_NAME_RULE} (got {args.profile!r})", file=sys.stderr)
-        return EXIT_USAGE
-    options = ConversationOptions(
-        cwd=args.cwd or Path.cwd(),
-        resume=args.resume,
-        continue_latest=args.continue_latest,
-        max_turns=args.max_turns,
-        first_prompt=first_prompt,
-        profile=args.profile,
-        profile_refresh=args.profile_refresh,
-        fork_session=args.fork_session,
-    )
-    try:
-        return run_interactive(options)
-    except KeyboardInterrupt:
-        return EXIT_CANCELLED
 
 
 def cmd_print(args: argparse.Namespace) -> int:
@@ -137,10 +97,3 @@ def _canonical_uuid(text: str) -> str | None:
         return str(uuid.UUID(text))
     except ValueError:
         return None
-
-
-def print_mode(args: argparse.Namespace) -> bool:
-    """-p, or (as Claude Code's) stream-json output or input without it: one request's run."""
-    if args.command is not None:
-        return False
-    return args.print_prompt is not None or "stream-json" in (args.output_format, args.input_format)
