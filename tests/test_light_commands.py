@@ -99,7 +99,7 @@ def test_a_session_command_loads_its_own_modules(tmp_path: Path) -> None:
     """The other side: the command that runs imports what it needs (so the lists above are not
     vacuous), and still not the screen."""
     modules = imported_by("aerix", "sessions", "list", "--all", tmp_path=tmp_path)
-    assert {"aerix.cli.sessions", "aerix.wiring.commands", "rich.console"} <= modules
+    assert {"aerix.cli.sessions", "aerix.wiring.session_commands", "rich.console"} <= modules
     assert loaded(modules, ("prompt_toolkit", "aerix.adapters.terminal", "llama_cpp")) == []
 
 

@@ -22,7 +22,7 @@ from aerix.app.profiles.tune import TuneOptions
 from aerix.domain.bounds import EXIT_CANCELLED
 from aerix.domain.profile import MAIN_BRANCH, PROFILE_NAME_RULE, model_branch, valid_profile_name
 from aerix.errors import UsageError
-from aerix.wiring.commands import ProfileCommands, profile_commands
+from aerix.wiring.profile_commands import ProfileCommands, profile_commands
 
 
 def _profile_args(args: argparse.Namespace) -> tuple[Path, str | None]:

@@ -13,7 +13,7 @@ from rich.console import Console
 from aerix.adapters.session_render import render_list, render_replay
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.errors import NotADirectory
-from aerix.wiring.commands import SessionCommands, session_commands
+from aerix.wiring.session_commands import SessionCommands, session_commands
 
 
 class _PipeConsole(Console):
