@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE
-
 #: Flags aerix acts on as Claude Code does (their help says how).
 ACTED_ON: Final = (
     "--append-system-prompt",
@@ -145,6 +143,10 @@ def add_claude_flags(group: argparse._ArgumentGroup) -> None:
 
 def ignored_flags(args: argparse.Namespace) -> list[str]:
     """The ignored flags given on this command line, for the one stderr note."""
+    # Here, not at the top: the parser imports this module, and the Claude formats (with the
+    # event models they stand on) load only when a request runs.
+    from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE
+
     named: list[str] = []
     for flag, takes_value, _ in IGNORED:
         value = getattr(args, "ignored_" + flag.lstrip("-").replace("-", "_"))

@@ -1,11 +1,12 @@
 """The ``aerix`` console script's first module: Ctrl-C at any moment is one line, exit 130.
 
-Importing ``aerix.cli.main`` takes a good part of a second on a small machine (pydantic's event
-models, rich, anyio); a Ctrl-C meanwhile used to be a ``KeyboardInterrupt`` traceback. This module
-imports nothing heavy: while the rest is imported, Ctrl-C leaves at once (nothing has been
-recorded yet, so nothing can be lost); once the command runs, it is Python's usual
-``KeyboardInterrupt``, so a running request still ends cancelled and records it, and whatever
-escapes is the same one line.
+Importing a command's modules takes a good part of a second on a small machine (pydantic's event
+models, rich, anyio); a Ctrl-C meanwhile used to be a ``KeyboardInterrupt`` traceback, or a
+native extension's panic. This module imports nothing heavy: while the command line is parsed and
+the command's modules imported, Ctrl-C leaves at once (nothing has been recorded yet, so nothing
+can be lost); once the command runs (``ctrl_c_to_python``, which the command line calls), it is
+Python's usual ``KeyboardInterrupt``, so a running request still ends cancelled and records it,
+and whatever escapes is the same one line.
 """
 
 from __future__ import annotations
@@ -22,11 +23,20 @@ def main() -> int:
     from aerix.cli.main import main as cli_main
 
     try:
-        # Inside the try: a Ctrl-C that came as the import ended is raised by this handler.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        return cli_main()
+        return cli_main(ready=ctrl_c_to_python)
     except KeyboardInterrupt:
         return cancelled()
+    finally:
+        # The command has ended (returned, or exited through argparse's SystemExit, as --version
+        # does): its status stands, and a Ctrl-C while the process exits is ignored rather than
+        # ending it by SIGINT with no word said.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def ctrl_c_to_python() -> None:
+    """The command's modules are imported (a Ctrl-C during an import, in a native extension's
+    too, was leaving at once) and it runs next: from here Ctrl-C is Python's KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def cancelled() -> int:

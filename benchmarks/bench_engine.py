@@ -35,6 +35,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+from _side_by_side import paired
 from llama_cpp import Llama
 
 from aerix.adapters.pool import client_bounds
@@ -119,19 +120,15 @@ def rate(sample: tuple[int, float]) -> float:
 def interleave(
     rounds: int, left: Callable[[], tuple[int, float]], right: Callable[[], tuple[int, float]]
 ) -> tuple[float, float, float]:
-    """Median tokens/s of each side over ``rounds`` interleaved runs, and the median of the
-    per-round ratios (paired, so a slow minute on the shared machine hits both sides; the
-    order alternates each round)."""
-    left_rates, right_rates, ratios = [], [], []
-    for i in range(rounds):
-        if i % 2:  # alternate which side goes first, so an order effect cancels out
-            right_rates.append(rate(right()))
-            left_rates.append(rate(left()))
-        else:
-            left_rates.append(rate(left()))
-            right_rates.append(rate(right()))
-        ratios.append(left_rates[-1] / right_rates[-1] if right_rates[-1] else float("nan"))
-    return statistics.median(left_rates), statistics.median(right_rates), statistics.median(ratios)
+    """Median tokens/s of each side over ``rounds`` paired runs, and the median of the
+    per-round ratios."""
+    pairs = paired(rounds, lambda: rate(left()), lambda: rate(right()))
+    ratios = [one / other if other else float("nan") for one, other in pairs]
+    return (
+        statistics.median(one for one, _ in pairs),
+        statistics.median(other for _, other in pairs),
+        statistics.median(ratios),
+    )
 
 
 def report(label: str, left: tuple[str, float], right: tuple[str, float], ratio: float, target: str) -> None:

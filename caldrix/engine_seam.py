@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkabl
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from caldrix.limits import DEFAULT_BATCH
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -26,10 +28,6 @@ if TYPE_CHECKING:
 ConstraintKind = Literal["json", "one_of", "regex", "lark"]
 ALL_CONSTRAINTS: tuple[ConstraintKind, ...] = ("json", "one_of", "regex", "lark")
 
-#: The window a member gets when neither the flags nor a smaller training window say otherwise.
-DEFAULT_CTX = 8192
-#: Rows evaluated per batch during a prefill; small enough that progress is reported often.
-DEFAULT_BATCH = 256
 #: The fewest prompt rows a resumed generation computes, unless its engine declares fewer
 #: (:attr:`EngineCapabilities.min_fill_rows`): llama.cpp computes a one-row batch through
 #: another matrix-multiply path, whose rows and logits differ from a prefill's

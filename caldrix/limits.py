@@ -68,3 +68,11 @@ OPEN_STRING_LINE_MAX_CHARS: Final = 2000
 #: The longest span a client may ask the guard to watch for: the guard's work per token grows
 #: with it (each token is compared with its occurrences this far back).
 GUARD_SPAN_LIMIT_TOKENS: Final = 1024
+
+# --- Serving defaults ------------------------------------------------------------------------
+# Here rather than in caldrix.engine_seam (pydantic's models) so that the model commands
+# (``caldrix models list``, the fit) read them without building those models.
+#: The window a member gets when neither the flags nor a smaller training window say otherwise.
+DEFAULT_CTX: Final = 8192
+#: Rows evaluated per batch during a prefill; small enough that progress is reported often.
+DEFAULT_BATCH: Final = 256

@@ -57,9 +57,9 @@ CALDRIX_LAYERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("caldrix.errors", ("caldrix.limits",)),
     ("caldrix.log", ()),
     ("caldrix.engine_thread", ()),
-    ("caldrix.engine_seam", ()),
+    ("caldrix.engine_seam", ("caldrix.limits",)),
     ("caldrix.protocol", ("caldrix", "caldrix.limits", "caldrix.errors")),
-    ("caldrix.models", ("caldrix", "caldrix.limits", "caldrix.errors", "caldrix.engine_seam")),
+    ("caldrix.models", ("caldrix", "caldrix.limits", "caldrix.errors")),
     ("caldrix.generation", ("caldrix.errors", "caldrix.engine_seam")),
     ("caldrix.store", ("caldrix.engine_seam", "caldrix.generation")),
     (

@@ -30,26 +30,22 @@ request (recorded as ``cancelled``, exit 141); nothing more is printed.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import sys
 import uuid
 from collections.abc import Callable
-from typing import Any, Final, Literal, Protocol, TextIO
+from typing import Any, Final, Protocol, TextIO
 
 from rich.console import Console
 
 from aerix.adapters.claude_stream import ClaudeStream, ModelTally
+from aerix.adapters.closed_pipe import discard_output
+from aerix.adapters.output_formats import OutputFormat
 from aerix.adapters.terminal.diff_view import diff_text
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_CANCELLED
 from aerix.domain.diffs import RequestDiff
 from aerix.errors import OutputClosed
-
-OutputFormat = Literal["text", "json", "stream-json"]
-OUTPUT_FORMATS: Final[tuple[OutputFormat, ...]] = ("text", "json", "stream-json")
 
 #: Claude Code's result subtypes, by aerix outcome.
 RESULT_SUBTYPES: Final = {
@@ -192,27 +188,6 @@ class HeadlessOutput(RequestObserver):
             self.closed = True
             discard_output(stream)
             raise OutputClosed() from exc
-
-
-def discard_output(stream: TextIO) -> None:
-    """Point a stream's file descriptor at /dev/null once its reader went away: what is still
-    buffered, and Python's own flush at exit, then go nowhere instead of raising again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        with contextlib.suppress(OSError, ValueError):  # no descriptor (a StringIO), or closed
-            os.dup2(devnull, stream.fileno())
-    finally:
-        os.close(devnull)
-
-
-def discard_closed_output() -> None:
-    """After a broken pipe, wherever it was met: stdout goes to /dev/null, and stderr too when
-    its reader is gone as well (a flush of what it holds fails), so exit stays quiet."""
-    discard_output(sys.stdout)
-    try:
-        sys.stderr.flush()
-    except BrokenPipeError:
-        discard_output(sys.stderr)
 
 
 def banner(start: ev.SessionStart) -> str:

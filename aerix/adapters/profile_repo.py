@@ -86,6 +86,9 @@ class GitProfile:
     def __init__(self, name: str, path: Path) -> None:
         self._name = name
         self._path = path
+        # A commit's files never change: each is read once (a request's attach reads main's head
+        # to seed it, then the session's commit, most often the same one).
+        self._snapshots: dict[str, ProfileSnapshot] = {}
         if self._git("rev-parse", "--is-bare-repository").text.strip() != "true":
             raise ProfileUnusable(name, path, "not a bare repository")
 
@@ -133,6 +136,12 @@ class GitProfile:
         return output.status == 0 and output.text.strip() == "commit"
 
     def read(self, commit: str) -> ProfileSnapshot:
+        snapshot = self._snapshots.get(commit)
+        if snapshot is None:
+            snapshot = self._snapshots[commit] = self._read(commit)
+        return snapshot
+
+    def _read(self, commit: str) -> ProfileSnapshot:
         listing = self._git("ls-tree", "-r", "-z", "--full-tree", commit).text
         paths: dict[str, str] = {}
         for entry in listing.split("\0"):

@@ -1,5 +1,5 @@
 """``aerix sessions …`` (list, show, rm, rebuild, schema) and ``aerix import claude``: their
-parsers and handlers, over ``aerix.wiring``'s session commands."""
+handlers, over ``aerix.wiring``'s session commands (``aerix.cli.parser`` reads their flags)."""
 
 from __future__ import annotations
 
@@ -13,39 +13,7 @@ from rich.console import Console
 from aerix.adapters.session_render import render_list, render_replay
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.errors import NotADirectory
-from aerix.wiring.commands import SessionCommands, session_commands
-
-
-def add_sessions(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sessions = commands.add_parser("sessions", help="list, show, remove and rebuild sessions")
-    sub = sessions.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND", required=True)
-    listing = sub.add_parser("list", help="this project's sessions, newest first")
-    listing.add_argument("--json", action="store_true", help="print the index entries as JSON")
-    listing.add_argument("--all", action="store_true", help="every project's sessions")
-    listing.set_defaults(handler=cmd_list)
-    show = sub.add_parser("show", help="a readable replay of a session")
-    show.add_argument("id", help="session id (or a unique prefix)")
-    show.add_argument("--json", action="store_true", help="print the events as JSON lines")
-    show.set_defaults(handler=cmd_show)
-    remove = sub.add_parser("rm", help="delete a session: log, spool files, transcript, index entry")
-    remove.add_argument("id")
-    remove.set_defaults(handler=cmd_rm)
-    rebuild = sub.add_parser("rebuild", help="verify logs and rebuild the index and transcripts")
-    target = rebuild.add_mutually_exclusive_group(required=True)
-    target.add_argument("id", nargs="?", help="one session")
-    target.add_argument("--all", action="store_true", help="every session of every project")
-    rebuild.set_defaults(handler=cmd_rebuild)
-    schema = sub.add_parser("schema", help="print (or write) the JSON Schema of every event")
-    schema.add_argument("--out", type=Path, help="write one <type>.schema.json per event into this folder")
-    schema.set_defaults(handler=cmd_schema)
-
-
-def add_import(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    importing = commands.add_parser("import", help="copy sessions from another tool")
-    sub = importing.add_subparsers(dest="import_source", metavar="SOURCE", required=True)
-    claude = sub.add_parser("claude", help="Claude Code transcripts (default: its projects folder)")
-    claude.add_argument("paths", nargs="*", type=Path, help="transcript files or folders")
-    claude.set_defaults(handler=cmd_import_claude)
+from aerix.wiring.session_commands import SessionCommands, session_commands
 
 
 class _PipeConsole(Console):

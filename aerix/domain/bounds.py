@@ -169,6 +169,8 @@ REFLECTION_ANSWER_SLACK_TOKENS: Final = 256
 EVIDENCE_LINE_MAX_CHARS: Final = 300
 #: At most this many evidence lines per artifact; the newest are kept.
 EVIDENCE_MAX_LINES: Final = 60
+#: ``aerix profile log`` shows this many commits of each branch unless told otherwise.
+PROFILE_LOG_LIMIT: Final = 20
 
 # --- Exit codes -----------------------------------------------------------------------------
 #: The root agent gave its final answer.

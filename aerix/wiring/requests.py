@@ -1,10 +1,9 @@
 """Running requests on the real adapters: ``aerix -p`` (one request, printed in its output
-format, the status line on a terminal's stderr) and bare ``aerix`` (the screen over the
-conversation); ``request_deps`` builds every port a request uses."""
+format, the status line on a terminal's stderr); ``request_deps`` builds every port a request
+uses (bare ``aerix``, the screen over the conversation, is ``aerix.wiring.screen``'s)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -16,19 +15,16 @@ from aerix.adapters.autostart import AutostartPool
 from aerix.adapters.clock import utc_now
 from aerix.adapters.git_diff import GitDiffs
 from aerix.adapters.hook_runner import SubprocessHooks
-from aerix.adapters.output import HeadlessOutput, OutputFormat, error_object
-from aerix.adapters.paths import history_file
+from aerix.adapters.output import HeadlessOutput, error_object
+from aerix.adapters.output_formats import OutputFormat
 from aerix.adapters.profile_repo import GitProfiles
 from aerix.adapters.project import ProjectFiles
-from aerix.adapters.project_key import project_key
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.session_store import SessionFiles
 from aerix.adapters.settings_files import SettingsOverrides
-from aerix.adapters.terminal.screen import TerminalScreen
 from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.adapters.tools import LocalToolsFactory
 from aerix.app.ports import HookRunner, RequestResult
-from aerix.app.request.conversation import ConversationOptions, converse
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.run import run_request
 from aerix.errors import AerixError, FileUnusable
@@ -55,23 +51,6 @@ def request_deps(sessions: SessionFiles, overrides: SettingsOverrides | None = N
         clock=utc_now,
         version=__version__,
     )
-
-
-def run_interactive(options: ConversationOptions) -> int:
-    """``aerix`` on a terminal: the screen, talking to the conversation."""
-    sessions = SessionFiles()
-    deps = request_deps(sessions)
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or None
-    history = history_file(project_key(options.cwd.resolve()))
-
-    async def main() -> int:
-        screen = TerminalScreen(__version__, options.cwd, history, StatusFigures, editor)
-        return await screen.run(lambda: converse(options, deps, screen))
-
-    try:
-        return anyio.run(main)
-    finally:
-        sessions.close()
 
 
 def run_headless(

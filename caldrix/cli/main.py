@@ -1,25 +1,28 @@
 """Command-line parsing for ``caldrix``. Each command parses its flags here and calls one
-function elsewhere; nothing in this module does the work itself."""
+function elsewhere; nothing in this module does the work itself. It imports nothing heavy (no
+pydantic, no protocol models): each command's module loads when the command runs."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, NoReturn
 
 from caldrix import __version__
 from caldrix.cli.exit_codes import EXIT_FAILED, EXIT_USAGE
 from caldrix.cli.run_prompt import STDIN_PROMPT
-from caldrix.engine_seam import ServingFlags
 from caldrix.errors import CaldrixError, UsageError, one_line
 from caldrix.limits import SHUTDOWN_GRACE_SECS
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 from caldrix.protocol.transport import default_socket_path
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from caldrix.engine_seam import ServingFlags
 
 #: The pool exits after this many seconds with no connection open (0 = never).
 DEFAULT_IDLE_TIMEOUT_SECS = 1800
@@ -96,6 +99,12 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def serving_flags_from(args: argparse.Namespace) -> ServingFlags:
+    # Here, not at the top: only run and pool (the daemon) serve a model, and pydantic's models
+    # would cost every other command (--version, pool stop, pool status) most of its time.
+    from pydantic import ValidationError
+
+    from caldrix.engine_seam import ServingFlags
+
     values: dict[str, object] = {
         "ctx": args.ctx,
         "threads": args.threads,
@@ -353,7 +362,9 @@ def _add_pool_finding(
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, ready: Callable[[], None] = lambda: None) -> int:
+    """Run one command line. ``ready`` is called once the command's modules are imported, just
+    before it runs (the console script hands Ctrl-C back to Python there)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     passed: list[str] = []
@@ -375,27 +386,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        # Each command imports what it needs only when chosen: `caldrix pool stop` loads no engine.
-        if args.command == "run":
-            from caldrix.cli.run import run_command
-
-            return run_command(args, serving_flags_from(args))
-        if args.command == "pool":
-            from caldrix.cli.pool import pool_command, pool_control
-
-            if args.action is not None:
-                return pool_control(args)
-            return pool_command(args, serving_flags_from(args))
-        if args.command in ("serve", "launch"):
-            from caldrix.cli.serve import launch_command, serve_command
-
-            return serve_command(args) if args.command == "serve" else launch_command(args, passed)
-        from caldrix.cli.models import models_command
-
-        return models_command(args)
+        command = _loaded_command(args, passed)
+        ready()
+        return command()
     except CaldrixError as exc:
         print(f"caldrix: {one_line(exc.message)}", file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILED
+
+
+def _loaded_command(args: argparse.Namespace, passed: list[str]) -> Callable[[], int]:
+    """The chosen command, its module imported (and its serving flags checked), ready to run.
+    Each command imports what it needs only when chosen: `caldrix pool stop` loads no engine."""
+    if args.command == "run":
+        from caldrix.cli.run import run_command
+
+        flags = serving_flags_from(args)
+        return lambda: run_command(args, flags)
+    if args.command == "pool":
+        if args.action is not None:
+            from caldrix.cli.pool_control import pool_control
+
+            return lambda: pool_control(args)
+        from caldrix.cli.pool import pool_command
+
+        flags = serving_flags_from(args)
+        return lambda: pool_command(args, flags)
+    if args.command in ("serve", "launch"):
+        from caldrix.cli.serve import launch_command, serve_command
+
+        return (
+            (lambda: serve_command(args))
+            if args.command == "serve"
+            else (lambda: launch_command(args, passed))
+        )
+    from caldrix.cli.models import models_command
+
+    return lambda: models_command(args)
 
 
 if __name__ == "__main__":

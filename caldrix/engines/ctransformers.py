@@ -29,7 +29,6 @@ from llguidance import LLTokenizer, TokenizerWrapper
 
 from caldrix.engine_seam import (
     ALL_CONSTRAINTS,
-    DEFAULT_CTX,
     ChatTemplateSource,
     EngineCapabilities,
     ServingFlags,
@@ -37,6 +36,7 @@ from caldrix.engine_seam import (
 from caldrix.engines._native_stderr import native_stderr_captured
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
 from caldrix.generation.templates import template_source_for
+from caldrix.limits import DEFAULT_CTX
 from caldrix.models.files import native_path, open_model_file
 from caldrix.models.ggml_bounds import LegacyHeaderInvalid
 from caldrix.models.ggml_header import (

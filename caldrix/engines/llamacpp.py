@@ -29,13 +29,13 @@ from llama_cpp import Llama
 from llguidance import LLTokenizer
 
 from caldrix.engine_seam import (
-    DEFAULT_CTX,
     ChatTemplateSource,
     EngineCapabilities,
     ServingFlags,
 )
 from caldrix.engines._llama import LlamaVocabulary, LoadLog
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
+from caldrix.limits import DEFAULT_CTX
 from caldrix.models.files import native_path, open_model_file
 
 #: The one sequence a member serves (``--max-batch 1``).

@@ -48,7 +48,6 @@ from llguidance import LLTokenizer
 
 from caldrix.engine_seam import (
     ALL_CONSTRAINTS,
-    DEFAULT_BATCH,
     ChatTemplateSource,
     ConstraintKind,
     EngineCapabilities,
@@ -65,6 +64,7 @@ from caldrix.errors import (
     ScriptError,
 )
 from caldrix.generation.templates import render_context
+from caldrix.limits import DEFAULT_BATCH
 from caldrix.models.fit import window_for
 from caldrix.models.gguf import precheck
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from caldrix.engine_seam import DEFAULT_BATCH, DEFAULT_CTX
 from caldrix.errors import NoFit
-from caldrix.limits import LEGACY_SCRATCH_BYTES
+from caldrix.limits import DEFAULT_BATCH, DEFAULT_CTX, LEGACY_SCRATCH_BYTES
 from caldrix.models.ggml_header import UNRECORDED_WINDOW
 from caldrix.models.gguf import ModelInfo
 

@@ -3,47 +3,110 @@
 This is the one caldrix package a client (aerix) imports. It loads no engine: importing it
 never imports llama_cpp. The errors a client catches come from :mod:`caldrix.errors` and are
 re-exported here.
+
+Each name loads its module when it is first used (PEP 562's module ``__getattr__``): importing
+the package, or a light part of it (``roles``, ``transport``), costs nothing of the message
+models or the client, so ``caldrix --version`` and ``caldrix pool stop`` do not pay for them.
 """
 
-from caldrix.errors import (
-    BadFrame,
-    BadRequest,
-    CaldrixError,
-    ConstraintInvalid,
-    ContextNotFound,
-    ContextOverflow,
-    DuplicateSegment,
-    HandshakeRequired,
-    InternalError,
-    MemberExists,
-    MemberNotFound,
-    ModelNotFound,
-    NoFit,
-    PoolUnavailable,
-    PrecheckFailed,
-    ProtocolMismatch,
-    SegmentNotFound,
-    UnknownOp,
-)
-from caldrix.protocol.client import (
-    ClientBounds,
-    Generation,
-    PoolClient,
-    connect,
-    error_from_reply,
-)
-from caldrix.protocol.framing import (
-    MAX_FRAME_BYTES,
-    NEED_MORE,
-    PROTOCOL_VERSION,
-    FrameDecoder,
-    FrameMode,
-    decode_payload,
-    encode_frame,
-)
-from caldrix.protocol.messages import DoneFrame, Guard, ProgressFrame, TokenFrame
-from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
-from caldrix.protocol.transport import default_socket_path, unwritable_socket_folder
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from caldrix.errors import (
+        BadFrame,
+        BadRequest,
+        CaldrixError,
+        ConstraintInvalid,
+        ContextNotFound,
+        ContextOverflow,
+        DuplicateSegment,
+        HandshakeRequired,
+        InternalError,
+        MemberExists,
+        MemberNotFound,
+        ModelNotFound,
+        NoFit,
+        PoolUnavailable,
+        PrecheckFailed,
+        ProtocolMismatch,
+        SegmentNotFound,
+        UnknownOp,
+    )
+    from caldrix.protocol.client import (
+        ClientBounds,
+        Generation,
+        PoolClient,
+        connect,
+        error_from_reply,
+    )
+    from caldrix.protocol.framing import (
+        MAX_FRAME_BYTES,
+        NEED_MORE,
+        PROTOCOL_VERSION,
+        FrameDecoder,
+        FrameMode,
+        decode_payload,
+        encode_frame,
+    )
+    from caldrix.protocol.messages import DoneFrame, Guard, ProgressFrame, TokenFrame
+    from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
+    from caldrix.protocol.transport import default_socket_path, unwritable_socket_folder
+
+#: Where each name of ``__all__`` is defined.
+_HOMES: dict[str, str] = {
+    "BadFrame": "caldrix.errors",
+    "BadRequest": "caldrix.errors",
+    "CaldrixError": "caldrix.errors",
+    "ConstraintInvalid": "caldrix.errors",
+    "ContextNotFound": "caldrix.errors",
+    "ContextOverflow": "caldrix.errors",
+    "DuplicateSegment": "caldrix.errors",
+    "HandshakeRequired": "caldrix.errors",
+    "InternalError": "caldrix.errors",
+    "MemberExists": "caldrix.errors",
+    "MemberNotFound": "caldrix.errors",
+    "ModelNotFound": "caldrix.errors",
+    "NoFit": "caldrix.errors",
+    "PoolUnavailable": "caldrix.errors",
+    "PrecheckFailed": "caldrix.errors",
+    "ProtocolMismatch": "caldrix.errors",
+    "SegmentNotFound": "caldrix.errors",
+    "UnknownOp": "caldrix.errors",
+    "ClientBounds": "caldrix.protocol.client",
+    "Generation": "caldrix.protocol.client",
+    "PoolClient": "caldrix.protocol.client",
+    "connect": "caldrix.protocol.client",
+    "error_from_reply": "caldrix.protocol.client",
+    "MAX_FRAME_BYTES": "caldrix.protocol.framing",
+    "NEED_MORE": "caldrix.protocol.framing",
+    "PROTOCOL_VERSION": "caldrix.protocol.framing",
+    "FrameDecoder": "caldrix.protocol.framing",
+    "FrameMode": "caldrix.protocol.framing",
+    "decode_payload": "caldrix.protocol.framing",
+    "encode_frame": "caldrix.protocol.framing",
+    "DoneFrame": "caldrix.protocol.messages",
+    "Guard": "caldrix.protocol.messages",
+    "ProgressFrame": "caldrix.protocol.messages",
+    "TokenFrame": "caldrix.protocol.messages",
+    "DECISION_MEMBER": "caldrix.protocol.roles",
+    "MAIN_MEMBER": "caldrix.protocol.roles",
+    "default_socket_path": "caldrix.protocol.transport",
+    "unwritable_socket_folder": "caldrix.protocol.transport",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # __import__, the import statement's own hook (importlib.import_module bypasses the hook that
+    # -X importtime reports through, and the start-up tests read that report).
+    value = getattr(__import__(home, fromlist=[name]), name)
+    globals()[name] = value  # once: the next use is a plain global
+    return value
+
 
 __all__ = [
     "DECISION_MEMBER",

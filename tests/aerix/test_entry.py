@@ -19,11 +19,12 @@ AERIX = str(Path(sys.executable).with_name("aerix"))
 @pytest.mark.parametrize(
     "checkpoint",
     [
-        "rich.style",  # early: among the first of aerix.cli.main's imports
+        "aerix.cli.main",  # the parser is imported; -p's own modules come next
+        "rich.style",  # among the first of the request's imports
         "pydantic",  # the event models' library
         "aerix.domain.events",  # the slowest of aerix's own modules
-        "aerix.wiring.stream_session",  # the composition root's last module: the command runs next
-        "aerix.cli.main",  # everything imported: -p is waiting for its prompt on stdin
+        "aerix.wiring.stream_session",  # the composition root's last module
+        "aerix.cli.request",  # everything imported: -p is waiting for its prompt on stdin
     ],
 )
 def test_ctrl_c_while_starting_is_one_line_and_130(checkpoint: str) -> None:

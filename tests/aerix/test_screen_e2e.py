@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from aerix.cli.request import NEEDS_A_TERMINAL
+from aerix.cli.screen import NEEDS_A_TERMINAL
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.domain.profile import SHORT_COMMIT_CHARS
 from tests.aerix.profile_world import git

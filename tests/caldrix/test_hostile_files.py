@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from caldrix.cli.pool import process_alive
+from caldrix.cli.pool_control import process_alive
 from caldrix.models.ggml_header import GGJT_ALIGNMENT
 from tests.caldrix.ggml_writer import (
     LlamaHeader,

@@ -13,10 +13,11 @@ import llama_cpp.llama_cpp as llama_c
 import numpy as np
 import pytest
 
-from caldrix.engine_seam import DEFAULT_CTX, Engine, ServingFlags
+from caldrix.engine_seam import Engine, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.engines.loader import engine_for_file, open_engine
 from caldrix.errors import ContextOverflow, ModelNotFound, PrecheckFailed
+from caldrix.limits import DEFAULT_CTX
 from tests.caldrix.ggml_writer import write_tiny_gpt2
 from tests.default_model import default_model_path
 

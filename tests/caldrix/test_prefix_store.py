@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from caldrix.engine_seam import DEFAULT_BATCH, MIN_FILL_ROWS, EngineCapabilities
+from caldrix.engine_seam import MIN_FILL_ROWS, EngineCapabilities
+from caldrix.limits import DEFAULT_BATCH
 from caldrix.store.prefix_store import (
     CONTEXT_BUDGET_MAX,
     GIB,

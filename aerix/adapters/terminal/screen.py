@@ -23,12 +23,13 @@ from rich.console import Group
 from rich.padding import Padding
 from rich.text import Text
 
+from aerix.adapters.terminal.ansi import render_ansi
 from aerix.adapters.terminal.editor import edit_in_editor, inline_application, prompt_buffer
 from aerix.adapters.terminal.help import help_block
 from aerix.adapters.terminal.keys import Mode, key_bindings
 from aerix.adapters.terminal.live_lines import Activity
 from aerix.adapters.terminal.live_region import LiveState, live_lines
-from aerix.adapters.terminal.scrollback import Scrollback, render_ansi
+from aerix.adapters.terminal.scrollback import Scrollback
 from aerix.adapters.terminal.theme import DIM, EMBER, ERROR, THINKING_FRAME_SECS
 from aerix.adapters.terminal.transcript import Transcript, plan_block, prompt_echo
 from aerix.adapters.terminal.views import (

@@ -12,34 +12,20 @@ Pieces printed in quick succession are written together.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import Final, Protocol
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.application.current import get_app_or_none
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
+
+from aerix.adapters.terminal.ansi import render_ansi
 
 #: How many printed pieces are kept for a redraw after a resize (older ones stay in the
 #: terminal's scrollback as they were drawn).
 KEPT_BLOCKS: Final = 2000
 #: Clear the screen and the terminal's scrollback, cursor home: before a full redraw.
 CLEAR_ALL: Final = "\x1b[2J\x1b[3J\x1b[H"
-
-
-def render_ansi(renderable: RenderableType, width: int, color_system: str | None = "auto") -> str:
-    """``renderable`` as the terminal's bytes at ``width`` columns."""
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        force_terminal=True,
-        color_system=color_system,  # type: ignore[arg-type]
-        highlight=False,
-        soft_wrap=False,
-    )
-    console.print(renderable)
-    return buffer.getvalue()
 
 
 class RawOutput(Protocol):

@@ -11,8 +11,8 @@ from typing import Final, TextIO
 
 import anyio
 
+from aerix.adapters.terminal.ansi import render_ansi
 from aerix.adapters.terminal.live_lines import Activity, context_line, status_line
-from aerix.adapters.terminal.scrollback import render_ansi
 from aerix.adapters.terminal.theme import THINKING_FRAME_SECS
 from aerix.app.ports import StatusView
 from aerix.domain import events as ev

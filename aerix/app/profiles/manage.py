@@ -24,6 +24,7 @@ from aerix.app.profiles.revisions import commit_revisions
 from aerix.app.profiles.runs import UpstreamTexts, existing_profile, upstream_texts
 from aerix.app.profiles.writes import delete_branch
 from aerix.domain import events as ev
+from aerix.domain.bounds import PROFILE_LOG_LIMIT
 from aerix.domain.profile import (
     MAIN_BRANCH,
     SESSION_BRANCH_PREFIX,
@@ -36,10 +37,6 @@ from aerix.domain.profile import (
 )
 from aerix.domain.revision_guards import check_revision
 from aerix.errors import ProfileChanged, ProfileError, UsageError
-
-#: ``aerix profile log`` shows this many commits of each branch unless told otherwise.
-LOG_LIMIT = 20
-
 
 # ---- show -----------------------------------------------------------------------------------------
 
@@ -74,7 +71,7 @@ def show_profile(store: ProfileStore, name: str, upstream: UpstreamTexts) -> Pro
 
 
 def profile_log(
-    store: ProfileStore, name: str, branch: str | None = None, limit: int = LOG_LIMIT
+    store: ProfileStore, name: str, branch: str | None = None, limit: int = PROFILE_LOG_LIMIT
 ) -> list[tuple[str, list[ProfileCommit]]]:
     """Each branch's newest commits: ``branch``, else ``main`` and every model base."""
     repo = existing_profile(store, name)

@@ -1,0 +1,142 @@
+"""The quick commands import only what they need: ``aerix --version`` and ``--help`` load the
+parser alone, ``caldrix --version`` no model or protocol code, and ``caldrix pool status`` and
+``pool stop`` only the protocol's client, none of the daemon.
+
+Each command runs as a real process through its console script with ``-X importtime``, whose
+lines name every module the process imported, so what is checked is what the command loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import caldrix.protocol
+
+BIN = Path(sys.executable).parent
+
+#: What a request, the screen or a session command loads, and the quick commands must not.
+AERIX_HEAVY = (
+    "prompt_toolkit",
+    "rich",
+    "aerix.adapters.terminal",
+    "aerix.adapters.output",
+    "aerix.projections",
+    "aerix.domain.events",
+    "aerix.domain.settings",
+    "aerix.domain.claude_format",
+    "aerix.app",
+    "aerix.wiring",
+    "eventsourcing",
+    "pydantic",
+    "caldrix",
+    "llama_cpp",
+    "llguidance",
+)
+#: What serving a model loads: the engines, the server, the protocol's models.
+CALDRIX_HEAVY = (
+    "pydantic",
+    "rich",
+    "anyio",
+    "cbor2",
+    "caldrix.protocol.messages",
+    "caldrix.protocol.client",
+    "caldrix.engine_seam",
+    "llama_cpp",
+    "llguidance",
+    "numpy",
+)
+#: The daemon's own modules, which a client of the running pool never needs.
+DAEMON = (
+    "caldrix.server",
+    "caldrix.pool",
+    "caldrix.members",
+    "caldrix.engine_seam",
+    "llama_cpp",
+    "llguidance",
+)
+
+
+def imported_by(*command: str, tmp_path: Path) -> set[str]:
+    done = subprocess.run(
+        [str(BIN / command[0]), *command[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            "PYTHONPROFILEIMPORTTIME": "1",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "XDG_RUNTIME_DIR": str(tmp_path),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        },
+        cwd=tmp_path,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return {
+        line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+    }
+
+
+def loaded(modules: set[str], heavy: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy))
+
+
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_aerix_version_and_help_load_the_parser_alone(flag: str, tmp_path: Path) -> None:
+    modules = imported_by("aerix", flag, tmp_path=tmp_path)
+    assert "aerix.cli.parser" in modules  # the check sees aerix's imports at all
+    assert loaded(modules, AERIX_HEAVY) == []
+
+
+def test_a_session_command_loads_its_own_modules(tmp_path: Path) -> None:
+    """The other side: the command that runs imports what it needs (so the lists above are not
+    vacuous), and still not the screen."""
+    modules = imported_by("aerix", "sessions", "list", "--all", tmp_path=tmp_path)
+    assert {"aerix.cli.sessions", "aerix.wiring.session_commands", "rich.console"} <= modules
+    assert loaded(modules, ("prompt_toolkit", "aerix.adapters.terminal", "llama_cpp")) == []
+
+
+def test_a_headless_request_loads_none_of_the_screen(tmp_path: Path) -> None:
+    """``aerix -p`` with an empty prompt: refused once its modules are imported, before any
+    pool is asked; the screen's toolkit and rich's markdown are the interactive screen's."""
+    modules = imported_by("aerix", "-p", "", tmp_path=tmp_path)
+    assert "aerix.wiring.requests" in modules
+    assert loaded(modules, ("prompt_toolkit", "rich.markdown", "aerix.adapters.terminal.screen")) == []
+
+
+def test_caldrix_version_loads_no_model_or_protocol_code(tmp_path: Path) -> None:
+    modules = imported_by("caldrix", "--version", tmp_path=tmp_path)
+    assert "caldrix.cli.main" in modules
+    assert loaded(modules, CALDRIX_HEAVY) == []
+
+
+@pytest.mark.parametrize("action", ["status", "stop"])
+def test_pool_status_and_stop_load_the_client_not_the_daemon(action: str, tmp_path: Path) -> None:
+    modules = imported_by(
+        "caldrix", "pool", action, "--socket", str(tmp_path / "none.sock"), tmp_path=tmp_path
+    )
+    assert "caldrix.protocol.client" in modules
+    assert loaded(modules, DAEMON) == []
+
+
+def test_caldrix_models_list_builds_no_pydantic_model(tmp_path: Path) -> None:
+    modules = imported_by("caldrix", "models", "list", tmp_path=tmp_path)
+    assert "caldrix.models.references" in modules
+    assert loaded(modules, ("pydantic", "caldrix.engine_seam", "llama_cpp", "anyio")) == []
+
+
+def test_every_name_of_the_protocol_package_is_its_home_module_s() -> None:
+    """The package loads each name on first use; each is the object its module defines."""
+    for name in caldrix.protocol.__all__:
+        home = importlib.import_module(caldrix.protocol._HOMES[name])
+        assert getattr(caldrix.protocol, name) is getattr(home, name)
+    assert sorted(caldrix.protocol._HOMES) == sorted(caldrix.protocol.__all__)
+    with pytest.raises(AttributeError):
+        _ = caldrix.protocol.no_such_name  # type: ignore[attr-defined]
