@@ -33,6 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout: tests/ helpers
+
 import anyio
 import numpy as np
 from _side_by_side import paired
