@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import EventStore, IntegrityError
+from eventsourcing.persistence import IntegrityError
 
 from aerix.adapters import paths
 from aerix.adapters.durable import append_durably, make_folder, replace_durably
@@ -39,7 +39,6 @@ from aerix.app.ports import SessionRef
 from aerix.app.ports.sessions import ReplaceOutcome
 from aerix.domain.claude_tools import claude_project_dir_name
 from aerix.domain.events import EventBase
-from aerix.domain.session import wrap
 from aerix.errors import SessionAmbiguous, SessionBusy, SessionNotFound
 
 INDEX_NAME = "index.json"
@@ -53,7 +52,6 @@ class SessionFiles:
         self.root = root or paths.sessions_root()
         self.mapper = PlainJSONMapper()
         self._recorders: dict[str, SessionLogRecorder] = {}
-        self._stores: dict[str, EventStore[str]] = {}
 
     def recorder(self, project: str) -> SessionLogRecorder:
         recorder = self._recorders.get(project)
@@ -61,18 +59,13 @@ class SessionFiles:
             recorder = self._recorders[project] = SessionLogRecorder(self.root / project)
         return recorder
 
-    def _event_store(self, project: str) -> EventStore[str]:
-        store = self._stores.get(project)
-        if store is None:
-            store = self._stores[project] = EventStore(self.mapper, self.recorder(project))
-        return store
-
     def append(self, ref: SessionRef, records: Sequence[EventBase], sync: bool = False) -> None:
-        """Write the session's new records as the aggregate's events (eventsourcing's store, our
-        recorder), synced to disk first when ``sync``; another writer's append in between is
+        """Write the session's new records, each as its line (eventsourcing's recorder interface,
+        our recorder), synced to disk first when ``sync``; another writer's append in between is
         ``SessionBusy``."""
+        stored = [self.mapper.to_stored_event(ref.id, record) for record in records]
         try:
-            self._event_store(ref.project).put([wrap(ref.id, record) for record in records], sync=sync)
+            self.recorder(ref.project).insert_events(stored, sync=sync)
         except IntegrityError as exc:
             raise SessionBusy(ref.id, "another writer appended to it") from exc
 
@@ -264,7 +257,7 @@ class SessionFiles:
     def replace_if_changed(self, ref: SessionRef, records: Sequence[EventBase]) -> ReplaceOutcome:
         """Write a whole log unless it already holds exactly these events: new, updated or unchanged."""
         recorder = self.recorder(ref.project)
-        stored = [self.mapper.to_stored_event(wrap(ref.id, record)) for record in records]
+        stored = [self.mapper.to_stored_event(ref.id, record) for record in records]
         wanted = recorder.encode(stored)
         try:
             existing: bytes | None = ref.log.read_bytes()

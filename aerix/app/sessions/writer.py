@@ -40,7 +40,7 @@ class SessionWriter:
         self.sync_at_commits = sync == "commit"
         self._closed = False
         last = storage.acquire(ref)
-        if last != session.version - len(session.pending_events):
+        if last != session.version - len(session.pending):
             storage.release(ref)
             raise SessionBusy(ref.id, f"its log already reaches seq {last}")
         self._save()
@@ -100,7 +100,7 @@ def reopen_session(
     ref = storage.find(session_id)
     storage.acquire(ref)  # before reading, so nothing is appended between the read and the first write
     try:
-        session = replay(ref.id, storage.read(ref))
+        session = replay(storage.read(ref))
         if session is None:
             raise SessionNotFound(session_id)
         if session.imported:
@@ -125,7 +125,7 @@ def fork_session(
     original, which is only read."""
     ref = storage.find(session_id)
     records = storage.read(ref)
-    source = replay(ref.id, records)
+    source = replay(records)
     if source is None:
         raise SessionNotFound(session_id)
     if source.imported:
@@ -140,7 +140,7 @@ def fork_session(
     storage.acquire(fork)
     try:
         storage.append(fork, copy, sync=sync == "commit")
-        session = replay(fork_id, copy)
+        session = replay(copy)
         if session is None:  # the copy of a session that replayed; never None here
             raise SessionNotFound(fork_id)
         storage.release(fork)
