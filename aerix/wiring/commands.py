@@ -69,7 +69,7 @@ class SessionCommands:
     def remove(self, session_id: str) -> tuple[SessionRef, list[Path], list[str]]:
         """Delete a session and its ``session/<id>`` branch in the profile it recorded; the
         lines say what could not be done about the branch (the session goes anyway)."""
-        ref = self.store.find(session_id)
+        ref = self.store.log.find(session_id)
         profiles = GitProfiles()
         notes: list[str] = []
 
@@ -95,7 +95,7 @@ class SessionCommands:
 
     def notices(self) -> list[str]:
         """Crash repairs and the like the store made meanwhile, one line each."""
-        return self.store.notices()
+        return self.store.log.notices()
 
 
 @contextlib.contextmanager
@@ -110,7 +110,7 @@ def session_commands() -> Iterator[SessionCommands]:
     except OSError as error:
         raise FileUnusable(error) from error
     finally:
-        store.close()
+        store.log.close()
 
 
 @dataclass
@@ -156,7 +156,7 @@ class ProfileCommands:
         return profile_log(GitProfiles(), profile or project.settings.profile, branch, limit)
 
     def notices(self) -> list[str]:
-        return self.store.notices()
+        return self.store.log.notices()
 
 
 @contextlib.contextmanager
@@ -168,4 +168,4 @@ def profile_commands() -> Iterator[ProfileCommands]:
     except OSError as error:
         raise FileUnusable(error) from error
     finally:
-        store.close()
+        store.log.close()

@@ -180,7 +180,7 @@ async def _request(
         screen.request_failed(f"cannot use {error.filename or 'the session store'} ({error.strerror})")
         return
     finally:
-        for notice in deps.sessions.notices():
+        for notice in deps.sessions.log.notices():
             screen.note(notice)
     if not current.exists:
         current.exists, current.forked_from = True, None

@@ -76,7 +76,7 @@ class TranscriptFollower:
                 self._written_subagents[agent] = len(records)
         if sync:
             for unsynced in list(self._unsynced):
-                self._storage.append_transcript(self._ref, [], agent=unsynced)
+                self._storage.views.append_transcript(self._ref, [], agent=unsynced)
             self._unsynced.clear()
         self._link()
 
@@ -84,23 +84,23 @@ class TranscriptFollower:
         if len(records) <= done:
             return
         lines = [record_line(record) for record in records[done:]]
-        self._storage.append_transcript(self._ref, lines, agent=agent, sync=sync)
+        self._storage.views.append_transcript(self._ref, lines, agent=agent, sync=sync)
         if sync:
             self._unsynced.discard(agent)
         else:
             self._unsynced.add(agent)
 
     def _catch_up(self) -> None:
-        self._projection.feed(self._storage.read(self._ref))
+        self._projection.feed(self._storage.log.read(self._ref))
         lines = [record_line(record) for record in self._projection.records]
-        count, last = self._storage.transcript_tail(self._ref)
+        count, last = self._storage.views.transcript_tail(self._ref)
         if 0 < count <= len(lines) and lines[count - 1] == last:
-            self._storage.append_transcript(self._ref, lines[count:])
+            self._storage.views.append_transcript(self._ref, lines[count:])
         else:
-            self._storage.write_transcript(self._ref, lines)
+            self._storage.views.write_transcript(self._ref, lines)
         self._written = len(lines)
         subagents = subagent_lines(self._projection)
-        self._storage.write_subagent_transcripts(self._ref, subagents)
+        self._storage.views.write_subagent_transcripts(self._ref, subagents)
         self._written_subagents = {agent: len(agent_lines) for agent, agent_lines in subagents.items()}
 
     def _link(self) -> None:
@@ -109,5 +109,5 @@ class TranscriptFollower:
             return
         has_subagents = bool(self._projection.subagents)
         if not self._linked or has_subagents:
-            self._storage.link_claude_project(self._ref, self._projection.cwd, has_subagents)
+            self._storage.views.link_claude_project(self._ref, self._projection.cwd, has_subagents)
             self._linked, self._linked_subagents = True, has_subagents

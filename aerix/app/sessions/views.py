@@ -26,15 +26,15 @@ def stamped(entry: IndexEntry, log_size: int | None) -> dict[str, Any]:
 
 def write_transcript(storage: SessionStorage, ref: SessionRef) -> Path:
     transcript = ClaudeTranscript()
-    transcript.feed(storage.read(ref))
-    return storage.write_transcript(ref, transcript_lines(transcript), subagent_lines(transcript))
+    transcript.feed(storage.log.read(ref))
+    return storage.views.write_transcript(ref, transcript_lines(transcript), subagent_lines(transcript))
 
 
 def update_index(storage: SessionStorage, ref: SessionRef) -> IndexEntry:
     """Bring the session's index entry up to its log, folding only the events it has not seen."""
-    size = storage.log_size(ref)  # before the read: a line written meanwhile is read again later
-    records = storage.read(ref)
-    with storage.index_locked(ref.project) as entries:
+    size = storage.log.log_size(ref)  # before the read: a line written meanwhile is read again later
+    records = storage.log.read(ref)
+    with storage.views.index_locked(ref.project) as entries:
         stored = entries.get(ref.id)
         entry = IndexEntry.from_json(stored) if stored else IndexEntry()
         if records and entry.position > records[-1].seq:

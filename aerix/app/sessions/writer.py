@@ -39,9 +39,9 @@ class SessionWriter:
         self.clock = clock
         self.sync_at_commits = sync == "commit"
         self._closed = False
-        last = storage.acquire(ref)
+        last = storage.log.acquire(ref)
         if last != session.version - len(session.pending):
-            storage.release(ref)
+            storage.log.release(ref)
             raise SessionBusy(ref.id, f"its log already reaches seq {last}")
         self._save()
 
@@ -63,12 +63,12 @@ class SessionWriter:
         """Make everything recorded so far durable now (a hook or the screen is about to report
         something as done)."""
         if self.sync_at_commits:
-            self.storage.sync(self.ref)
+            self.storage.log.sync(self.ref)
 
     def write_spool(self, name: str, text: str) -> Path:
         """Write a cut result's whole text once under ``name`` (``a1.c3``); returns the absolute
         path for the pointer line (the ``SpoolWriter`` port)."""
-        return self.storage.spool(self.ref, name, text)
+        return self.storage.spool.write(self.ref, name, text)
 
     def transcript(self) -> Path:
         """Rebuild ``<id>.claude.jsonl`` (hooks ask for it before they fire)."""
@@ -78,17 +78,17 @@ class SessionWriter:
         if not self._closed:
             self._closed = True
             update_index(self.storage, self.ref)
-            self.storage.release(self.ref)
+            self.storage.log.release(self.ref)
 
     def _save(self, sync: bool = False) -> None:
-        self.storage.append(self.ref, self.session.take_new_records(), sync=sync)
+        self.storage.log.append(self.ref, self.session.take_new_records(), sync=sync)
 
 
 def start_session(
     storage: SessionStorage, clock: Clock, *, sync: SyncPolicy = "commit", **start: Any
 ) -> SessionWriter:
     """Create a session from its ``session.start`` fields (``session`` and ``project`` included)."""
-    ref = storage.ref(start["project"], start["session"])
+    ref = storage.log.ref(start["project"], start["session"])
     session = Session.begin(clock(), **start)
     return SessionWriter(storage, ref, session, clock, sync)
 
@@ -97,17 +97,17 @@ def reopen_session(
     storage: SessionStorage, clock: Clock, session_id: str, sync: SyncPolicy = "commit"
 ) -> SessionWriter:
     """Become the writer of an existing session, to append a new request to it."""
-    ref = storage.find(session_id)
-    storage.acquire(ref)  # before reading, so nothing is appended between the read and the first write
+    ref = storage.log.find(session_id)
+    storage.log.acquire(ref)  # before reading, so nothing is appended between the read and the first write
     try:
-        session = replay(storage.read(ref))
+        session = replay(storage.log.read(ref))
         if session is None:
             raise SessionNotFound(session_id)
         if session.imported:
             raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
         return SessionWriter(storage, ref, session, clock, sync)
     except BaseException:
-        storage.release(ref)
+        storage.log.release(ref)
         raise
 
 
@@ -123,8 +123,8 @@ def fork_session(
     in, as a new session's) and become the copy's writer: every event as it was, with each
     ``session.start`` naming the copy (its file), so the copy replays and resumes without the
     original, which is only read."""
-    ref = storage.find(session_id)
-    records = storage.read(ref)
+    ref = storage.log.find(session_id)
+    records = storage.log.read(ref)
     source = replay(records)
     if source is None:
         raise SessionNotFound(session_id)
@@ -134,17 +134,17 @@ def fork_session(
         record.model_copy(update={"session": fork_id}) if isinstance(record, ev.SessionStart) else record
         for record in records
     ]
-    fork = storage.ref(project, fork_id)
-    if storage.exists(fork):
+    fork = storage.log.ref(project, fork_id)
+    if storage.log.exists(fork):
         raise UsageError(f"session {fork_id} already exists; give --session-id a new UUID")
-    storage.acquire(fork)
+    storage.log.acquire(fork)
     try:
-        storage.append(fork, copy, sync=sync == "commit")
+        storage.log.append(fork, copy, sync=sync == "commit")
         session = replay(copy)
         if session is None:  # the copy of a session that replayed; never None here
             raise SessionNotFound(fork_id)
-        storage.release(fork)
+        storage.log.release(fork)
         return SessionWriter(storage, fork, session, clock, sync)
     except BaseException:
-        storage.release(fork)
+        storage.log.release(fork)
         raise
