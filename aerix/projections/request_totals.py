@@ -13,16 +13,13 @@ from typing import ClassVar
 
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT
+from aerix.domain.usage import RequestUsage
 from aerix.projections.base import Handlers, Projection
 
 
 @dataclass
 class RequestTotals(Projection):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    generations: int = 0
-    reused_tokens: int = 0
-    pool_ms: float = 0.0
+    usage: RequestUsage = field(default_factory=RequestUsage)
     touched: list[str] = field(default_factory=list)
     #: The root's ``agent`` calls, ``(piece id, outcome)`` each, in order.
     pieces: list[tuple[str, str | None]] = field(default_factory=list)
@@ -34,11 +31,7 @@ class RequestTotals(Projection):
         if record.role == "tool" and record.tool == "agent" and record.agent == ROOT_AGENT:
             self.pieces.append((f"{record.agent}.{record.call}", record.outcome))
         if record.usage is not None:
-            self.prompt_tokens += record.usage.prompt_tokens
-            self.completion_tokens += record.usage.completion_tokens
-            self.generations += 1
-            self.reused_tokens += record.usage.recomputed_from or 0
-            self.pool_ms += (record.usage.prefill_ms or 0.0) + (record.usage.decode_ms or 0.0)
+            self.usage = self.usage.plus(record.usage)
         for call in record.calls:
             path = call.input.get("path")
             if call.tool in ("write", "edit") and isinstance(path, str):

@@ -64,11 +64,4 @@ class RequestRecorder:
 
     @property
     def usage(self) -> RequestUsage:
-        totals = self.totals
-        return RequestUsage(
-            totals.prompt_tokens,
-            totals.completion_tokens,
-            totals.generations,
-            totals.reused_tokens,
-            totals.pool_ms,
-        )
+        return self.totals.usage
