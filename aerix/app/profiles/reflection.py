@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import MemberInfo, OnToken, PoolPort
-from aerix.app.request.startup import BoundMembers
 from aerix.domain.bounds import REFLECTION_ASK_WINDOW_DIVISOR, REFLECTION_REASON_MAX_CHARS
 from aerix.domain.settings import MemberFlags
 from aerix.errors import ContextOverflow, PoolError

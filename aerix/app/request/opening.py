@@ -8,10 +8,10 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import Project
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
 from aerix.app.request.options import RequestDeps, RequestOptions
-from aerix.app.request.startup import BoundMembers
 from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
 from aerix.app.sessions.writer import SessionWriter, fork_session, reopen_session, start_session
 from aerix.domain import events as ev
