@@ -4,10 +4,10 @@ that reads ``transcript_path`` (a Stop hook grepping the last assistant line) fi
 happened.
 
 The transcript is a projection (``aerix.projections.transcript``); this follows it
-incrementally. Events are handed over as they are recorded (``seen``) and folded at each commit
-point of the log (``follow``, from the request's recorder) and when a hook is about to fire
-(``bring_up_to_date``, which also syncs the files to disk), appending the records made since the
-last time. The first time in a process the log is folded once: when the file on disk already
+incrementally. Events are folded as they are recorded (``seen``, a subscriber of the session's
+writer), and the records they made are appended at each commit point of the log (``follow``,
+from the request's recorder) and when a hook is about to fire (``bring_up_to_date``, which also
+syncs the files to disk). The first time in a process the log is folded once: when the file on disk already
 holds exactly the records of the earlier events (a resumed session), only the new ones are
 appended; otherwise (no file, or one written by another version) it is written whole, once. The
 result is the same bytes ``aerix sessions rebuild`` writes from the whole log.
@@ -38,16 +38,16 @@ class TranscriptFollower:
         self._ref = ref
         self._claude_projects = claude_projects
         self._projection = ClaudeTranscript()
-        self._pending: list[ev.EventBase] = []
         self._written: int | None = None  # records on disk; None until the first catch-up
         self._written_subagents: dict[str, int] = {}
         self._unsynced: set[str | None] = set()  # files appended to without a sync (None: main)
         self._linked = self._linked_subagents = False
 
     def seen(self, record: ev.EventBase) -> None:
-        """A session event was just recorded."""
+        """A session event was just recorded (before the first catch-up, which reads the log,
+        there is nothing to fold it into)."""
         if self._written is not None:
-            self._pending.append(record)
+            self._projection.take(record)
 
     def follow(self) -> None:
         """Append what the log gained since the last call (a commit point of the log)."""
@@ -67,8 +67,6 @@ class TranscriptFollower:
         if self._written is None:
             self._catch_up()
         else:
-            self._projection.feed(self._pending)
-            self._pending.clear()
             self._append(None, self._projection.records, self._written, sync)
             self._written = len(self._projection.records)
             for agent, records in self._projection.subagents.items():
