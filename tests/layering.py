@@ -21,6 +21,8 @@ returns one line per import that breaks a rule:
   edge (the table itself may list only lower layers, :func:`order_errors`), so ``generation``
   and ``store`` reach an engine only through ``caldrix.engine_seam``, and only ``caldrix.cli``
   (and ``python -m caldrix``) imports the command line;
+- inside ``aerix.app``, the packages keep a strict order, :data:`APP_LAYERS` (lowest first): a
+  module of one imports only its own package and those below it, no back edge;
 - no two modules of caldrix import each other, directly or round a longer circle
   (:func:`circles`, for any package), even inside one folder or only for their types.
 """
@@ -75,6 +77,17 @@ CALDRIX_LAYERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("caldrix.front", ("caldrix", "caldrix.limits", "caldrix.errors", "caldrix.protocol")),
     ("caldrix.cli", EVERY_LAYER_BELOW),
     ("caldrix.__main__", ("caldrix.cli",)),
+)
+#: aerix.app's packages, lowest first: each imports only itself and the packages before it.
+APP_LAYERS: tuple[str, ...] = (
+    "aerix.app.ports",
+    "aerix.app.hooks",
+    "aerix.app.sessions",
+    "aerix.app.pool",
+    "aerix.app.agent",
+    "aerix.app.delegation",
+    "aerix.app.profiles",
+    "aerix.app.request",
 )
 #: The packages that import aerix's adapters: the command line and the composition root (each a
 #: package; ``aerix.cli`` is not ``aerix.cli_x``), besides the adapters themselves.
@@ -249,8 +262,25 @@ def caldrix_violations(root: Path) -> list[str]:
     return found
 
 
+def _app_rank(module: str) -> int | None:
+    return next((rank for rank, layer in enumerate(APP_LAYERS) if _within(module, layer)), None)
+
+
+def app_violations(root: Path) -> list[str]:
+    """aerix.app's rule: a module of one of its packages imports from the app only its own
+    package and those below it in :data:`APP_LAYERS`."""
+    found = []
+    for module, name in imports(root, "aerix/app"):
+        rank, target = _app_rank(module), _app_rank(name)
+        if rank is not None and target is not None and target > rank:
+            found.append(
+                f"{module} imports {name}: {APP_LAYERS[target]} is above {APP_LAYERS[rank]} in aerix.app"
+            )
+    return found
+
+
 def violations(root: Path) -> list[str]:
-    found = caldrix_violations(root)
+    found = caldrix_violations(root) + app_violations(root)
     for module, name in imports(root, "aerix"):
         if _within(name, "caldrix"):
             if not _within(name, "caldrix.protocol"):

@@ -68,6 +68,13 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         # A relative import counts as the absolute one it stands for.
         ("aerix/app/agent/x.py", "from ...adapters import pool\n", "only cli and wiring import adapters"),
         ("aerix/domain/x.py", "from ..app import ports\n", "aerix.domain may import only"),
+        # Inside the app, a package imports only those below it in the order (a planted back edge).
+        (
+            "aerix/app/profiles/x.py",
+            "from aerix.app.request.startup import x\n",
+            "is above aerix.app.profiles",
+        ),
+        ("aerix/app/delegation/x.py", "from ...app.request import root\n", "is above aerix.app.delegation"),
         ("aerix/adapters/x.py", "from ..app.sessions import writer\n", "aerix.adapters may import only"),
         # The errors module sits under every layer above the domain, so it imports only the domain.
         ("aerix/errors.py", "from aerix.app.ports import PoolPort\n", "aerix.errors may import only"),

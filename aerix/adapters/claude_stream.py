@@ -199,13 +199,7 @@ class ClaudeStream:
         tally.add(usage)
         if model == self.model:
             tally.window = self.window
-        self.usage = RequestUsage(
-            self.usage.prompt_tokens + usage.prompt_tokens,
-            self.usage.completion_tokens + usage.completion_tokens,
-            self.usage.generations + 1,
-            self.usage.reused_tokens + (usage.recomputed_from or 0),
-            self.usage.pool_ms + (usage.prefill_ms or 0.0) + (usage.decode_ms or 0.0),
-        )
+        self.usage = self.usage.plus(usage)
 
     def _tool_result(self, record: ev.Message) -> dict[str, Any]:
         block: dict[str, Any] = {

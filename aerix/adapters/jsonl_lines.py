@@ -1,8 +1,8 @@
 """A session event as one line of its log, and back.
 
-``PlainJSONMapper`` turns the Session aggregate's events into eventsourcing's stored events
-whose state is the event's own JSON line (plain JSON, the short topic as ``type``, the version
-as ``seq``); ``encode_line`` writes a stored event as its line (an envelope with the state in
+``PlainJSONMapper`` turns a session's records into eventsourcing's stored events whose state
+is the record's own JSON line (plain JSON, the ``type`` as the topic, the ``seq`` as the
+version); ``encode_line`` writes a stored event as its line (an envelope with the state in
 base64 when the state is not such a line) and ``state_of`` reads it back; ``parse_header``
 reads a line's ``type`` and ``seq`` without decoding the rest; ``decode_record`` and
 ``decode_records`` validate and upcast, ``decode_checked`` says which line is bad and why.
@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eventsourcing.persistence import Mapper, StoredEvent, Transcoder
+from eventsourcing.persistence import StoredEvent
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from aerix.domain import events as ev
-from aerix.domain.session import Recorded, wrap
 from aerix.errors import SessionLogCorrupt, SessionSchemaTooNew
 
 _HEADER = re.compile(rb'\{"type":"([^"\\]+)","seq":(\d+)[,}]')
@@ -30,18 +29,8 @@ _CURRENT_V = f',"v":{ev.SCHEMA_VERSION},'.encode()
 _VALIDATE_JSON = ev.EVENT_ADAPTER.validator.validate_json
 
 
-class _NoTranscoder(Transcoder):
-    """The plain mapper encodes with pydantic; eventsourcing's Mapper still wants a transcoder."""
-
-    def encode(self, obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-
-    def decode(self, data: bytes) -> Any:
-        return json.loads(data)
-
-
-class PlainJSONMapper(Mapper[str]):
-    """Session events ⇄ stored events whose state is the event's own JSON line.
+class PlainJSONMapper:
+    """Session records → stored events whose state is the record's own JSON line.
 
     Text that cannot be UTF-8 (a lone surrogate: a file name or an argument with bytes that are
     not UTF-8, as Python hands them over) cannot be a JSON line; such an event is stored with
@@ -49,21 +38,16 @@ class PlainJSONMapper(Mapper[str]):
     for the store's notice."""
 
     def __init__(self) -> None:
-        super().__init__(transcoder=_NoTranscoder())
         self.replaced: list[tuple[int, str]] = []
 
-    def to_stored_event(self, domain_event: Any) -> StoredEvent:
-        record: ev.EventBase = domain_event.record
+    def to_stored_event(self, session_id: str, record: ev.EventBase) -> StoredEvent:
         try:
             state = record.model_dump_json(exclude_none=True).encode()
         except PydanticSerializationError:
             cleaned = type(record).model_validate(_without_surrogates(record.model_dump()))
             state = cleaned.model_dump_json(exclude_none=True).encode()
             self.replaced.append((record.seq, record.type))
-        return StoredEvent(str(domain_event.originator_id), record.seq, record.type, state)
-
-    def to_domain_event(self, stored_event: StoredEvent) -> Recorded:
-        return wrap(str(stored_event.originator_id), decode_record(stored_event.state))
+        return StoredEvent(session_id, record.seq, record.type, state)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

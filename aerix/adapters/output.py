@@ -44,6 +44,7 @@ from aerix.adapters.terminal.diff_view import diff_text
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_CANCELLED
+from aerix.domain.claude_format import claude_usage, claude_usage_totals
 from aerix.domain.diffs import RequestDiff
 from aerix.errors import OutputClosed
 
@@ -234,12 +235,7 @@ def result_object(
     usage = result.usage
     subtype = RESULT_SUBTYPES.get(result.outcome, "error_during_execution")
     if models is None:
-        tally = ModelTally(window=None)
-        tally.usage.update(
-            input_tokens=usage.prompt_tokens - usage.reused_tokens,
-            cache_read_input_tokens=usage.reused_tokens,
-            output_tokens=usage.completion_tokens,
-        )
+        tally = ModelTally(usage=claude_usage_totals(usage), window=None)
         models = {result.model or "": tally}
     value: dict[str, Any] = {
         "type": "result",
@@ -255,12 +251,7 @@ def result_object(
         "stop_reason": "end_turn" if result.outcome == "done" else None,
         "session_id": result.session_id,
         "total_cost_usd": 0,
-        "usage": {
-            "input_tokens": usage.prompt_tokens - usage.reused_tokens,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": usage.reused_tokens,
-            "output_tokens": usage.completion_tokens,
-        },
+        "usage": claude_usage_totals(usage),
         "modelUsage": {model: tally.as_json() for model, tally in models.items()},
         "permission_denials": list(denials or ()),
         "uuid": str(uuid.uuid4()),
@@ -306,12 +297,7 @@ def error_object(message: str, exit_code: int, session_id: str | None = None) ->
         "stop_reason": None,
         "session_id": session_id,
         "total_cost_usd": 0,
-        "usage": {
-            "input_tokens": 0,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "output_tokens": 0,
-        },
+        "usage": claude_usage(None),
         "modelUsage": {},
         "permission_denials": [],
         "uuid": str(uuid.uuid4()),

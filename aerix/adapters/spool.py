@@ -8,9 +8,11 @@ calls ``write_spool`` and puts the returned path in the pointer line
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from aerix.adapters.durable import make_folder, replace_durably
+from aerix.app.ports import SessionRef
 
 SPOOL_SUFFIX = ".spool"
 
@@ -39,3 +41,17 @@ def write_spool(session_log: Path, name: str, text: str) -> Path:
         target = folder / f"{stem}.{number}.txt"
     replace_durably(target, text.encode("utf-8"))
     return target
+
+
+class SpoolFiles:
+    """The spools of the sessions (``SessionSpool``): beside each log, found by its ref."""
+
+    def write(self, ref: SessionRef, name: str, text: str) -> Path:
+        return write_spool(ref.log, name, text)
+
+    def remove(self, ref: SessionRef) -> list[Path]:
+        folder = spool_dir(ref.log)
+        if not folder.exists():
+            return []
+        shutil.rmtree(folder)
+        return [folder]

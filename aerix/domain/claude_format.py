@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from aerix.domain.claude_tools import claude_tool_name, to_claude_input
 from aerix.domain.events import Message, ToolCall, Usage
+from aerix.domain.usage import RequestUsage
 
 #: How aerix -p runs, in Claude Code's terms: no permission is asked, every call runs (hooks'
 #: ``permission_mode``, stream-json's ``permissionMode``, the one --permission-mode acted on).
@@ -59,6 +60,17 @@ def claude_usage(usage: Usage | None) -> dict[str, int]:
         "input_tokens": prompt - cache_read - cache_creation,
         "cache_creation_input_tokens": cache_creation,
         "cache_read_input_tokens": cache_read,
+        "output_tokens": usage.completion_tokens,
+    }
+
+
+def claude_usage_totals(usage: RequestUsage) -> dict[str, int]:
+    """A request's summed usage in Claude's keys (a result's ``usage``): the rows the prefix store
+    gave back are the cache read, the rest of the prompts ``input_tokens``."""
+    return {
+        "input_tokens": usage.prompt_tokens - usage.reused_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": usage.reused_tokens,
         "output_tokens": usage.completion_tokens,
     }
 

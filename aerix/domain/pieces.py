@@ -14,7 +14,9 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Literal, cast, get_args
+from typing import Final, cast, get_args
+
+from aerix.domain.events import AgentOutcome
 
 #: A definition's ``model`` values that are Claude Code's own names, not models a pool can
 #: load: an agent definition written for Claude Code runs on the caller's member.
@@ -26,7 +28,6 @@ UNINSPECTED_PASS: Final = "the verifier passed the work without inspecting anyth
 IMPLEMENTER_TYPE: Final = "implementer"
 VERIFIER_TYPE: Final = "verifier"
 
-PieceOutcome = Literal["done", "failed", "killed", "budget"]
 _CALL_PART = re.compile(r"c\d+")
 
 
@@ -79,7 +80,7 @@ class PieceResult:
     summary: str
     files_touched: tuple[str, ...]
     checks_run: tuple[str, ...]
-    outcome: PieceOutcome
+    outcome: AgentOutcome
 
     def text(self) -> str:
         """The result as the caller reads it: ``{summary, files_touched, checks_run, outcome}``."""
@@ -94,7 +95,7 @@ class PieceResult:
         )
 
 
-def piece_outcome(result: str) -> PieceOutcome | None:
+def piece_outcome(result: str) -> AgentOutcome | None:
     """The outcome an ``agent`` call's result names (``PieceResult.text``, perhaps followed by a
     hook's feedback); None when the call ran no piece (an ``error:`` or ``refused:`` result)."""
     if not result.startswith("{"):
@@ -104,4 +105,4 @@ def piece_outcome(result: str) -> PieceOutcome | None:
     except json.JSONDecodeError:
         return None
     outcome = value.get("outcome") if isinstance(value, dict) else None
-    return cast(PieceOutcome, outcome) if outcome in get_args(PieceOutcome) else None
+    return cast(AgentOutcome, outcome) if outcome in get_args(AgentOutcome) else None

@@ -300,24 +300,6 @@ def render_tool_descriptions(tools: Iterable[ToolSpec] = TOOLS) -> str:
     return "\n".join(lines)
 
 
-def example_input(spec: ToolSpec) -> dict[str, Any]:
-    """A small valid input for a tool, for examples in prompts and docs."""
-    samples = {
-        "path": "README.md",
-        "pattern": "*.py",
-        "command": "ls",
-        "op": "read",
-        "brief": "…",
-        "check": "…",
-        "content": "…",
-        "old": "…",
-        "new": "…",
-        "url": "https://example.org",
-        "query": "…",
-    }
-    return {field: samples.get(field, "…") for field in spec.required}
-
-
 def dumps_compact(value: Any) -> str:
     """JSON the way the turn examples show it (one line, `: ` and `, ` separators)."""
     return json.dumps(value, ensure_ascii=False)

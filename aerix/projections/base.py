@@ -45,6 +45,14 @@ class Projection:
         finally:
             self.position = position  # up to the last event applied, even when one raised
 
+    def take(self, event: EventBase) -> None:
+        """Apply one event just recorded (a live subscriber of the session's writer)."""
+        if event.seq > self.position:
+            handler = self.HANDLERS.get(event.__class__)
+            if handler is not None:
+                handler(self, event)
+            self.position = event.seq
+
 
 def feed_all(projections: Iterable[Projection], events: Iterable[EventBase]) -> None:
     """Fold the same events into several projections (a rebuild), in one pass: each event is

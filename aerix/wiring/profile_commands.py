@@ -82,7 +82,7 @@ class ProfileCommands:
         return profile_log(GitProfiles(), profile or project.settings.profile, branch, limit)
 
     def notices(self) -> list[str]:
-        return self.store.notices()
+        return self.store.log.notices()
 
 
 @contextlib.contextmanager
@@ -94,4 +94,4 @@ def profile_commands() -> Iterator[ProfileCommands]:
     except OSError as error:
         raise FileUnusable(error) from error
     finally:
-        store.close()
+        store.log.close()

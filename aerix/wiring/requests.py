@@ -91,9 +91,9 @@ async def run_one(
             output.json_line(error_object(str(error), error.exit_code, output.stream.session or None))
         return error.exit_code
     finally:
-        for notice in sessions.notices():
+        for notice in sessions.log.notices():
             output.note(notice)
-        sessions.close()
+        sessions.log.close()
     return output.finish(result)
 
 

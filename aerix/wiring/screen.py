@@ -31,4 +31,4 @@ def run_interactive(options: ConversationOptions) -> int:
     try:
         return anyio.run(main)
     finally:
-        sessions.close()
+        sessions.log.close()

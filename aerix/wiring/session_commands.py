@@ -43,7 +43,7 @@ class SessionCommands:
     def remove(self, session_id: str) -> tuple[SessionRef, list[Path], list[str]]:
         """Delete a session and its ``session/<id>`` branch in the profile it recorded; the
         lines say what could not be done about the branch (the session goes anyway)."""
-        ref = self.store.find(session_id)
+        ref = self.store.log.find(session_id)
         profiles = GitProfiles()
         notes: list[str] = []
 
@@ -69,7 +69,7 @@ class SessionCommands:
 
     def notices(self) -> list[str]:
         """Crash repairs and the like the store made meanwhile, one line each."""
-        return self.store.notices()
+        return self.store.log.notices()
 
 
 @contextlib.contextmanager
@@ -84,4 +84,4 @@ def session_commands() -> Iterator[SessionCommands]:
     except OSError as error:
         raise FileUnusable(error) from error
     finally:
-        store.close()
+        store.log.close()

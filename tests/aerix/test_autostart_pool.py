@@ -20,9 +20,9 @@ import pytest
 from aerix.adapters.autostart import AutostartPool, find_or_start_pool, pool_start_log
 from aerix.adapters.pool import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.app.pool.members import BoundMembers, bind_members
 from aerix.app.ports import SegmentAppend
 from aerix.app.request.routing import ROUTES, route_request
-from aerix.app.request.startup import BoundMembers, bind_members
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable
 from caldrix.protocol.messages import PoolStatusResult

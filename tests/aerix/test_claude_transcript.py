@@ -61,7 +61,7 @@ def _session() -> list[ev.EventBase]:
     usage4 = ev.Usage(prompt_tokens=160, completion_tokens=3, recomputed_from=150, member="main")
     rec(ev.Message, agent="a1", role="assistant", turn=3, text="{}", final="done", usage=usage4)
     rec(ev.AgentEnd, agent="a1", outcome="done", turns=3)
-    return [event.record for event in s.collect_events()]  # type: ignore[attr-defined]
+    return s.take_new_records()
 
 
 def _transcript() -> ClaudeTranscript:

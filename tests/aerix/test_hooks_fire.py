@@ -88,7 +88,7 @@ def session(tmp_path: Path) -> Iterator[tuple[SessionFiles, SessionWriter]]:
     writer = start_session(files, utc_now, aerix_version="0", **start)
     yield files, writer
     writer.close()
-    files.close()
+    files.log.close()
 
 
 def scripts(folder: Path, **sources: str) -> dict[str, str]:
@@ -121,7 +121,7 @@ def make_hooks(
 
 
 def hook_events(files: SessionFiles, writer: SessionWriter) -> list[ev.Hook]:
-    return [record for record in files.read(writer.ref) if isinstance(record, ev.Hook)]
+    return [record for record in files.log.read(writer.ref) if isinstance(record, ev.Hook)]
 
 
 async def test_a_cchooks_guard_denies_rewrites_and_allows(
@@ -187,7 +187,7 @@ async def test_a_stop_hook_reads_the_last_assistant_line_of_an_up_to_date_transc
     assert verdict.reason == "you said: second answer"
     assert transcript.stat().st_ino == inode  # appended to, not written anew
     rebuilt = ClaudeTranscript()
-    rebuilt.feed(files.read(writer.ref))
+    rebuilt.feed(files.log.read(writer.ref))
     assert transcript.read_text().splitlines() == transcript_lines(rebuilt)
 
 
@@ -205,7 +205,7 @@ async def test_a_later_request_appends_to_the_transcript_an_earlier_one_wrote(
     await later.fire("Stop", {})
     assert writer.ref.transcript.stat().st_ino == inode
     rebuilt = ClaudeTranscript()
-    rebuilt.feed(files.read(writer.ref))
+    rebuilt.feed(files.log.read(writer.ref))
     assert writer.ref.transcript.read_text().splitlines() == transcript_lines(rebuilt)
     # A transcript that does not match the log (another version wrote it) is written anew.
     writer.ref.transcript.write_text('{"stale": true}\n')

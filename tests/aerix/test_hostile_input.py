@@ -244,7 +244,7 @@ def _finished_session(
         writer.record(ev.Message, agent="a1", role="assistant", turn=turn, text="{}", final="x" * 1000)
     writer.record(ev.SessionEnd, outcome="done")
     writer.close()
-    files.close()
+    files.log.close()
     return writer.log_path
 
 

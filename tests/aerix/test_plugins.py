@@ -15,8 +15,9 @@ import pytest
 from aerix.adapters.output import HeadlessOutput
 from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.adapters.project import ProjectFiles
+from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import MemberInfo
-from aerix.app.request.startup import BoundMembers, startup_listing
+from aerix.app.request.startup import startup_listing
 from aerix.domain import events as ev
 from aerix.domain.claude_tools import claude_tool_name
 from aerix.domain.tools import TOOL_NAMES

@@ -105,7 +105,7 @@ def _session() -> list[ev.EventBase]:
         diff=ev.DiffStats(added=3, removed=1, files=1),
         duration_ms=21000,
     )
-    return [event.record for event in s.collect_events()]  # type: ignore[attr-defined]
+    return s.take_new_records()
 
 
 def test_the_root_context_is_rebuilt_segment_by_segment() -> None:
@@ -180,7 +180,7 @@ def test_the_approximate_context_ends_when_the_pool_reports_and_a_short_stream_h
         usage=ev.Usage(prompt_tokens=410, completion_tokens=2, decode_ms=STATS_MIN_STREAMING_SECS * 500),
     )
     rec(ev.SessionEnd, outcome="done")
-    events = [event.record for event in s.collect_events()]  # type: ignore[attr-defined]
+    events = s.take_new_records()
     after_compaction = StatusFigures()
     after_compaction.feed(events[:3])
     assert after_compaction.context == ContextFigure(400, 8192, approximate=True)
@@ -228,7 +228,7 @@ def test_the_corpus_keeps_the_newest_sessions_of_the_profile_and_model() -> None
     for day in range(4):
         s = start_session(f"s{day}", model="other" if day == 2 else "smollm2-135m")
         s.record(ev.RouteDecision, T0 + timedelta(days=day), choice="answer")
-        sessions.append([e.record for e in s.collect_events()])  # type: ignore[attr-defined]
+        sessions.append(s.take_new_records())
     # Session start times are all T0; the newest is decided by the start time, then the id.
     corpus = tuning_corpus(sessions, "default", "smollm2-135m", limit=2)
     assert [c.session for c in corpus] == ["s3", "s1"]

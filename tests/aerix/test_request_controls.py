@@ -93,7 +93,7 @@ async def run(project: Path, controls: RequestControls | None) -> tuple[RequestR
             RequestOptions("Plan it", project), request_deps(sessions), events, controls
         )
     finally:
-        sessions.close()
+        sessions.log.close()
     return result, events
 
 

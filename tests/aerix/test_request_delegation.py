@@ -189,9 +189,9 @@ def test_text_output_shows_the_subagents_file_and_continue_rebuilds_the_root_onl
     assert done.stdout == "hello.txt is in place.\n\nuntracked: hello.txt\n"
 
     files = SessionFiles(world.sessions)
-    [ref] = files.refs()
+    [ref] = files.log.refs()
     resume = load_for_resume(files, ref.id)
-    files.close()
+    files.log.close()
     root_ids = [segment.id for segment in resume.root.ordered()]
     assert root_ids == ["a1.system", "a1.p1", "a1.m1", "a1.c1", "a1.m2"]
 

@@ -183,7 +183,7 @@ def test_an_imported_session_is_refused_in_one_line(world: World, project: Path)
         tags=[CLAUDE_CODE_TAG],
     )
     writer.close()
-    files.close()
+    files.log.close()
     done = aerix(world, project, "-p", "continue that", "--resume", "imported-1")
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip().count("\n") == 0 and "cannot be resumed" in done.stderr

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 
-from aerix.app.agent.env import AgentEnvironment, AgentSpec, Outcome, UsageTotals
+from aerix.app.agent.env import AgentEnvironment, AgentSpec, UsageTotals
 from aerix.app.agent.live_context import LiveContext
 from aerix.app.ports import GenerationDone, SegmentAppend
 from aerix.domain import bounds
@@ -47,7 +47,7 @@ class GenerationCancelled(Exception):
 class AskEnded:
     """A turn that could not be had: how the agent ends."""
 
-    outcome: Outcome
+    outcome: ev.AgentOutcome
     reason: str
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -40,8 +40,6 @@ from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ContextSegment
 from aerix.domain.settings import Settings
 from aerix.domain.tools import ToolSpec
-
-Outcome = Literal["done", "failed", "killed", "budget"]
 
 
 class PlanGateLike(Protocol):
@@ -160,7 +158,7 @@ class AgentResult:
     """How an agent ended. ``final`` is its final text (a verifier's: the verdict's reason);
     ``reason`` says why it ended other than ``done``."""
 
-    outcome: Outcome
+    outcome: ev.AgentOutcome
     final: str | None = None
     reason: str | None = None
     turns: int = 0

@@ -23,7 +23,7 @@ from aerix.app.hooks.fire import Hooks
 from aerix.app.ports import ContextCounts, EventRecorder, PoolPort, PromptSource
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, needs_compaction, plan_compaction
-from aerix.domain.segments import ContextSegment, SegmentKind, note_segment_id
+from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind, note_segment_id
 
 #: The label of the runtime's notes to the model (re-asks, dropped calls, compaction).
 NOTE_LABEL = "note"
@@ -47,6 +47,20 @@ def record_segment(events: EventRecorder, agent_id: str, segment: ContextSegment
         call=segment.call,
         tool=segment.tool,
     )
+
+
+def record_segments(
+    events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts, agent: str = ROOT_AGENT
+) -> None:
+    """One ``segment`` event per segment of ``agent``'s context, with the pool's token count."""
+    for segment in segments:
+        record_segment(events, agent, replace(segment, tokens=counts.tokens_of(segment.id)))
+
+
+def hook_context_segment(segment_id: str, context: str) -> ContextSegment:
+    """A hook's context (SessionStart's for the root, SubagentStart's for a subagent), pinned."""
+    text = f"# Hook context\n{context}"
+    return ContextSegment(segment_id, "user", SegmentKind.HOOK, text, True, "hook")
 
 
 class LiveContext:

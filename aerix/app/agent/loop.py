@@ -47,7 +47,7 @@ import anyio
 
 from aerix.app.agent.asking import AskEnded, GenerationCancelled, TurnAsker
 from aerix.app.agent.dispatch import Dispatcher
-from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, Outcome
+from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
 from aerix.app.hooks.fire import HookStopped
@@ -69,7 +69,7 @@ _PREFIX_KINDS = frozenset({SegmentKind.SYSTEM, SegmentKind.INSTRUCTIONS})
 
 @dataclass(frozen=True)
 class _Ended:
-    outcome: Outcome
+    outcome: ev.AgentOutcome
     reason: str | None = None
     final: str | None = None
     verdict: ev.Verdict | None = None

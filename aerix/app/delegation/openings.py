@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import anyio
 
+from aerix.app.agent.live_context import record_segments
 from aerix.app.ports import Caller, ContextCounts, EventRecorder, MemberInfo, PoolPort, PromptSource
-from aerix.app.request.root_context import record_segments
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.templates import fill
 

@@ -33,12 +33,12 @@ from dataclasses import dataclass
 import anyio
 
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
+from aerix.app.agent.live_context import hook_context_segment
 from aerix.app.agent.loop import run_agent
 from aerix.app.delegation.members import MemberPicker, MemberUnavailable
 from aerix.app.delegation.openings import implementer_segments, open_context, verifier_segments
 from aerix.app.hooks.fire import HookStopped
 from aerix.app.ports import AgentDefinition, AgentDefinitionSource, Caller, MemberInfo
-from aerix.app.request.root_context import hook_context_segment
 from aerix.domain import events as ev
 from aerix.domain.pieces import (
     IMPLEMENTER_TYPE,

@@ -8,8 +8,9 @@ test them. Nothing from a third-party library appears in a port's signature.
               fire)
     pool      PoolPort, PoolStarter, OpenedPool, and the pool's figures (MemberInfo, ContextCounts,
               GenerationDone …)
-    sessions  SessionStorage, EventRecorder, Clock, SessionRef, SessionSummary, ReplaceOutcome,
-              ImportPlan, PlannedEvent, ClaudeSessionSource, FoundTranscripts
+    sessions  SessionStorage (SessionLog, ProjectionFiles, SessionSpool), EventRecorder, Clock,
+              SessionRef, SessionSummary, ReplaceOutcome, ImportPlan, PlannedEvent, ClaudeSessionSource,
+              FoundTranscripts
     project   ProjectSource, Project, PluginInfo, SkillSource, AgentDefinitionSource,
               AgentDefinition, PromptSource
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
@@ -96,8 +97,11 @@ from aerix.app.ports.sessions import (
     FoundTranscripts,
     ImportPlan,
     PlannedEvent,
+    ProjectionFiles,
     ReplaceOutcome,
+    SessionLog,
     SessionRef,
+    SessionSpool,
     SessionStorage,
     SessionSummary,
 )
@@ -159,6 +163,7 @@ __all__ = [
     "ProfileView",
     "Project",
     "ProjectSource",
+    "ProjectionFiles",
     "Prompt",
     "PromptSource",
     "Refused",
@@ -173,7 +178,9 @@ __all__ = [
     "SegmentAppend",
     "SegmentCount",
     "SegmentSpec",
+    "SessionLog",
     "SessionRef",
+    "SessionSpool",
     "SessionStorage",
     "SessionSummary",
     "SkillSource",

@@ -12,6 +12,7 @@ import anyio
 
 from aerix.domain import events as ev
 from aerix.domain.diffs import RequestDiff
+from aerix.domain.usage import RequestUsage
 
 
 class RequestObserver:
@@ -30,19 +31,6 @@ class RequestObserver:
 
     def token(self, agent: str, text: str) -> None:
         """A piece of a generation's text as it streams."""
-
-
-@dataclass(frozen=True)
-class RequestUsage:
-    """The pool's figures summed over every generation of the request."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    generations: int = 0
-    #: The prompt rows the prefix store gave back (each generation's ``recomputed_from``).
-    reused_tokens: int = 0
-    #: Time the pool spent prefilling and decoding, over every generation.
-    pool_ms: float = 0.0
 
 
 @dataclass(frozen=True)

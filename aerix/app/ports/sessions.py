@@ -1,9 +1,11 @@
 """The session store port, and the values that cross it.
 
-``aerix.adapters.session_store.SessionFiles`` implements ``SessionStorage`` over the JSONL logs;
-``aerix.adapters.claude_import.ClaudeImports`` implements ``ClaudeSessionSource``. No
-third-party type crosses: the store is given the session's records (``aerix.domain.events``),
-and how it stores them (eventsourcing's event store and recorder, for the files) is its own.
+``SessionStorage`` is the store by job: the event log (``SessionLog``), the projection files
+(``ProjectionFiles``) and the spool (``SessionSpool``); ``aerix.adapters.session_store``,
+``aerix.adapters.projection_files`` and ``aerix.adapters.spool`` implement one each, over the
+same folders. ``aerix.adapters.claude_import.ClaudeImports`` implements ``ClaudeSessionSource``.
+No third-party type crosses: the log is given the session's records (``aerix.domain.events``),
+and how it stores them (eventsourcing's recorder interface, for the files) is its own.
 """
 
 from __future__ import annotations
@@ -63,12 +65,13 @@ class EventRecorder(Protocol):
         ...
 
 
-class SessionStorage(Protocol):
-    """What the session use cases need from the store."""
+class SessionLog(Protocol):
+    """The event log: finding sessions, reading and appending their records, the writer's lock."""
 
     def ref(self, project: str, session_id: str) -> SessionRef: ...
     def refs(self, project: str | None = None) -> list[SessionRef]: ...
     def find(self, id_or_prefix: str) -> SessionRef: ...
+    def projects(self) -> list[str]: ...
     def exists(self, ref: SessionRef) -> bool: ...
     def log_size(self, ref: SessionRef) -> int:
         """The log's size in bytes (0 when there is none): the index keeps the size it folded, so
@@ -85,9 +88,29 @@ class SessionStorage(Protocol):
         """Sync what this process wrote to the session's log to disk."""
         ...
 
+    def acquire(self, ref: SessionRef) -> int: ...
+    def release(self, ref: SessionRef) -> None: ...
+    def is_locked(self, ref: SessionRef) -> bool: ...
+    def replace_if_changed(self, ref: SessionRef, records: Sequence[ev.EventBase]) -> ReplaceOutcome:
+        """Write a whole log at once, unless it already holds exactly these records."""
+        ...
+
+    def remove(self, ref: SessionRef) -> list[Path]:
+        """Delete the log and the files of its writing (the lock, a torn tail)."""
+        ...
+
+    def notices(self) -> list[str]: ...
+    def close(self) -> None:
+        """Stop writing every session this process writes (synced, locks dropped)."""
+        ...
+
+
+class ProjectionFiles(Protocol):
+    """The projection files kept beside the logs: the index, the Claude Code transcripts and
+    their links into Claude Code's projects folder."""
+
     def index_locked(self, project: str) -> AbstractContextManager[dict[str, dict[str, Any]]]: ...
     def load_index(self, project: str) -> dict[str, dict[str, Any]]: ...
-    def projects(self) -> list[str]: ...
     def write_transcript(
         self, ref: SessionRef, lines: list[str], subagents: Mapping[str, list[str]] | None = None
     ) -> Path:
@@ -111,16 +134,27 @@ class SessionStorage(Protocol):
         ...
 
     def transcript_tail(self, ref: SessionRef) -> tuple[int, str | None]: ...
-    def remove(self, ref: SessionRef) -> list[Path]: ...
-    def acquire(self, ref: SessionRef) -> int: ...
-    def release(self, ref: SessionRef) -> None: ...
-    def spool(self, ref: SessionRef, name: str, text: str) -> Path: ...
-    def replace_if_changed(self, ref: SessionRef, records: Sequence[ev.EventBase]) -> ReplaceOutcome:
-        """Write a whole log at once, unless it already holds exactly these records."""
+    def remove(self, ref: SessionRef) -> list[Path]:
+        """Delete the session's transcripts and the links to them (its index entry stays: the
+        caller changes the index under its lock)."""
         ...
 
-    def is_locked(self, ref: SessionRef) -> bool: ...
-    def notices(self) -> list[str]: ...
+
+class SessionSpool(Protocol):
+    """The spool: the untruncated text of each cut tool result, beside the log."""
+
+    def write(self, ref: SessionRef, name: str, text: str) -> Path: ...
+    def remove(self, ref: SessionRef) -> list[Path]: ...
+
+
+@dataclass(frozen=True)
+class SessionStorage:
+    """What the session use cases need from the store, by job: the event log, the projection
+    files, the spool."""
+
+    log: SessionLog
+    views: ProjectionFiles
+    spool: SessionSpool
 
 
 @dataclass(frozen=True)

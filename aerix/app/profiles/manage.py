@@ -31,7 +31,6 @@ from aerix.domain.profile import (
     ProfilePathError,
     UpstreamEntry,
     blob_id,
-    model_branch,
     parse_artifact_path,
     session_branch,
 )
@@ -89,13 +88,6 @@ def profile_log(
             if not b.startswith(SESSION_BRANCH_PREFIX)
         ]
     return [(each, repo.log(each, limit)) for each in chosen]
-
-
-def branch_for(model: str | None, main: bool, default_model: str) -> str:
-    """``--main``, ``--model M``, else the model base of ``pool.main``."""
-    if main:
-        return MAIN_BRANCH
-    return model_branch(model or default_model)
 
 
 # ---- edit -----------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import MemberInfo, OnToken, PoolPort
-from aerix.app.request.startup import BoundMembers
 from aerix.domain.bounds import (
     REFLECTION_ANSWER_SLACK_TOKENS,
     REFLECTION_ASK_WINDOW_DIVISOR,

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import (
     Clock,
     MemberInfo,
@@ -30,7 +31,6 @@ from aerix.app.profiles.reflection import (
     reflect,
     release_reflector,
 )
-from aerix.app.request.startup import BoundMembers
 from aerix.domain.profile import UpstreamEntry, artifact_of, blob_id
 from aerix.domain.revision_guards import check_revision, length_bounds, placeholders
 from aerix.domain.settings import Settings

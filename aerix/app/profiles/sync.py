@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-
+from aerix.app.pool.members import pool_session
 from aerix.app.ports.profiles import ProfileObserver, ProfileRepository, Refused, Revision, SyncReport
 from aerix.app.profiles.revisions import commit_revisions
 from aerix.app.profiles.runs import (
@@ -27,7 +26,6 @@ from aerix.app.profiles.runs import (
     rules_text,
     upstream_texts,
 )
-from aerix.app.request.startup import bind_members
 from aerix.domain.profile import ProfileSnapshot, model_branch
 from aerix.errors import ProfileError
 
@@ -54,14 +52,11 @@ async def run_sync(options: SyncOptions, deps: ProfileDeps, observer: ProfileObs
     report = SyncReport(name, branch, list(snapshot.stale(upstream)), dry_run=options.dry_run)
     if not report.stale:
         return report
-    opened = await deps.pools.open(settings.pool)
-    try:
-        members = await bind_members(opened.pool, settings.pool)
-        async with reflecting(opened.pool, members, settings.tune.member, settings, deps, observer) as run:
-            await reconcile(run, repo, branch, snapshot, report, upstream)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await opened.aclose()
+    async with (
+        pool_session(deps.pools, settings.pool) as bound,
+        reflecting(bound.pool, bound.members, settings.tune.member, settings, deps, observer) as run,
+    ):
+        await reconcile(run, repo, branch, snapshot, report, upstream)
     return report
 
 

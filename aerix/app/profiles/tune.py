@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-
+from aerix.app.pool.members import pool_session
 from aerix.app.ports import SessionStorage
 from aerix.app.ports.profiles import (
     ProfileObserver,
@@ -40,7 +39,6 @@ from aerix.app.profiles.runs import (
     upstream_texts,
 )
 from aerix.app.profiles.sync import reconcile
-from aerix.app.request.startup import bind_members
 from aerix.app.sessions.queries import list_sessions
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
 from aerix.errors import SessionLogCorrupt, SessionSchemaTooNew
@@ -69,7 +67,7 @@ def collect_corpus(
     logs = []
     for entry in chosen[:limit]:
         try:
-            logs.append(storage.read(storage.ref(entry.project, entry.id)))
+            logs.append(storage.log.read(storage.log.ref(entry.project, entry.id)))
         except (SessionLogCorrupt, SessionSchemaTooNew) as error:
             unreadable.append(f"{entry.project}/{entry.id} left out: {error}")
     return tuning_corpus(logs, profile, model, limit)
@@ -82,9 +80,8 @@ async def run_tune(options: TuneOptions, deps: ProfileDeps, observer: ProfileObs
     report = TuneReport(name, dry_run=options.dry_run)
     # A dry run moves nothing, so it does not even create the profile or the model base.
     repo = deps.profiles.find(name) if options.dry_run else deps.profiles.open(name)
-    opened = await deps.pools.open(settings.pool)
-    try:
-        members = await bind_members(opened.pool, settings.pool)
+    async with pool_session(deps.pools, settings.pool) as bound:
+        members = bound.members
         for note in members.notes:
             observer.line(note)
         report.model = members.main.model
@@ -99,15 +96,12 @@ async def run_tune(options: TuneOptions, deps: ProfileDeps, observer: ProfileObs
         report.sessions = len(corpus)
         observer.line(f"profile {name}, {report.branch}: {len(corpus)} sessions of {report.model} read")
         model = options.member or settings.tune.member
-        async with reflecting(opened.pool, members, model, settings, deps, observer) as run:
+        async with reflecting(bound.pool, members, model, settings, deps, observer) as run:
             report.reflector = run.member.model
             observer.line(f"reflecting with {report.reflector}")
             upstream = upstream_texts(deps.embedded, project)
             start = await _sync_base(run, repo, report, upstream)
             await _tune(run, repo, report, start, corpus, deps.embedded)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await opened.aclose()
     return report
 
 

@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import anyio
-
+from aerix.app.pool.members import pool_session
 from aerix.app.ports import (
     Command,
     ConversationScreen,
@@ -29,7 +28,7 @@ from aerix.app.ports import (
 from aerix.app.request.opening import attach_session_profile, new_session_id, request_session_id, resume_state
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.run import run_request
-from aerix.app.request.startup import bind_members, startup_listing
+from aerix.app.request.startup import startup_listing
 from aerix.app.sessions.queries import list_sessions, load_for_resume
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_DONE
@@ -79,12 +78,8 @@ async def open_conversation(options: ConversationOptions, deps: RequestDeps) -> 
         fork_session=options.fork_session,
     )
     resume = resume_state(probe, deps, project)
-    opened = await deps.pools.open(project.settings.pool)
-    try:
-        members = await bind_members(opened.pool, project.settings.pool)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await opened.aclose()
+    async with pool_session(deps.pools, project.settings.pool) as bound:
+        opened, members = bound.opened, bound.members
     session_id = request_session_id(probe, resume)
     # The startup block shows the commit the first request will read; only that request makes
     # session/<id>, so a screen quit (or /clear-ed) before any prompt leaves no branch behind.
@@ -180,7 +175,7 @@ async def _request(
         screen.request_failed(f"cannot use {error.filename or 'the session store'} ({error.strerror})")
         return
     finally:
-        for notice in deps.sessions.notices():
+        for notice in deps.sessions.log.notices():
             screen.note(notice)
     if not current.exists:
         current.exists, current.forked_from = True, None

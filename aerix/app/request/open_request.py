@@ -11,6 +11,7 @@ import anyio
 
 from aerix.app.agent.loop_tools import PLAN_ABORTED, FirstPlanGate
 from aerix.app.hooks.fire import Hooks, HookSession, HookStopped, no_hooks
+from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import (
     CancelSignal,
     PoolPort,
@@ -32,7 +33,6 @@ from aerix.app.request.root_context import (
     system_text,
 )
 from aerix.app.request.routing import route_request
-from aerix.app.request.startup import BoundMembers
 from aerix.app.sessions.queries import ResumeState
 from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.domain import events as ev

@@ -8,10 +8,10 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
+from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import Project
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
 from aerix.app.request.options import RequestDeps, RequestOptions
-from aerix.app.request.startup import BoundMembers
 from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
 from aerix.app.sessions.writer import SessionWriter, fork_session, reopen_session, start_session
 from aerix.domain import events as ev
@@ -38,7 +38,7 @@ def refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Proje
     """A new session named by the caller (--session-id) must not be one that exists: refused
     before the pool starts or the profile makes the session's branch."""
     taken = options.session_id
-    if taken is not None and deps.sessions.exists(deps.sessions.ref(project.key, taken)):
+    if taken is not None and deps.sessions.log.exists(deps.sessions.log.ref(project.key, taken)):
         raise UsageError(f"session {taken} already exists; give --session-id a new UUID")
 
 

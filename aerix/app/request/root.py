@@ -17,6 +17,7 @@ from typing import Final
 import anyio
 
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec, PlanGateLike
+from aerix.app.agent.live_context import record_segments
 from aerix.app.agent.loop import run_agent
 from aerix.app.delegation import delegating
 from aerix.app.hooks.fire import Hooks
@@ -30,7 +31,7 @@ from aerix.app.ports import (
     SpoolWriter,
     ToolRunnerFactory,
 )
-from aerix.app.request.root_context import record_segments, root_tools
+from aerix.app.request.root_context import root_tools
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_BUDGET, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED, EXIT_KILLED
 from aerix.domain.segments import ROOT_AGENT, ContextSegment

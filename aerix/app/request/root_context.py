@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from aerix.app.agent.live_context import record_segment
-from aerix.app.ports import AgentDefinitionSource, ContextCounts, EventRecorder, PromptSource, SkillSource
+from aerix.app.agent.live_context import hook_context_segment
+from aerix.app.ports import AgentDefinitionSource, PromptSource, SkillSource
 from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings
@@ -107,12 +107,6 @@ def shared_prefix(system: str, instructions: str) -> list[ContextSegment]:
     return segments
 
 
-def hook_context_segment(segment_id: str, context: str) -> ContextSegment:
-    """A hook's context (SessionStart's for the root, SubagentStart's for a subagent), pinned."""
-    text = f"# Hook context\n{context}"
-    return ContextSegment(segment_id, "user", SegmentKind.HOOK, text, True, "hook")
-
-
 def request_segments(request: int, prompt: str, hook_context: str | None = None) -> list[ContextSegment]:
     """What each request adds to the root: its hook context (pinned) and its prompt."""
     segments = []
@@ -143,11 +137,3 @@ def refreshed_system(
     ]
     by_id = {segment.id: segment for segment in changed}
     return [by_id.get(segment.id, segment) for segment in segments], changed
-
-
-def record_segments(
-    events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts, agent: str = ROOT_AGENT
-) -> None:
-    """One ``segment`` event per segment of ``agent``'s context, with the pool's token count."""
-    for segment in segments:
-        record_segment(events, agent, replace(segment, tokens=counts.tokens_of(segment.id)))

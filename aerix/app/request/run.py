@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import time
 
-import anyio
-
+from aerix.app.pool.members import pool_session
 from aerix.app.ports import RequestControls, RequestObserver, RequestResult
 from aerix.app.request.open_request import OpenRequest
 from aerix.app.request.opening import (
@@ -32,7 +31,7 @@ from aerix.app.request.opening import (
 )
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.recorder import RequestRecorder
-from aerix.app.request.startup import bind_members, startup_listing
+from aerix.app.request.startup import startup_listing
 from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
 
 
@@ -55,9 +54,8 @@ async def run_request(
     if resume is None or options.fork_session:
         refuse_a_taken_id(options, deps, project)
     snapshot = deps.diffs.snapshot(project.cwd)
-    opened = await deps.pools.open(project.settings.pool)
-    try:
-        members = await bind_members(opened.pool, project.settings.pool)
+    async with pool_session(deps.pools, project.settings.pool) as bound:
+        members = bound.members
         for line in members.notes:
             observer.note(line)
         session_id = request_session_id(options, resume)
@@ -74,11 +72,8 @@ async def run_request(
         try:
             recorder = RequestRecorder(writer, observer)
             request = OpenRequest(
-                options, deps, project, members, opened.pool, recorder, resume, profile, controls
+                options, deps, project, members, bound.pool, recorder, resume, profile, controls
             )
             return await request.run(start, snapshot, began)
         finally:
             writer.close()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await opened.aclose()

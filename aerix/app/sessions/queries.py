@@ -49,8 +49,8 @@ class ResumeState:
 
 def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
     """Rebuild the root agent's context and plan from the log. Subagents are not resumed."""
-    ref = storage.find(session_id)
-    records = storage.read(ref)
+    ref = storage.log.find(session_id)
+    records = storage.log.read(ref)
     if not records or not isinstance(records[0], ev.SessionStart):
         raise SessionNotFound(session_id)
     start = records[0]
@@ -90,14 +90,14 @@ def list_sessions(
     ``problems``: one damaged log must not hide every other session, nor pass unsaid."""
     said = problems if problems is not None else []
     result: list[IndexEntry] = []
-    projects = [project] if project else storage.projects()
+    projects = [project] if project else storage.log.projects()
     for name in projects:
-        known = storage.load_index(name)
-        refs = storage.refs(name)
+        known = storage.views.load_index(name)
+        refs = storage.log.refs(name)
         changed = [ref for ref in refs if _changed(storage, ref, known.get(ref.id))]
         stale = set(known) - {ref.id for ref in refs}
         if changed or stale:
-            with storage.index_locked(name) as entries:
+            with storage.views.index_locked(name) as entries:
                 for session_id in stale:
                     entries.pop(session_id, None)
                 for ref in changed:
@@ -109,20 +109,20 @@ def list_sessions(
 
 
 def _changed(storage: SessionStorage, ref: SessionRef, entry: dict[str, Any] | None) -> bool:
-    return entry is None or entry.get(LOG_SIZE_KEY) != storage.log_size(ref)
+    return entry is None or entry.get(LOG_SIZE_KEY) != storage.log.log_size(ref)
 
 
 def _fold_again(
     storage: SessionStorage, ref: SessionRef, entries: dict[str, dict[str, Any]], said: list[str]
 ) -> None:
-    size = storage.log_size(ref)  # before the read: a line written meanwhile is read again later
+    size = storage.log.log_size(ref)  # before the read: a line written meanwhile is read again later
     try:
-        records = storage.read(ref)
+        records = storage.log.read(ref)
     except (SessionLogCorrupt, SessionSchemaTooNew) as error:
         entries.pop(ref.id, None)
         said.append(f"{ref.project}/{ref.id} left out: {error}")
         return
-    if not records and storage.is_locked(ref):
+    if not records and storage.log.is_locked(ref):
         return  # a session starting right now: its first line is on its way
     problems = list(verify(records, ref.log))
     said.extend(problems)  # each names the log's file
@@ -136,8 +136,8 @@ def show_session(
     storage: SessionStorage, session_id: str
 ) -> tuple[SessionRef, list[ev.EventBase], list[str]]:
     """The session's events, and what is wrong with its log (as ``rebuild`` would say it)."""
-    ref = storage.find(session_id)
-    records = storage.read(ref)
+    ref = storage.log.find(session_id)
+    records = storage.log.read(ref)
     return ref, records, list(verify(records, ref.log))
 
 
@@ -147,15 +147,15 @@ RemoveHook = Callable[[SessionRef, ev.SessionStart | None], None]
 def remove_session(storage: SessionStorage, session_id: str, also: RemoveHook | None = None) -> list[Path]:
     """Delete a session's log, spool, transcript and index entry. ``also`` runs first with the
     session's start (the profile's ``session/<id>`` branch is removed there, by its owner)."""
-    ref = storage.find(session_id)
-    if storage.is_locked(ref):
+    ref = storage.log.find(session_id)
+    if storage.log.is_locked(ref):
         raise SessionBusy(ref.id, "a running aerix")
     if also is not None:
-        records = storage.read(ref)
+        records = storage.log.read(ref)
         start = records[0] if records and isinstance(records[0], ev.SessionStart) else None
         also(ref, start)
-    removed = storage.remove(ref)
-    with storage.index_locked(ref.project) as entries:
+    removed = [*storage.log.remove(ref), *storage.views.remove(ref), *storage.spool.remove(ref)]
+    with storage.views.index_locked(ref.project) as entries:
         entries.pop(ref.id, None)
     return removed
 
@@ -177,10 +177,10 @@ def rebuild(
 ) -> list[RebuildReport]:
     """Verify each log, rebuild its index entry and transcript from scratch; one report each.
     ``claude_projects``: also link each transcript into Claude Code's projects folder."""
-    refs = [storage.find(session_id)] if session_id else storage.refs()
+    refs = [storage.log.find(session_id)] if session_id else storage.log.refs()
     reports = []
     for project in sorted({ref.project for ref in refs}):
-        with storage.index_locked(project) as entries:
+        with storage.views.index_locked(project) as entries:
             if session_id is None:
                 entries.clear()
             for ref in (ref for ref in refs if ref.project == project):
@@ -193,25 +193,25 @@ def _rebuild_one(
 ) -> RebuildReport:
     report = RebuildReport(ref.id, ref.project)
     try:
-        records = storage.read(ref)
+        records = storage.log.read(ref)
     except Exception as exc:
         report.problems.append(str(exc))
         entries.pop(ref.id, None)
         return report
-    size = storage.log_size(ref)
-    report.problems.extend(storage.notices())
+    size = storage.log.log_size(ref)
+    report.problems.extend(storage.log.notices())
     report.problems.extend(verify(records, ref.log))
     report.events = len(records)
     entry, transcript = IndexEntry(), ClaudeTranscript()
     feed_all([entry, transcript], records)
     if entry.id:
         entries[ref.id] = stamped(entry, None if report.problems else size)
-    report.transcript = storage.write_transcript(
+    report.transcript = storage.views.write_transcript(
         ref, transcript_lines(transcript), subagent_lines(transcript)
     )
     if claude_projects and transcript.cwd:
         try:
-            storage.link_claude_project(ref, transcript.cwd, bool(transcript.subagents))
+            storage.views.link_claude_project(ref, transcript.cwd, bool(transcript.subagents))
         except OSError as exc:
             report.problems.append(f"not linked into Claude Code's projects folder: {exc}")
     return report

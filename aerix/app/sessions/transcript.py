@@ -4,10 +4,10 @@ that reads ``transcript_path`` (a Stop hook grepping the last assistant line) fi
 happened.
 
 The transcript is a projection (``aerix.projections.transcript``); this follows it
-incrementally. Events are handed over as they are recorded (``seen``) and folded at each commit
-point of the log (``follow``, from the request's recorder) and when a hook is about to fire
-(``bring_up_to_date``, which also syncs the files to disk), appending the records made since the
-last time. The first time in a process the log is folded once: when the file on disk already
+incrementally. Events are folded as they are recorded (``seen``, a subscriber of the session's
+writer), and the records they made are appended at each commit point of the log (``follow``,
+from the request's recorder) and when a hook is about to fire (``bring_up_to_date``, which also
+syncs the files to disk). The first time in a process the log is folded once: when the file on disk already
 holds exactly the records of the earlier events (a resumed session), only the new ones are
 appended; otherwise (no file, or one written by another version) it is written whole, once. The
 result is the same bytes ``aerix sessions rebuild`` writes from the whole log.
@@ -38,16 +38,16 @@ class TranscriptFollower:
         self._ref = ref
         self._claude_projects = claude_projects
         self._projection = ClaudeTranscript()
-        self._pending: list[ev.EventBase] = []
         self._written: int | None = None  # records on disk; None until the first catch-up
         self._written_subagents: dict[str, int] = {}
         self._unsynced: set[str | None] = set()  # files appended to without a sync (None: main)
         self._linked = self._linked_subagents = False
 
     def seen(self, record: ev.EventBase) -> None:
-        """A session event was just recorded."""
+        """A session event was just recorded (before the first catch-up, which reads the log,
+        there is nothing to fold it into)."""
         if self._written is not None:
-            self._pending.append(record)
+            self._projection.take(record)
 
     def follow(self) -> None:
         """Append what the log gained since the last call (a commit point of the log)."""
@@ -67,8 +67,6 @@ class TranscriptFollower:
         if self._written is None:
             self._catch_up()
         else:
-            self._projection.feed(self._pending)
-            self._pending.clear()
             self._append(None, self._projection.records, self._written, sync)
             self._written = len(self._projection.records)
             for agent, records in self._projection.subagents.items():
@@ -76,7 +74,7 @@ class TranscriptFollower:
                 self._written_subagents[agent] = len(records)
         if sync:
             for unsynced in list(self._unsynced):
-                self._storage.append_transcript(self._ref, [], agent=unsynced)
+                self._storage.views.append_transcript(self._ref, [], agent=unsynced)
             self._unsynced.clear()
         self._link()
 
@@ -84,23 +82,23 @@ class TranscriptFollower:
         if len(records) <= done:
             return
         lines = [record_line(record) for record in records[done:]]
-        self._storage.append_transcript(self._ref, lines, agent=agent, sync=sync)
+        self._storage.views.append_transcript(self._ref, lines, agent=agent, sync=sync)
         if sync:
             self._unsynced.discard(agent)
         else:
             self._unsynced.add(agent)
 
     def _catch_up(self) -> None:
-        self._projection.feed(self._storage.read(self._ref))
+        self._projection.feed(self._storage.log.read(self._ref))
         lines = [record_line(record) for record in self._projection.records]
-        count, last = self._storage.transcript_tail(self._ref)
+        count, last = self._storage.views.transcript_tail(self._ref)
         if 0 < count <= len(lines) and lines[count - 1] == last:
-            self._storage.append_transcript(self._ref, lines[count:])
+            self._storage.views.append_transcript(self._ref, lines[count:])
         else:
-            self._storage.write_transcript(self._ref, lines)
+            self._storage.views.write_transcript(self._ref, lines)
         self._written = len(lines)
         subagents = subagent_lines(self._projection)
-        self._storage.write_subagent_transcripts(self._ref, subagents)
+        self._storage.views.write_subagent_transcripts(self._ref, subagents)
         self._written_subagents = {agent: len(agent_lines) for agent, agent_lines in subagents.items()}
 
     def _link(self) -> None:
@@ -109,5 +107,5 @@ class TranscriptFollower:
             return
         has_subagents = bool(self._projection.subagents)
         if not self._linked or has_subagents:
-            self._storage.link_claude_project(self._ref, self._projection.cwd, has_subagents)
+            self._storage.views.link_claude_project(self._ref, self._projection.cwd, has_subagents)
             self._linked, self._linked_subagents = True, has_subagents

@@ -1,5 +1,6 @@
 """The projections a session keeps on disk beside its log: its ``index.json`` entry and its
-Claude Code transcript. Both are folds of the log, rebuilt from it whenever asked."""
+Claude Code transcript. Both are folds of the log: the entry folded live by the session's
+writer, the transcript rebuilt from the log whenever asked."""
 
 from __future__ import annotations
 
@@ -26,20 +27,13 @@ def stamped(entry: IndexEntry, log_size: int | None) -> dict[str, Any]:
 
 def write_transcript(storage: SessionStorage, ref: SessionRef) -> Path:
     transcript = ClaudeTranscript()
-    transcript.feed(storage.read(ref))
-    return storage.write_transcript(ref, transcript_lines(transcript), subagent_lines(transcript))
+    transcript.feed(storage.log.read(ref))
+    return storage.views.write_transcript(ref, transcript_lines(transcript), subagent_lines(transcript))
 
 
-def update_index(storage: SessionStorage, ref: SessionRef) -> IndexEntry:
-    """Bring the session's index entry up to its log, folding only the events it has not seen."""
-    size = storage.log_size(ref)  # before the read: a line written meanwhile is read again later
-    records = storage.read(ref)
-    with storage.index_locked(ref.project) as entries:
-        stored = entries.get(ref.id)
-        entry = IndexEntry.from_json(stored) if stored else IndexEntry()
-        if records and entry.position > records[-1].seq:
-            entry = IndexEntry()  # the log was replaced by a shorter one: fold it again
-        entry.feed(records)
-        if entry.id:
+def store_index_entry(storage: SessionStorage, ref: SessionRef, entry: IndexEntry) -> None:
+    """Write the session's entry, folded live by its writer, into the project's index."""
+    size = storage.log.log_size(ref)
+    if entry.id:
+        with storage.views.index_locked(ref.project) as entries:
             entries[ref.id] = stamped(entry, size)
-    return entry

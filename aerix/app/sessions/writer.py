@@ -1,23 +1,33 @@
 """Writing a session: the one writer of a log, and opening a session new or to append to.
 
 The agent loop records through ``SessionWriter``; every ``record`` is one line on disk before it
-returns. Starting a session writes its ``session.start``; reopening one (``--resume``,
-``--continue``) becomes its only writer before reading it, so nothing is appended in between;
-forking one (``--fork-session``) copies its log to a new session and becomes the copy's writer.
+returns. The writer is the session's one publisher: it validates and appends each event, then
+hands that same event to each subscriber in the order they subscribed (the request's transcript
+follower, usage totals and observer; the session's index entry, a projection it keeps itself and
+writes to ``index.json`` at the session's end and when it closes, without reading the log back).
+
+Starting a session writes its ``session.start``; reopening one (``--resume``, ``--continue``)
+becomes its only writer before reading it, so nothing is appended in between; forking one
+(``--fork-session``) copies its log to a new session and becomes the copy's writer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from aerix.app.ports import Clock, SessionRef, SessionStorage
 from aerix.app.ports.sessions import E
-from aerix.app.sessions.views import update_index, write_transcript
+from aerix.app.sessions.views import store_index_entry, write_transcript
 from aerix.domain import events as ev
 from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
 from aerix.domain.settings import SyncPolicy
 from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable, UsageError
+from aerix.projections.index import IndexEntry
+
+Subscriber = Callable[[ev.EventBase], None]
+"""Takes each event the writer records, after it is on disk, in order."""
 
 
 class SessionWriter:
@@ -32,43 +42,57 @@ class SessionWriter:
         session: Session,
         clock: Clock,
         sync: SyncPolicy = "commit",
+        history: Sequence[ev.EventBase] = (),
     ) -> None:
+        """``history``: the events the log holds already (a reopened or forked session's)."""
         self.storage = storage
         self.ref = ref
         self.session = session
         self.clock = clock
         self.sync_at_commits = sync == "commit"
         self._closed = False
-        last = storage.acquire(ref)
-        if last != session.version - len(session.pending_events):
-            storage.release(ref)
+        self._subscribers: list[Subscriber] = []
+        self.index = IndexEntry()
+        self.index.feed(history)
+        self.subscribe(self.index.take)
+        last = storage.log.acquire(ref)
+        if last != session.version - len(session.pending):
+            storage.log.release(ref)
             raise SessionBusy(ref.id, f"its log already reaches seq {last}")
-        self._save()
+        self._publish(self._save())
 
     @property
     def log_path(self) -> Path:
         return self.ref.log
 
+    def subscribe(self, subscriber: Subscriber) -> None:
+        """Hand ``subscriber`` every event recorded from now on, after those subscribed before."""
+        self._subscribers.append(subscriber)
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.remove(subscriber)
+
     def record(self, event_cls: type[E], **fields: Any) -> E:
-        """Append one event now (``seq``, ``time`` and ``v`` are filled in)."""
+        """Append one event now (``seq``, ``time`` and ``v`` are filled in), then publish it."""
         if self._closed:
             raise RuntimeError(f"session {self.ref.id} writer is closed")
         record = self.session.record(event_cls, self.clock(), **fields)
         self._save(sync=self.sync_at_commits and isinstance(record, ev.COMMIT_EVENTS))
+        self._publish([record])
         if isinstance(record, ev.SessionEnd):
-            update_index(self.storage, self.ref)
+            store_index_entry(self.storage, self.ref, self.index)
         return record
 
     def sync(self) -> None:
         """Make everything recorded so far durable now (a hook or the screen is about to report
         something as done)."""
         if self.sync_at_commits:
-            self.storage.sync(self.ref)
+            self.storage.log.sync(self.ref)
 
     def write_spool(self, name: str, text: str) -> Path:
         """Write a cut result's whole text once under ``name`` (``a1.c3``); returns the absolute
         path for the pointer line (the ``SpoolWriter`` port)."""
-        return self.storage.spool(self.ref, name, text)
+        return self.storage.spool.write(self.ref, name, text)
 
     def transcript(self) -> Path:
         """Rebuild ``<id>.claude.jsonl`` (hooks ask for it before they fire)."""
@@ -77,18 +101,25 @@ class SessionWriter:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            update_index(self.storage, self.ref)
-            self.storage.release(self.ref)
+            store_index_entry(self.storage, self.ref, self.index)
+            self.storage.log.release(self.ref)
 
-    def _save(self, sync: bool = False) -> None:
-        self.storage.append(self.ref, self.session.take_new_records(), sync=sync)
+    def _save(self, sync: bool = False) -> list[ev.EventBase]:
+        records = self.session.take_new_records()
+        self.storage.log.append(self.ref, records, sync=sync)
+        return records
+
+    def _publish(self, records: list[ev.EventBase]) -> None:
+        for record in records:
+            for subscriber in list(self._subscribers):
+                subscriber(record)
 
 
 def start_session(
     storage: SessionStorage, clock: Clock, *, sync: SyncPolicy = "commit", **start: Any
 ) -> SessionWriter:
     """Create a session from its ``session.start`` fields (``session`` and ``project`` included)."""
-    ref = storage.ref(start["project"], start["session"])
+    ref = storage.log.ref(start["project"], start["session"])
     session = Session.begin(clock(), **start)
     return SessionWriter(storage, ref, session, clock, sync)
 
@@ -97,17 +128,18 @@ def reopen_session(
     storage: SessionStorage, clock: Clock, session_id: str, sync: SyncPolicy = "commit"
 ) -> SessionWriter:
     """Become the writer of an existing session, to append a new request to it."""
-    ref = storage.find(session_id)
-    storage.acquire(ref)  # before reading, so nothing is appended between the read and the first write
+    ref = storage.log.find(session_id)
+    storage.log.acquire(ref)  # before reading, so nothing is appended between the read and the first write
     try:
-        session = replay(ref.id, storage.read(ref))
+        records = storage.log.read(ref)
+        session = replay(records)
         if session is None:
             raise SessionNotFound(session_id)
         if session.imported:
             raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
-        return SessionWriter(storage, ref, session, clock, sync)
+        return SessionWriter(storage, ref, session, clock, sync, history=records)
     except BaseException:
-        storage.release(ref)
+        storage.log.release(ref)
         raise
 
 
@@ -123,9 +155,9 @@ def fork_session(
     in, as a new session's) and become the copy's writer: every event as it was, with each
     ``session.start`` naming the copy (its file), so the copy replays and resumes without the
     original, which is only read."""
-    ref = storage.find(session_id)
-    records = storage.read(ref)
-    source = replay(ref.id, records)
+    ref = storage.log.find(session_id)
+    records = storage.log.read(ref)
+    source = replay(records)
     if source is None:
         raise SessionNotFound(session_id)
     if source.imported:
@@ -134,17 +166,17 @@ def fork_session(
         record.model_copy(update={"session": fork_id}) if isinstance(record, ev.SessionStart) else record
         for record in records
     ]
-    fork = storage.ref(project, fork_id)
-    if storage.exists(fork):
+    fork = storage.log.ref(project, fork_id)
+    if storage.log.exists(fork):
         raise UsageError(f"session {fork_id} already exists; give --session-id a new UUID")
-    storage.acquire(fork)
+    storage.log.acquire(fork)
     try:
-        storage.append(fork, copy, sync=sync == "commit")
-        session = replay(fork_id, copy)
+        storage.log.append(fork, copy, sync=sync == "commit")
+        session = replay(copy)
         if session is None:  # the copy of a session that replayed; never None here
             raise SessionNotFound(fork_id)
-        storage.release(fork)
-        return SessionWriter(storage, fork, session, clock, sync)
+        storage.log.release(fork)
+        return SessionWriter(storage, fork, session, clock, sync, history=copy)
     except BaseException:
-        storage.release(fork)
+        storage.log.release(fork)
         raise

@@ -1,0 +1,78 @@
+"""The session writer publishes each event to its subscribed projections as it records it; every
+projection fed live that way equals the same projection rebuilt from the log on disk, and the
+index entry the writer stores equals the one ``aerix sessions rebuild`` stores."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aerix.adapters.session_store import SessionFiles
+from aerix.app.sessions.queries import rebuild
+from aerix.app.sessions.writer import reopen_session, start_session
+from aerix.domain import events as ev
+from aerix.projections.base import Projection
+from aerix.projections.contexts import Contexts
+from aerix.projections.corpus import SessionEvidence
+from aerix.projections.index import IndexEntry
+from aerix.projections.request_totals import RequestTotals
+from aerix.projections.status import StatusFigures
+from aerix.projections.transcript import ClaudeTranscript
+from tests.aerix.session_streams import event_streams
+
+PROJECTIONS: list[Callable[[], Projection]] = [
+    Contexts,
+    ClaudeTranscript,
+    IndexEntry,
+    StatusFigures,
+    RequestTotals,
+    SessionEvidence,
+]
+STAMPED = {"type", "seq", "time", "v"}  # what the writer fills in itself
+
+
+@settings(max_examples=30, deadline=None)
+@given(events=event_streams(), cut=st.integers(1, 40))
+def test_each_projection_fed_live_equals_it_rebuilt_from_the_file(
+    events: list[ev.EventBase], cut: int
+) -> None:
+    """Written by one writer up to ``cut``, then by a second that reopens the session."""
+    start = events[0]
+    assert isinstance(start, ev.SessionStart)
+    times = iter([event.time for event in events])
+    with tempfile.TemporaryDirectory() as folder:
+        files = SessionFiles(Path(folder))
+        fields = start.model_dump(exclude=STAMPED)
+        first = start_session(files, lambda: next(times), sync="release", **fields)
+        live = [make() for make in PROJECTIONS]
+        for projection in live:
+            projection.take(start)  # subscribed after the writer published the start
+            first.subscribe(projection.take)
+        for event in events[1:cut]:
+            first.record(type(event), **event.model_dump(exclude=STAMPED))
+        first.close()
+        writer = reopen_session(files, lambda: next(times), start.session, sync="release")
+        for projection in live:
+            writer.subscribe(projection.take)
+        for event in events[cut:]:
+            writer.record(type(event), **event.model_dump(exclude=STAMPED))
+        writer.close()
+
+        ref = files.log.find(start.session)
+        on_disk = files.log.read(ref)
+        assert on_disk == events
+        stored_entry = files.views.load_index(ref.project)[ref.id]
+        for live_projection, make in zip(live, PROJECTIONS, strict=True):
+            rebuilt = make()
+            rebuilt.feed(on_disk)
+            assert vars(live_projection) == vars(rebuilt), make.__name__
+        assert vars(writer.index) == vars(live[PROJECTIONS.index(IndexEntry)])
+
+        (report,) = rebuild(files, start.session)
+        assert not report.problems
+        assert files.views.load_index(ref.project)[ref.id] == stored_entry
+        files.log.close()
