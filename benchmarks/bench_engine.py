@@ -40,7 +40,7 @@ import numpy as np
 from _side_by_side import paired
 from llama_cpp import Llama
 
-from aerix.adapters.pool import client_bounds
+from aerix.adapters.pool.client import client_bounds
 from aerix.domain.settings import PoolSettings
 from aerix.domain.tools import BASH, READ
 from aerix.domain.turns import turn_schema

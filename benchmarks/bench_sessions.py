@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aerix.adapters.gc_pause import gc_paused
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.queries import load_for_resume
 from aerix.app.sessions.writer import SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev

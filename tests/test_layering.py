@@ -64,7 +64,11 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     ("module", "source", "broken"),
     [
         # An import inside a function counts as much as one at the top.
-        ("aerix/app/x.py", "def f():\n    from aerix.adapters import skills\n", "only cli and wiring"),
+        (
+            "aerix/app/x.py",
+            "def f():\n    from aerix.adapters.project import skills\n",
+            "only cli and wiring",
+        ),
         # A relative import counts as the absolute one it stands for.
         ("aerix/app/agent/x.py", "from ...adapters import pool\n", "only cli and wiring import adapters"),
         ("aerix/domain/x.py", "from ..app import ports\n", "aerix.domain may import only"),
@@ -95,7 +99,7 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         ),
         (
             "aerix/claude_flags.py",
-            "from aerix.adapters.output import OUTPUT_FORMATS\n",
+            "from aerix.adapters.claude.output import OUTPUT_FORMATS\n",
             "only cli and wiring import adapters",
         ),
         (
@@ -187,11 +191,11 @@ def test_what_the_rules_allow_passes(tmp_path: Path) -> None:
             "aerix/app/x.py": "from aerix.projections import index\nfrom aerix.errors import AerixError\n",
             "aerix/adapters/x.py": "from aerix.app.ports import PoolPort\nimport caldrix.protocol\n",
             "aerix/cli/main.py": "from aerix.adapters import paths\nfrom aerix.app.request import run\n",
-            "aerix/cli/sessions.py": "from aerix.adapters.session_render import render_list\n"
-            "from aerix.wiring.commands import session_commands\n",
+            "aerix/cli/sessions.py": "from aerix.adapters.console.session_render import render_list\n"
+            "from aerix.wiring.session_commands import list_sessions\n",
             "aerix/entry.py": "from aerix.cli.main import main\n",
-            "aerix/wiring/requests.py": "from aerix.adapters.pool import CaldrixPool\n",
-            "aerix/wiring/commands.py": "from aerix.wiring.requests import request_deps\n",
+            "aerix/wiring/requests.py": "from aerix.adapters.pool.client import CaldrixPool\n",
+            "aerix/wiring/session_commands.py": "from aerix.wiring.requests import request_deps\n",
             "caldrix/engines/x.py": "from caldrix.engine_seam import Engine\nfrom caldrix.models import fit\n"
             "from caldrix.generation.templates import render_context\n",
             "caldrix/models/fit.py": "from caldrix.limits import DEFAULT_CTX\n",

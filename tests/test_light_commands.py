@@ -24,7 +24,7 @@ AERIX_HEAVY = (
     "prompt_toolkit",
     "rich",
     "aerix.adapters.terminal",
-    "aerix.adapters.output",
+    "aerix.adapters.claude.output",
     "aerix.projections",
     "aerix.domain.events",
     "aerix.domain.settings",

@@ -1,5 +1,5 @@
 """A closed pipe (``aerix sessions list | head -1``) ends quietly: the stream its reader left
-goes to /dev/null. Apart from ``aerix.adapters.output`` so that any command, ``--help`` too,
+goes to /dev/null. Apart from ``aerix.adapters.claude.output`` so that any command, ``--help`` too,
 can end so without importing the output formats."""
 
 from __future__ import annotations

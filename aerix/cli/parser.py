@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 from aerix import __version__
-from aerix.adapters.output_formats import OUTPUT_FORMATS
+from aerix.adapters.claude.output_formats import OUTPUT_FORMATS
 from aerix.claude_flags import CLAUDE_VALUE_FLAGS, add_claude_flags
 from aerix.domain.bounds import EXIT_USAGE, PROFILE_LOG_LIMIT
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from aerix.adapters.profile_output import (
+from aerix.adapters.console.profile_output import (
     StreamObserver,
     render_edit,
     render_log,

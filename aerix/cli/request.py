@@ -10,7 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from aerix.adapters.settings_files import SettingsOverrides, parse_disallowed, parse_sources
+from aerix.adapters.project.settings_files import SettingsOverrides, parse_disallowed, parse_sources
 from aerix.app.request.options import RequestOptions
 from aerix.claude_flags import ignored_note
 from aerix.cli.parser import STDIN_PROMPT

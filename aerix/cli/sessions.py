@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from aerix.adapters.session_render import render_list, render_replay
+from aerix.adapters.console.session_render import render_list, render_replay
 from aerix.domain.events import event_json_schemas, union_json_schema
 from aerix.errors import NotADirectory
 from aerix.wiring.session_commands import SessionCommands, session_commands

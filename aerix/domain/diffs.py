@@ -1,6 +1,6 @@
 """What a request changed, as plain values: the snapshot it started from and its diff.
 
-``aerix.adapters.git_diff`` makes them with git; the application and the output read them.
+``aerix.adapters.git.git_diff`` makes them with git; the application and the output read them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Keys are grouped as the spec names them: ``profile``, ``pool.*``, ``delegation.*
 ``tune.*``, ``session.*`` and ``hooks`` (Claude Code's shape), plus Claude Code's ``disableAllHooks``,
 ``enabledPlugins`` and ``permissions``. Unknown keys are errors, so a typo is reported with the
 file and the key rather than silently ignored. Reading and merging the files is
-``aerix.adapters.settings_files``.
+``aerix.adapters.project.settings_files``.
 """
 
 from __future__ import annotations

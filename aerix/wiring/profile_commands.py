@@ -11,13 +11,13 @@ from pathlib import Path
 import anyio
 
 from aerix import __version__
-from aerix.adapters.autostart import AutostartPool
 from aerix.adapters.clock import utc_now
-from aerix.adapters.editor import ProcessEditor
-from aerix.adapters.profile_repo import GitProfiles
-from aerix.adapters.project import ProjectFiles
+from aerix.adapters.console.external_editor import ProcessEditor
+from aerix.adapters.git.profile_repo import GitProfiles
+from aerix.adapters.pool.autostart import AutostartPool
+from aerix.adapters.project.project import ProjectFiles
 from aerix.adapters.prompts import EmbeddedPrompts
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.ports import (
     EditOutcome,
     ProfileCommit,

@@ -11,19 +11,19 @@ from typing import TextIO
 import anyio
 
 from aerix import __version__
-from aerix.adapters.autostart import AutostartPool
+from aerix.adapters.claude.output import HeadlessOutput, error_object
+from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.clock import utc_now
-from aerix.adapters.git_diff import GitDiffs
-from aerix.adapters.hook_runner import SubprocessHooks
-from aerix.adapters.output import HeadlessOutput, error_object
-from aerix.adapters.output_formats import OutputFormat
-from aerix.adapters.profile_repo import GitProfiles
-from aerix.adapters.project import ProjectFiles
+from aerix.adapters.git.git_diff import GitDiffs
+from aerix.adapters.git.profile_repo import GitProfiles
+from aerix.adapters.pool.autostart import AutostartPool
+from aerix.adapters.project.project import ProjectFiles
+from aerix.adapters.project.settings_files import SettingsOverrides
 from aerix.adapters.prompts import EmbeddedPrompts
-from aerix.adapters.session_store import SessionFiles
-from aerix.adapters.settings_files import SettingsOverrides
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.adapters.tools import LocalToolsFactory
+from aerix.adapters.tools.hook_runner import SubprocessHooks
 from aerix.app.ports import HookRunner, RequestResult
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.run import run_request

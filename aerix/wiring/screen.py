@@ -9,8 +9,8 @@ import anyio
 
 from aerix import __version__
 from aerix.adapters.paths import history_file
-from aerix.adapters.project_key import project_key
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.project.project_key import project_key
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.adapters.terminal.screen import TerminalScreen
 from aerix.app.request.conversation import ConversationOptions, converse
 from aerix.projections.status import StatusFigures

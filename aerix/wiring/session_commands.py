@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aerix import __version__
-from aerix.adapters.claude_import import ClaudeImports
+from aerix.adapters.claude.claude_import import ClaudeImports
 from aerix.adapters.gc_pause import gc_paused
-from aerix.adapters.instructions import project_root
-from aerix.adapters.profile_repo import GitProfiles
-from aerix.adapters.project_key import project_key
-from aerix.adapters.session_store import SessionFiles
-from aerix.adapters.settings_files import load_settings
+from aerix.adapters.git.profile_repo import GitProfiles
+from aerix.adapters.project.instructions import project_root
+from aerix.adapters.project.project_key import project_key
+from aerix.adapters.project.settings_files import load_settings
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.ports import SessionRef
 from aerix.app.profiles.manage import remove_session_branch
 from aerix.app.sessions import importing, queries

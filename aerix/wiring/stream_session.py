@@ -17,10 +17,8 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
-from aerix.adapters.output import HeadlessOutput, error_object
-from aerix.adapters.project import ProjectFiles
-from aerix.adapters.settings_files import SettingsOverrides
-from aerix.adapters.stream_input import (
+from aerix.adapters.claude.output import HeadlessOutput, error_object
+from aerix.adapters.claude.stream_input import (
     BadLine,
     ControlRequest,
     StreamItem,
@@ -29,6 +27,8 @@ from aerix.adapters.stream_input import (
     read_items,
     success,
 )
+from aerix.adapters.project.project import ProjectFiles
+from aerix.adapters.project.settings_files import SettingsOverrides
 from aerix.app.request.options import RequestOptions
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE

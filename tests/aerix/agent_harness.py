@@ -4,7 +4,7 @@ One pool process serves a test module (``caldrix pool --engine scripted``, on a 
 temporary folder). Each test loads its own member with its own script — the real GGUF
 vocabulary, the real daemon, tokenizer and llguidance constraint, with answers taken from the
 script — and unloads it afterwards. Agents run through the real pool adapter
-(``aerix.adapters.pool.CaldrixPool``) and record into a real session log, which the tests read
+(``aerix.adapters.pool.client.CaldrixPool``) and record into a real session log, which the tests read
 back line by line (``parse_event`` validates each one).
 """
 
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from aerix.adapters.clock import utc_now
-from aerix.adapters.pool import CaldrixPool, client_bounds
+from aerix.adapters.pool.client import CaldrixPool, client_bounds
+from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.prompts import EmbeddedPrompts
-from aerix.adapters.session_store import SessionFiles
-from aerix.adapters.skills import SkillCatalog
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.adapters.tools import LocalToolsFactory
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.live_context import record_segments

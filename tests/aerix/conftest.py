@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool.client import CaldrixPool
 from tests.aerix.agent_harness import (
     AgentRun,
     Make,

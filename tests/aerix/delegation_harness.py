@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aerix.adapters.pool import CaldrixPool, client_bounds
+from aerix.adapters.pool.client import CaldrixPool, client_bounds
 from aerix.domain import events as ev
 from aerix.domain.settings import PoolSettings
 from aerix.projections.contexts import contexts_at

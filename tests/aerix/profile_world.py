@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from aerix import __version__
-from aerix.adapters.profile_repo import GitProfile, GitProfiles
+from aerix.adapters.git.profile_repo import GitProfile, GitProfiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.profiles.writes import Write, commit_change
 from aerix.domain.profile import ProfileSnapshot

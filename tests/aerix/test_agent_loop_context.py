@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool.client import CaldrixPool
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget
 from tests.aerix.agent_harness import (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool.client import CaldrixPool
 from aerix.domain import events as ev
 from aerix.domain.turns import render_turns_section
 from tests.aerix.agent_harness import SYSTEM_TEXT, AgentRun, new_writer, opening, settings_with

@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from aerix.adapters.autostart import AutostartPool, find_or_start_pool, pool_start_log
-from aerix.adapters.pool import CaldrixPool, client_bounds
+from aerix.adapters.pool.autostart import AutostartPool, find_or_start_pool, pool_start_log
+from aerix.adapters.pool.client import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.pool.members import BoundMembers, bind_members
 from aerix.app.ports import SegmentAppend
@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.model, pytest.mark.e2e]
 CALDRIX = str(Path(sys.executable).parent / "caldrix")
 START_ONE = """
 import json, sys, anyio
-from aerix.adapters.autostart import find_or_start_pool
+from aerix.adapters.pool.autostart import find_or_start_pool
 from aerix.domain.settings import PoolSettings, MemberFlags
 settings = PoolSettings(socket=sys.argv[1], main_flags=MemberFlags(ctx=1024))
 found = anyio.run(find_or_start_pool, settings)
@@ -157,7 +157,7 @@ async def pool_status(socket: Path) -> PoolStatusResult:
 
 
 def test_member_flags_become_the_autostart_command() -> None:
-    from aerix.adapters.autostart import start_command
+    from aerix.adapters.pool.autostart import start_command
 
     settings = PoolSettings(main="m.gguf", main_flags=MemberFlags(ctx=4096, threads=2))
     command = start_command(settings, Path("/s"))

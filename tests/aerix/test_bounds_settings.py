@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aerix.adapters.paths import config_home
-from aerix.adapters.settings_files import claude_home, load_settings, parse_settings
+from aerix.adapters.project.settings_files import claude_home, load_settings, parse_settings
 from aerix.domain import bounds
 from aerix.domain.settings import HookHandler, MemberFlags, Settings
 from aerix.errors import SettingsError

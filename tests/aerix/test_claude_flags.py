@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from aerix.adapters.claude.stream_input import BadLine, ControlRequest, UserPrompt, parse_line
 from aerix.adapters.paths import config_home
-from aerix.adapters.settings_files import SettingsOverrides, load_settings, parse_sources
-from aerix.adapters.stream_input import BadLine, ControlRequest, UserPrompt, parse_line
+from aerix.adapters.project.settings_files import SettingsOverrides, load_settings, parse_sources
 from aerix.app.request.options import RequestOptions
 from aerix.claude_flags import ACTED_ON, IGNORED, ignored_note
 from aerix.cli.main import build_parser, main, split_prompt

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aerix.adapters.agent_definitions import AgentCatalog, load_agent_definitions
+from aerix.adapters.project.agent_definitions import AgentCatalog, load_agent_definitions
 from aerix.adapters.prompts import embedded_prompt
 from aerix.app.agent.env import AgentResult
 from aerix.domain import events as ev

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.agent_definitions import AgentCatalog
-from aerix.adapters.pool import CaldrixPool
+from aerix.adapters.pool.client import CaldrixPool
+from aerix.adapters.project.agent_definitions import AgentCatalog
+from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.prompts import EmbeddedPrompts
-from aerix.adapters.skills import SkillCatalog
 from aerix.app.request.root_context import system_text
 from aerix.domain import events as ev
 from aerix.domain.settings import ContextSettings, Settings

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.queries import load_for_resume
 from aerix.app.sessions.writer import reopen_session, start_session
 from aerix.cli.main import main
@@ -106,7 +106,7 @@ def test_a_crash_between_a_write_and_its_sync_leaves_a_log_that_reads_and_resume
         import os, signal
         from datetime import UTC, datetime
         from pathlib import Path
-        from aerix.adapters.session_store import SessionFiles
+        from aerix.adapters.sessions.session_store import SessionFiles
         from aerix.app.sessions.writer import start_session
         from aerix.domain import events as ev
         files = SessionFiles(Path({str(root)!r}))

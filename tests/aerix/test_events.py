@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 from eventsourcing.persistence import IntegrityError
 
-from aerix.adapters.jsonl_lines import PlainJSONMapper, decode_record
-from aerix.adapters.jsonl_store import SessionLogRecorder
+from aerix.adapters.sessions.jsonl_lines import PlainJSONMapper, decode_record
+from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
 from aerix.domain import events as ev
 from aerix.domain.session import Session, replay
 from tests.aerix.session_streams import T0, start_session

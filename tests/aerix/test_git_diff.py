@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from aerix.adapters.git_diff import EMPTY_TREE, request_diff, take_snapshot
+from aerix.adapters.git.git_diff import EMPTY_TREE, request_diff, take_snapshot
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""Every git call goes through ``aerix.adapters.git_runner``: bounded, killed when it hangs, and
+"""Every git call goes through ``aerix.adapters.git.git_runner``: bounded, killed when it hangs, and
 a machine without git is a fallback, never a traceback. Real git, real processes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.git_runner import GitFailed, GitTimedOut, run_git
+from aerix.adapters.git.git_runner import GitFailed, GitTimedOut, run_git
 from aerix.adapters.tools import LocalTools
 from aerix.domain import bounds
 

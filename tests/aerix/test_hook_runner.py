@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.hook_runner import SubprocessHooks
+from aerix.adapters.tools.hook_runner import SubprocessHooks
 from aerix.domain.hook_contract import SelectedHandler
 from tests.aerix.test_tools_bash import pid_alive
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from aerix.adapters.clock import utc_now
-from aerix.adapters.hook_runner import SubprocessHooks
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
+from aerix.adapters.tools.hook_runner import SubprocessHooks
 from aerix.app.hooks.fire import Hooks, HookSession
 from aerix.app.ports.sessions import E
 from aerix.app.sessions.transcript import TranscriptFollower

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.project_key import project_key
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.project.project_key import project_key
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.writer import start_session
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_BROKEN_PIPE, EXIT_USAGE

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.claude_import import convert, first_cwd
-from aerix.adapters.claude_read import read_sessions, transcript_files
-from aerix.adapters.project_key import project_key
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.claude.claude_import import convert, first_cwd
+from aerix.adapters.claude.claude_read import read_sessions, transcript_files
+from aerix.adapters.project.project_key import project_key
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.importing import ImportOutcome, import_session
 from aerix.app.sessions.queries import load_for_resume
 from aerix.domain import events as ev

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
-from aerix.adapters.instructions import find_repository_root, load_instruction_files, render_instructions
 from aerix.adapters.paths import config_home
-from aerix.adapters.settings_files import claude_home
-from aerix.adapters.skills import load_agent_definitions, load_skills
+from aerix.adapters.project.frontmatter import FrontMatterError, split_front_matter
+from aerix.adapters.project.instructions import (
+    find_repository_root,
+    load_instruction_files,
+    render_instructions,
+)
+from aerix.adapters.project.settings_files import claude_home
+from aerix.adapters.project.skills import load_agent_definitions, load_skills
 
 
 def write(path: Path, text: str) -> Path:

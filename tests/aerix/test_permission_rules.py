@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.project import ProjectFiles
-from aerix.adapters.settings_files import (
+from aerix.adapters.project.project import ProjectFiles
+from aerix.adapters.project.settings_files import (
     SettingsOverrides,
     load_settings,
     parse_disallowed,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.output import HeadlessOutput
+from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.paths import claude_projects_dir, config_home
-from aerix.adapters.project import ProjectFiles
+from aerix.adapters.project.project import ProjectFiles
 from aerix.app.pool.members import BoundMembers
 from aerix.app.ports import MemberInfo
 from aerix.app.request.startup import startup_listing

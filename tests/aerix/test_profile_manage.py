@@ -13,10 +13,10 @@ import pytest
 
 from aerix import __version__
 from aerix.adapters.clock import utc_now
-from aerix.adapters.editor import ProcessEditor
-from aerix.adapters.profile_output import render_log, render_show
-from aerix.adapters.profile_repo import GitProfiles
-from aerix.adapters.project import ProjectFiles
+from aerix.adapters.console.external_editor import ProcessEditor
+from aerix.adapters.console.profile_output import render_log, render_show
+from aerix.adapters.git.profile_repo import GitProfiles
+from aerix.adapters.project.project import ProjectFiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.profiles.attach import ProfileRequest, attach_profile
 from aerix.app.profiles.manage import (

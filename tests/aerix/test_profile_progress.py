@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from aerix.adapters.profile_output import StreamObserver
+from aerix.adapters.console.profile_output import StreamObserver
 
 
 class Terminal(io.StringIO):

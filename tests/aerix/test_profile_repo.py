@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.profile_repo import GitProfiles
+from aerix.adapters.git.profile_repo import GitProfiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.terminal.startup_block import profile_text
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from aerix import __version__
-from aerix.adapters.autostart import AutostartPool
 from aerix.adapters.clock import utc_now
-from aerix.adapters.pool import CaldrixPool
-from aerix.adapters.profile_repo import GitProfiles
-from aerix.adapters.project import ProjectFiles
+from aerix.adapters.git.profile_repo import GitProfiles
+from aerix.adapters.pool.autostart import AutostartPool
+from aerix.adapters.pool.client import CaldrixPool
+from aerix.adapters.project.project import ProjectFiles
 from aerix.adapters.prompts import EmbeddedPrompts
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.ports import OpenedPool, ProfileObserver
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.runs import ProfileDeps

@@ -8,7 +8,7 @@ from pathlib import Path
 import git
 import pytest
 
-from aerix.adapters.project_key import project_key
+from aerix.adapters.project.project_key import project_key
 from aerix.domain import bounds
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.queries import rebuild
 from aerix.app.sessions.writer import reopen_session, start_session
 from aerix.domain import events as ev

@@ -12,7 +12,7 @@ from uuid import uuid4
 
 import eventsourcing.tests.persistence as conformance
 
-from aerix.adapters.jsonl_store import SessionLogRecorder
+from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
 
 
 class TestSessionLogRecorderConformance(conformance.AggregateRecorderTestCase):

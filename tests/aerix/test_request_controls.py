@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.ports import PlanReview, RequestControls, RequestObserver, RequestResult
 from aerix.app.request.options import RequestOptions
 from aerix.app.request.run import run_request

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.queries import load_for_resume
 from tests.aerix.request_world import (
     World,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from aerix.adapters.clock import utc_now
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.writer import start_session
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.domain.session import CLAUDE_CODE_TAG

@@ -3,8 +3,8 @@ settings as a user writes them."""
 
 from __future__ import annotations
 
+from aerix.adapters.project.settings_files import parse_settings
 from aerix.adapters.prompts import EmbeddedPrompts
-from aerix.adapters.settings_files import parse_settings
 from aerix.app.request.root_context import planner_tool_names, prompt_text, root_tools
 from aerix.domain.permissions import Permissions, parse_base_tools, rules_from
 from aerix.domain.tools import TOOL_NAMES

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from aerix.adapters.pool import CaldrixPool, client_bounds
+from aerix.adapters.pool.client import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.ports import GenerationDone, GenerationTimings
 from aerix.app.request.routing import FALLBACK_ROUTE, choice_of, route_request

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from aerix.adapters.jsonl_store import SessionLogRecorder
+from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment
 from aerix.domain.session import Session, replay

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
-from aerix.adapters.session_render import render_list, render_replay
+from aerix.adapters.console.session_render import render_list, render_replay
 from aerix.domain import events as ev
 from aerix.projections.index import IndexEntry
 

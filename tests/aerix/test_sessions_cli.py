@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 
 from aerix import __version__
-from aerix.adapters.project_key import project_key
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.project.project_key import project_key
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.writer import start_session
 from aerix.domain import events as ev
 from tests.aerix.session_streams import T0
@@ -185,8 +185,9 @@ def test_import_then_rebuild_everything(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from aerix.app.sessions.queries import load_for_resume; from aerix.adapters.session_store "
-            "import SessionFiles; load_for_resume(SessionFiles(), '3a7770b4')",
+            "from aerix.app.sessions.queries import load_for_resume; "
+            "from aerix.adapters.sessions.session_store import SessionFiles; "
+            "load_for_resume(SessionFiles(), '3a7770b4')",
         ],
         capture_output=True,
         text=True,
@@ -257,7 +258,7 @@ def test_rm_of_a_session_another_process_writes_is_refused_in_one_line(native_se
             sys.executable,
             "-c",
             (
-                "import sys\nfrom aerix.adapters.session_store import SessionFiles\n"
+                "import sys\nfrom aerix.adapters.sessions.session_store import SessionFiles\n"
                 "files = SessionFiles()\nfiles.log.acquire(files.log.find(sys.argv[1]))\n"
                 "print('held', flush=True)\nsys.stdin.read()\n"
             ),

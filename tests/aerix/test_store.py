@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aerix.adapters.jsonl_store import SessionLogRecorder
-from aerix.adapters.project_key import normalise_remote, project_key
-from aerix.adapters.session_store import SessionFiles
+from aerix.adapters.project.project_key import normalise_remote, project_key
+from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
+from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.queries import latest_session, load_for_resume, remove_session
 from aerix.app.sessions.writer import SessionWriter, fork_session, reopen_session, start_session
 from aerix.domain import events as ev
@@ -274,7 +274,7 @@ def _child_writer(root: Path, session_id: str, events: int, then_sleep: bool) ->
         import time
         from datetime import UTC, datetime
         from pathlib import Path
-        from aerix.adapters.session_store import SessionFiles
+        from aerix.adapters.sessions.session_store import SessionFiles
         from aerix.app.sessions.writer import reopen_session
         from aerix.domain import events as ev
         files = SessionFiles(Path({str(root)!r}))

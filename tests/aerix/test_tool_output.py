@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from aerix.adapters.spool import spool_dir, write_spool
+from aerix.adapters.sessions.spool import spool_dir, write_spool
 from aerix.app.agent.tool_output import ToolOutput, append_result, cut_to_bytes, pointer_line
 
 POINTER = re.compile(r'\[truncated: (\d+) more bytes; read with read\(path="(.+)", offset=1\)\]$')

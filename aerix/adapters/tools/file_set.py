@@ -1,7 +1,7 @@
 """The files glob, grep and repo_map look at.
 
 Inside a git repository: the git file set (tracked plus untracked, not ignored), from
-``git ls-files -co --exclude-standard`` through ``aerix.adapters.git_runner``, bounded by
+``git ls-files -co --exclude-standard`` through ``aerix.adapters.git.git_runner``, bounded by
 ``GIT_TIMEOUT_SECS``. Elsewhere, or without git: a walk that skips ``.git``, ``target`` and
 ``node_modules``. Paths come back relative to the searched folder, with ``/`` separators, sorted.
 """
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from aerix.adapters.git_runner import GitFailed, GitTimedOut, run_git
+from aerix.adapters.git.git_runner import GitFailed, GitTimedOut, run_git
 from aerix.adapters.tools.common import ToolFailure
 from aerix.domain import bounds
 

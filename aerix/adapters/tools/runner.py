@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from aerix.adapters.skills import SkillCatalog
+from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
 from aerix.adapters.tools.common import ToolFailure, error_result
 from aerix.adapters.tools.fs import edit_tool, read_tool, write_tool

@@ -1,4 +1,4 @@
-"""The working tree's snapshot and the request's diff (``aerix.adapters.git_diff.GitDiffs``)."""
+"""The working tree's snapshot and the request's diff (``aerix.adapters.git.git_diff.GitDiffs``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hooks port: running a hook event's handlers (``aerix.adapters.hook_runner.SubprocessHooks``)
+"""The hooks port: running a hook event's handlers (``aerix.adapters.tools.hook_runner.SubprocessHooks``)
 and keeping the Claude Code transcript they read up to date
 (``aerix.app.sessions.transcript.TranscriptFollower``)."""
 

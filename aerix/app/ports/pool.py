@@ -1,6 +1,6 @@
 """The pool port: the model pool as the application sees it, and the values that cross it.
 
-``aerix.adapters.pool.CaldrixPool`` implements it over caldrix's client; the autostart adapter
+``aerix.adapters.pool.client.CaldrixPool`` implements it over caldrix's client; the autostart adapter
 finds or starts the pool (``PoolStarter``). Token counts are always the pool's own.
 """
 
@@ -159,6 +159,6 @@ class OpenedPool:
 
 
 class PoolStarter(Protocol):
-    """Finds the pool on the configured socket, or starts it (``aerix.adapters.autostart``)."""
+    """Finds the pool on the configured socket, or starts it (``aerix.adapters.pool.autostart``)."""
 
     async def open(self, settings: PoolSettings) -> OpenedPool: ...

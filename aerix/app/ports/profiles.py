@@ -1,11 +1,12 @@
 """The profile repository port, the editor's, and the values that cross them to the command
 line: what tune, sync and edit report, and the observer that hears them as they run.
 
-``aerix.adapters.profile_repo`` implements ``ProfileStore`` and ``ProfileRepository`` over bare git
-repositories, ``aerix.adapters.editor`` ``TextEditor``, ``aerix.adapters.profile_output`` prints
-the reports. Writes are two steps so the compare-and-swap policy stays in the application
-(``aerix.app.profiles.writes``): ``make_commit`` stores a commit object without moving anything,
-``move`` swaps a branch from the commit the writer read to the new one, or reports that it moved.
+``aerix.adapters.git.profile_repo`` implements ``ProfileStore`` and ``ProfileRepository`` over bare
+git repositories, ``aerix.adapters.console.external_editor`` ``TextEditor``, and
+``aerix.adapters.console.profile_output`` prints the reports. Writes are two steps so the
+compare-and-swap policy stays in the application (``aerix.app.profiles.writes``): ``make_commit``
+stores a commit object without moving anything, ``move`` swaps a branch from the commit the writer
+read to the new one, or reports that it moved.
 """
 
 from __future__ import annotations
@@ -96,7 +97,10 @@ class Edited:
 
 
 class TextEditor(Protocol):
-    """Opens a person's editor on a text (``$VISUAL``/``$EDITOR``: ``aerix.adapters.editor``)."""
+    """Opens a person's editor on a text.
+
+    ``$VISUAL``/``$EDITOR``, through ``aerix.adapters.console.external_editor``.
+    """
 
     def edit(self, text: str, name: str) -> Edited: ...
 

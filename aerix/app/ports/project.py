@@ -1,5 +1,5 @@
 """What startup reads from disk for one run: the project, its skills, agent definitions and
-plugins, and the prompt texts. ``aerix.adapters.project.ProjectFiles`` reads them."""
+plugins, and the prompt texts. ``aerix.adapters.project.project.ProjectFiles`` reads them."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class PromptSource(Protocol):
 
 
 class SkillSource(Protocol):
-    """The skills one run knows (``aerix.adapters.skills.SkillCatalog`` is one)."""
+    """The skills one run knows (``aerix.adapters.project.skills.SkillCatalog`` is one)."""
 
     @property
     def names(self) -> tuple[str, ...]: ...
@@ -58,7 +58,7 @@ class AgentDefinition:
 
 
 class AgentDefinitionSource(Protocol):
-    """The agent definitions one run knows (``aerix.adapters.agent_definitions.AgentCatalog``)."""
+    """The agent definitions one run knows (``aerix.adapters.project.agent_definitions.AgentCatalog``)."""
 
     @property
     def names(self) -> tuple[str, ...]: ...
@@ -116,6 +116,6 @@ class Project:
 
 
 class ProjectSource(Protocol):
-    """Reads a project's settings and files (``aerix.adapters.project.ProjectFiles``)."""
+    """Reads a project's settings and files (``aerix.adapters.project.project.ProjectFiles``)."""
 
     def load(self, cwd: Path) -> Project: ...

@@ -1,11 +1,12 @@
 """The session store port, and the values that cross it.
 
 ``SessionStorage`` is the store by job: the event log (``SessionLog``), the projection files
-(``ProjectionFiles``) and the spool (``SessionSpool``); ``aerix.adapters.session_store``,
-``aerix.adapters.projection_files`` and ``aerix.adapters.spool`` implement one each, over the
-same folders. ``aerix.adapters.claude_import.ClaudeImports`` implements ``ClaudeSessionSource``.
-No third-party type crosses: the log is given the session's records (``aerix.domain.events``),
-and how it stores them (eventsourcing's recorder interface, for the files) is its own.
+(``ProjectionFiles``) and the spool (``SessionSpool``); ``aerix.adapters.sessions.session_store``,
+``aerix.adapters.sessions.projection_files`` and ``aerix.adapters.sessions.spool`` implement one
+each, over the same folders. ``aerix.adapters.claude.claude_import.ClaudeImports`` implements
+``ClaudeSessionSource``. No third-party type crosses: the log is given the session's records
+(``aerix.domain.events``), and how it stores them (eventsourcing's recorder interface, for the
+files) is its own.
 """
 
 from __future__ import annotations

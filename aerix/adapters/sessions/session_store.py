@@ -26,10 +26,10 @@ from pathlib import Path
 from eventsourcing.persistence import IntegrityError
 
 from aerix.adapters import paths
-from aerix.adapters.jsonl_lines import PlainJSONMapper
-from aerix.adapters.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, SessionLogRecorder
-from aerix.adapters.projection_files import SessionViewFiles
-from aerix.adapters.spool import SpoolFiles
+from aerix.adapters.sessions.jsonl_lines import PlainJSONMapper
+from aerix.adapters.sessions.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, SessionLogRecorder
+from aerix.adapters.sessions.projection_files import SessionViewFiles
+from aerix.adapters.sessions.spool import SpoolFiles
 from aerix.app.ports import SessionRef, SessionStorage
 from aerix.app.ports.sessions import ReplaceOutcome
 from aerix.domain.events import EventBase

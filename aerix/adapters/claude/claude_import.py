@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from aerix.adapters import paths
-from aerix.adapters.claude_read import (
+from aerix.adapters.claude.claude_read import (
     INLINE_SIDECHAIN,
     MAIN_AGENT,
     ClaudeLine,
@@ -42,7 +42,7 @@ from aerix.adapters.claude_read import (
     read_sessions,
     transcript_files,
 )
-from aerix.adapters.claude_records import content_blocks, flatten_content, response_usages, to_usage
+from aerix.adapters.claude.claude_records import content_blocks, flatten_content, response_usages, to_usage
 from aerix.app.ports import FoundTranscripts, ImportPlan, PlannedEvent
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT

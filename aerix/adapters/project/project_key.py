@@ -13,7 +13,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from aerix.adapters.git_runner import GitFailed, run_git
+from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.domain import bounds
 
 PROJECT_KEY_MAX_CHARS = 200

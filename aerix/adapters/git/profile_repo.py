@@ -1,7 +1,7 @@
 """Profiles as bare git repositories: ``$XDG_DATA_HOME/aerix/profiles/<name>.git``.
 
 Bare, because branches move only by compare-and-swap of their refs and there is no working tree
-to get out of step. Every git call goes through ``aerix.adapters.git_runner`` (gitpython's
+to get out of step. Every git call goes through ``aerix.adapters.git.git_runner`` (gitpython's
 runner), bounded by :data:`~aerix.domain.bounds.GIT_TIMEOUT_SECS`: reads are ``rev-parse``,
 ``for-each-ref``, ``ls-tree`` and one ``cat-file --batch``; a commit is plumbing (``hash-object``,
 a scratch index with ``update-index`` and ``write-tree``, ``commit-tree``); the swap is
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
-from aerix.adapters.git_runner import GitFailed, GitOutput, call_git
+from aerix.adapters.git.git_runner import GitFailed, GitOutput, call_git
 from aerix.adapters.paths import data_home
 from aerix.app.ports.profiles import ProfileCommit
 from aerix.domain import bounds

@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from aerix.adapters.git_runner import GitFailed, run_git
+from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.domain.diffs import FileStat, RequestDiff, Snapshot
 
 #: git's well-known id of the empty tree: the base of a repository without commits.

@@ -29,7 +29,7 @@ from pathlib import Path
 import anyio
 
 from aerix.adapters.paths import state_home
-from aerix.adapters.pool import CaldrixPool, client_bounds
+from aerix.adapters.pool.client import CaldrixPool, client_bounds
 from aerix.app.ports import OpenedPool
 from aerix.domain.bounds import AUTOSTART_POLL_SECS
 from aerix.domain.settings import PoolSettings

@@ -2,9 +2,9 @@
 
 ``SessionLogRecorder`` implements eventsourcing's ``AggregateRecorder`` over a folder (one
 project key's sessions): the events of originator ``<id>`` are the lines of ``<id>.jsonl``.
-``aerix.adapters.jsonl_lines`` turns the Session aggregate's events into those lines and back
+``aerix.adapters.sessions.jsonl_lines`` turns the Session aggregate's events into those lines and back
 (plain JSON, the short topic as ``type``, the version as ``seq``, upcast on read);
-``aerix.adapters.jsonl_files`` holds the lock file and reads the log's tail.
+``aerix.adapters.sessions.jsonl_files`` holds the lock file and reads the log's tail.
 
 Writing: the first write to a session takes an exclusive ``flock`` on ``<id>.jsonl.lock`` and
 keeps it until ``release``/``close``; a second writer (another process, or another recorder in
@@ -31,10 +31,16 @@ from typing import Any
 
 from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
 
-from aerix.adapters.durable import make_folder, replace_durably, sync_folder, write_fully
 from aerix.adapters.gc_pause import gc_paused
-from aerix.adapters.jsonl_files import ends_with_newline, last_line, lock_holder, try_lock, write_holder
-from aerix.adapters.jsonl_lines import (
+from aerix.adapters.sessions.durable import make_folder, replace_durably, sync_folder, write_fully
+from aerix.adapters.sessions.jsonl_files import (
+    ends_with_newline,
+    last_line,
+    lock_holder,
+    try_lock,
+    write_holder,
+)
+from aerix.adapters.sessions.jsonl_lines import (
     Line,
     decode_checked,
     decode_records,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aerix.adapters import paths
-from aerix.adapters.durable import append_durably, make_folder, replace_durably
+from aerix.adapters.sessions.durable import append_durably, make_folder, replace_durably
 from aerix.app.ports import SessionRef
 from aerix.domain.claude_tools import claude_project_dir_name
 

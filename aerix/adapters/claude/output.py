@@ -12,7 +12,7 @@ SDK's parser) expect.
   ``outcome``, ``reason``, ``route``, ``exit_code``, ``model``, ``request``, ``resumed``,
   ``generations``, ``files_changed``, ``pieces``, ``outcome_line`` and ``diff``. A request that
   did not end ``done`` also prints its outcome line on stderr, in every format.
-- ``stream-json``: one JSON object a line as things happen (``aerix.adapters.claude_stream``),
+- ``stream-json``: one JSON object a line as things happen (``aerix.adapters.claude.claude_stream``),
   and the same ``result`` object last.
 
 The outcome line says what happened, so a ``done`` that did nothing shows as such:
@@ -37,9 +37,9 @@ from typing import Any, Final, Protocol, TextIO
 
 from rich.console import Console
 
-from aerix.adapters.claude_stream import ClaudeStream, ModelTally
+from aerix.adapters.claude.claude_stream import ClaudeStream, ModelTally
+from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.closed_pipe import discard_output
-from aerix.adapters.output_formats import OutputFormat
 from aerix.adapters.terminal.diff_view import diff_text
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev

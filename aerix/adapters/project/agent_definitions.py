@@ -18,8 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
 from aerix.adapters.paths import claude_projects_dir, config_home
+from aerix.adapters.project.frontmatter import FrontMatterError, split_front_matter
 from aerix.app.ports import AgentDefinition
 from aerix.domain.claude_tools import aerix_tool_name
 from aerix.domain.listing import fit_listing

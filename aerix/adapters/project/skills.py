@@ -13,7 +13,7 @@ N-th argument (from 0; in a command, ``$1`` is the first, as Claude Code's comma
 ``${CLAUDE_SKILL_DIR}`` with the skill's folder and ``${CLAUDE_PLUGIN_ROOT}`` with its plugin's;
 when the body has no ``$ARGUMENTS`` and arguments were given, ``ARGUMENTS: <args>`` is appended.
 
-Agent definitions live in ``aerix.adapters.agent_definitions`` and are re-exported here.
+Agent definitions live in ``aerix.adapters.project.agent_definitions`` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aerix.adapters.agent_definitions import AgentCatalog, AgentDefinition, load_agent_definitions
-from aerix.adapters.frontmatter import FrontMatterError, split_front_matter
 from aerix.adapters.paths import claude_projects_dir, config_home
+from aerix.adapters.project.agent_definitions import AgentCatalog, AgentDefinition, load_agent_definitions
+from aerix.adapters.project.frontmatter import FrontMatterError, split_front_matter
 from aerix.domain.listing import fit_listing
 
 __all__ = [

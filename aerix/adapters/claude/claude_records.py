@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aerix.adapters.claude_read import ClaudeLine
+from aerix.adapters.claude.claude_read import ClaudeLine
 
 _PROMPT_USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 

@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from aerix.adapters.durable import make_folder, replace_durably
+from aerix.adapters.sessions.durable import make_folder, replace_durably
 from aerix.app.ports import SessionRef
 
 SPOOL_SUFFIX = ".spool"

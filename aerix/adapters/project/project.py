@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aerix.adapters.agent_definitions import load_agent_definitions
-from aerix.adapters.instructions import load_instruction_files, project_root, render_instructions
-from aerix.adapters.plugins import load_plugins
-from aerix.adapters.project_key import project_key
-from aerix.adapters.settings_files import SettingsOverrides, load_settings
-from aerix.adapters.skills import load_skills
+from aerix.adapters.project.agent_definitions import load_agent_definitions
+from aerix.adapters.project.instructions import load_instruction_files, project_root, render_instructions
+from aerix.adapters.project.plugins import load_plugins
+from aerix.adapters.project.project_key import project_key
+from aerix.adapters.project.settings_files import SettingsOverrides, load_settings
+from aerix.adapters.project.skills import load_skills
 from aerix.app.ports import Project
 from aerix.domain.hook_contract import HookSource, unknown_events, unrunnable_handlers
 from aerix.domain.permissions import Permissions

@@ -1,4 +1,4 @@
-"""The headless output formats' names (``--output-format``), apart from ``aerix.adapters.output``
+"""The headless output formats' names (``--output-format``), apart from ``aerix.adapters.claude.output``
 so that the command line's parser can offer them without importing the formats themselves."""
 
 from __future__ import annotations
