@@ -201,7 +201,9 @@ def abandon(store: PrefixStore, engine: LlamaCppEngine, prompt: Sequence[int]) -
     with pytest.raises(GenerationCancelled):
         store.generate(engine, prompt, GREEDY, CancelHalfway(), appended=True)
     computed = common_prefix_length(engine.live_tokens, prompt)
-    assert len(prompt) // 2 <= computed < len(prompt)
+    # Past half the prompt, less the last row, which the store may settle back by one. Where
+    # the cancel lands depends on the batch sizes, which follow the measured rate.
+    assert len(prompt) // 2 - 1 <= computed < len(prompt)
     return computed
 
 
