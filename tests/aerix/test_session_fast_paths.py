@@ -1,12 +1,13 @@
 """The session store's fast paths give exactly what the plain ones give, on random streams:
 reading a log (pydantic straight from the bytes), replaying the aggregate, folding every
-projection in one pass, and writing the Claude Code transcript's lines and timestamps."""
+projection in one pass, and writing the Claude Code transcript's lines, timestamps and ids."""
 
 from __future__ import annotations
 
 import inspect
 import json
 import tempfile
+import uuid
 from dataclasses import MISSING, fields
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import TypeAdapter
 
 from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
 from aerix.domain import events as ev
+from aerix.domain.claude_format import message_id, record_uuid, session_namespace
 from aerix.domain.segments import ContextSegment
 from aerix.domain.session import Session, replay
 from aerix.projections.base import Projection, feed_all
@@ -164,6 +166,19 @@ def test_stamps_equal_isoformat_with_z(at: datetime, zone: timezone | None) -> N
         moments.append(TypeAdapter(datetime).validate_json(json.dumps(at.isoformat())))  # pydantic's tzinfo
     for moment in moments:
         assert stamp(moment) == moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@given(
+    session=st.text(max_size=40),
+    seq=st.integers(min_value=0, max_value=2**63),
+    part=st.integers(min_value=-2, max_value=1000),
+)
+def test_derived_ids_equal_uuid5(session: str, seq: int, part: int) -> None:
+    namespace = uuid.uuid5(uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11"), session)
+    ids = session_namespace(session)
+    assert ids.uuid == namespace
+    assert record_uuid(ids, seq, part) == str(uuid.uuid5(namespace, f"{seq}.{part}"))
+    assert message_id(ids, seq) == f"msg_{uuid.uuid5(namespace, f'{seq}.-1').hex[:24]}"
 
 
 def test_segment_views_take_their_fields_in_order_with_their_defaults() -> None:
