@@ -50,17 +50,24 @@ class SessionNamespace:
     def __hash__(self) -> int:
         return hash(self.uuid)
 
+    def __reduce__(self) -> tuple[type[SessionNamespace], tuple[uuid.UUID]]:
+        # A hash object cannot be copied or pickled as it is: made again from the namespace
+        # (a projection copied midway keeps its ids).
+        return SessionNamespace, (self.uuid,)
+
     def uuid5(self, name: str) -> str:
         """``str(uuid.uuid5(self.uuid, name))``."""
+        digits = self.uuid5_hex(name)
+        return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+
+    def uuid5_hex(self, name: str) -> str:
+        """``uuid.uuid5(self.uuid, name).hex``."""
         sha1 = self._sha1.copy()
         sha1.update(name.encode())
         digits = sha1.hexdigest()
         # uuid5 keeps the hash's first 16 bytes, with the version (5) in the 13th hex digit and
         # the variant (binary 10) in the top two bits of the 17th.
-        return (
-            f"{digits[:8]}-{digits[8:12]}-5{digits[13:16]}-"
-            f"{_VARIANT_DIGIT[digits[16]]}{digits[17:20]}-{digits[20:32]}"
-        )
+        return f"{digits[:12]}5{digits[13:16]}{_VARIANT_DIGIT[digits[16]]}{digits[17:32]}"
 
 
 #: A hex digit with its top two bits set to uuid's variant, binary 10.
@@ -81,7 +88,12 @@ def record_uuid(namespace: SessionNamespace, seq: int, part: int = 0) -> str:
 
 def message_id(namespace: SessionNamespace, seq: int) -> str:
     """``message.id`` of the generation recorded as event ``seq``."""
-    return f"msg_{record_uuid(namespace, seq, -1).replace('-', '')[:24]}"
+    return f"msg_{namespace.uuid5_hex(f'{seq}.-1')[:24]}"
+
+
+def request_id(namespace: SessionNamespace, seq: int) -> str:
+    """``requestId`` of the generation recorded as event ``seq``."""
+    return f"req_{namespace.uuid5_hex(f'{seq}.-2')[:24]}"
 
 
 def claude_usage(usage: Usage | None) -> dict[str, int]:

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import MISSING, fields
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from eventsourcing.domain import OriginatorVersionError
@@ -24,7 +24,7 @@ from aerix.domain import events as ev
 from aerix.domain.claude_format import message_id, record_uuid, session_namespace
 from aerix.domain.segments import ContextSegment
 from aerix.domain.session import Session, replay
-from aerix.projections.base import Projection, feed_all
+from aerix.projections.base import Handlers, Projection, feed_all
 from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
 from aerix.projections.index import IndexEntry
@@ -120,6 +120,27 @@ def test_one_pass_over_many_projections_equals_each_on_its_own(events: list[ev.E
         alone = make()
         alone.feed(events)
         assert vars(projection) == vars(alone), make.__name__
+
+
+class _RefusesPlans(Projection):
+    def _plan(self, event: ev.Plan) -> None:
+        raise ValueError("refused")
+
+    HANDLERS: ClassVar[Handlers] = {ev.Plan: _plan}
+
+
+def test_a_fold_that_raises_leaves_each_projection_where_taking_the_events_in_turn_would() -> None:
+    session = start_session()
+    session.record(ev.AgentSpawn, T0, agent="a1", kind="root")
+    session.record(ev.Plan, T0, agent="a1", text="one")
+    session.record(ev.Plan, T0, agent="a1", text="two")
+    events = session.take_new_records()
+    before, refusing, after = Contexts(), _RefusesPlans(), IndexEntry()
+    with pytest.raises(ValueError, match="refused"):
+        feed_all([before, refusing, after], events)
+    # The first plan (seq 3): taken by the projection before the one that refused it, not after.
+    assert [before.position, refusing.position, after.position] == [3, 2, 2]
+    assert before.agents["a1"].plan == "one" and after.events == 2
 
 
 @settings(max_examples=60, deadline=None)
