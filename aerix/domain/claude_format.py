@@ -56,18 +56,25 @@ class SessionNamespace:
         return SessionNamespace, (self.uuid,)
 
     def uuid5(self, name: str) -> str:
-        """``str(uuid.uuid5(self.uuid, name))``."""
-        digits = self.uuid5_hex(name)
-        return f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+        """``str(uuid.uuid5(self.uuid, name))``, written in one step (formatting it cost more than
+        hashing it)."""
+        digits = self._digest(name)
+        # uuid5 keeps the hash's first 16 bytes, with the version (5) in the 13th hex digit and
+        # the variant (binary 10) in the top two bits of the 17th.
+        return (
+            f"{digits[:8]}-{digits[8:12]}-5{digits[13:16]}-"
+            f"{_VARIANT_DIGIT[digits[16]]}{digits[17:20]}-{digits[20:32]}"
+        )
 
     def uuid5_hex(self, name: str) -> str:
         """``uuid.uuid5(self.uuid, name).hex``."""
+        digits = self._digest(name)
+        return f"{digits[:12]}5{digits[13:16]}{_VARIANT_DIGIT[digits[16]]}{digits[17:32]}"
+
+    def _digest(self, name: str) -> str:
         sha1 = self._sha1.copy()
         sha1.update(name.encode())
-        digits = sha1.hexdigest()
-        # uuid5 keeps the hash's first 16 bytes, with the version (5) in the 13th hex digit and
-        # the variant (binary 10) in the top two bits of the 17th.
-        return f"{digits[:12]}5{digits[13:16]}{_VARIANT_DIGIT[digits[16]]}{digits[17:32]}"
+        return sha1.hexdigest()
 
 
 #: A hex digit with its top two bits set to uuid's variant, binary 10.
