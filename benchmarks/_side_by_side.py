@@ -17,7 +17,11 @@ def worktree_of(commit: str, folder: Path) -> Iterator[Path]:
     """A detached worktree of ``commit`` (of this checkout's repository) in ``folder``, removed
     afterwards."""
     git = ["git", "-C", str(ROOT), "worktree"]
-    subprocess.run([*git, "add", "--detach", "-q", str(folder), commit], check=True)
+    added = subprocess.run(
+        [*git, "add", "--detach", "-q", str(folder), commit], capture_output=True, text=True
+    )
+    if added.returncode != 0:
+        raise SystemExit(f"cannot check out {commit}: {added.stderr.strip() or 'git worktree add failed'}")
     try:
         yield folder
     finally:
@@ -25,11 +29,14 @@ def worktree_of(commit: str, folder: Path) -> Iterator[Path]:
 
 
 def short_head() -> str:
-    """This checkout's commit, abbreviated ("tree" when git cannot say)."""
-    head = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    """This checkout's commit, abbreviated, with ``+`` when its files differ from it ("tree"
+    when git cannot say)."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    changed = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
     )
-    return head.stdout.strip() or "tree"
+    return (head.stdout.strip() or "tree") + ("+" if changed.stdout.strip() else "")
 
 
 def paired(rounds: int, left: Callable[[], float], right: Callable[[], float]) -> list[tuple[float, float]]:

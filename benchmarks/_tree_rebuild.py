@@ -19,10 +19,17 @@ from pathlib import Path
 
 def main() -> None:
     tree, events = Path(sys.argv[1]), int(sys.argv[2])
-    # Before this script's own folder, which Python put first: the tree's benchmark, not ours.
-    sys.path[:0] = [str(tree / "benchmarks"), str(tree)]
-    import bench_sessions  # the tree's: found only now that the path is set
+    if not (tree / "benchmarks" / "bench_sessions.py").is_file():
+        raise SystemExit(f"{tree}: it has no benchmarks/bench_sessions.py")
+    # In place of this script's own folder, which Python put first: the tree's benchmark, not ours.
+    sys.path[0:1] = [str(tree / "benchmarks"), str(tree)]
+    try:
+        import bench_sessions  # the tree's: found only now that the path is set
+    except ImportError as exc:
+        raise SystemExit(f"{tree}: its benchmarks/bench_sessions.py cannot be loaded: {exc}") from None
 
+    if not all(hasattr(bench_sessions, name) for name in ("SessionFiles", "write_session", "rebuild_all")):
+        raise SystemExit(f"{tree}: its bench_sessions.py has no write_session and rebuild_all to run")
     with tempfile.TemporaryDirectory(prefix="bench-rebuild-") as folder:
         bench_sessions.write_session(bench_sessions.SessionFiles(Path(folder)), "big", events)
         count = bench_sessions.rebuild_all(bench_sessions.SessionFiles(Path(folder)), "big")
