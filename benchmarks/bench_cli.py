@@ -36,9 +36,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _side_by_side import paired
+from _side_by_side import ROOT, paired, short_head, worktree_of
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = "smollm2-135m"
 PROMPT = "What does a.txt hold?"
 #: A request's generations on the scripted member: the route, then the root's final turn.
@@ -145,17 +144,6 @@ COMMANDS: tuple[tuple[str, Callable[[Tree], list[str]]], ...] = (
 )
 
 
-@contextmanager
-def worktree_of(commit: str, folder: Path) -> Iterator[Path]:
-    """A detached worktree of ``commit`` in ``folder``, removed afterwards."""
-    git = ["git", "-C", str(ROOT), "worktree"]
-    subprocess.run([*git, "add", "--detach", "-q", str(folder), commit], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run([*git, "remove", "--force", str(folder)], check=False)
-
-
 def measured(tree: Tree, argv: list[str], name: str, cpu: list[float]) -> Callable[[], float]:
     def once() -> float:
         timing = tree.run(argv)
@@ -200,12 +188,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--vs", metavar="COMMIT", help="an older commit to run side by side")
     args = parser.parse_args()
-    head = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    )
     print(f"load average before: {' '.join(f'{n:.2f}' for n in os.getloadavg())}")
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as scratch, ExitStack() as stack:
-        this = Tree(f"this ({head.stdout.strip() or 'tree'})", ROOT, Path(scratch) / "this")
+        this = Tree(f"this ({short_head()})", ROOT, Path(scratch) / "this")
         stack.enter_context(this.scripted_pool())
         if args.vs is None:
             alone(this, args.rounds)

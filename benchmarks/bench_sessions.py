@@ -1,21 +1,36 @@
 """Session store benchmark: append rate, full rebuild of every projection, resume-load.
 
     .venv/bin/python benchmarks/bench_sessions.py [--events 50000] [--resume-events 5000]
+    .venv/bin/python benchmarks/bench_sessions.py --vs COMMIT [--events 50000] [--rounds 9]
 
 Writes a synthetic session through the real writer (one line on disk per event), then reads
 it back and folds every projection from scratch, then times ``load_for_resume`` on a
 5,000-event session, and that plus ``reopen_session`` (all ``--resume`` does before it
 generates). Prints each figure with its ratio to the target.
+
+``--vs COMMIT`` compares the rebuild alone with that commit's: it checks the commit out in a
+temporary ``git worktree``, and each checkout runs its own ``write_session`` and
+``rebuild_all`` (every version of this file has them, whatever the modules they import are
+called) in a process of its own (``_tree_rebuild.py``), with the same interpreter and
+libraries. The two rebuild in turn, ``--rounds`` times, the order alternating; it prints each
+side's median events/s (CPU and wall) and the median of the per-round ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from _side_by_side import ROOT, paired, short_head, worktree_of
 
 from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.sessions.session_store import SessionFiles
@@ -150,6 +165,81 @@ def best_of(runs: int, action: Callable[[], object]) -> tuple[float, float]:
     return min(timings)
 
 
+class TreeRebuilds:
+    """One checkout's rebuild server (``_tree_rebuild.py``): its session written, a rebuild timed
+    on each request."""
+
+    def __init__(self, label: str, tree: Path, events: int) -> None:
+        self.label = label
+        self.cpu: list[float] = []
+        self.wall: list[float] = []
+        self.server = subprocess.Popen(
+            [sys.executable, str(ROOT / "benchmarks" / "_tree_rebuild.py"), str(tree), str(events)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(tree)},
+        )
+        ready = self._answer().split()
+        if len(ready) != 2 or ready[0] != "ready":
+            raise SystemExit(f"{label}: the rebuild server said {' '.join(ready)!r}")
+        self.events = int(ready[1])
+
+    def _answer(self) -> str:
+        assert self.server.stdout is not None
+        line = self.server.stdout.readline()
+        if not line:
+            raise SystemExit(f"{self.label}: the rebuild server ended (status {self.server.wait()})")
+        return line
+
+    def rebuild(self) -> float:
+        """One rebuild; its CPU seconds (the wall seconds kept beside)."""
+        assert self.server.stdin is not None
+        self.server.stdin.write("rebuild\n")
+        self.server.stdin.flush()
+        wall, cpu = (float(figure) for figure in self._answer().split())
+        self.wall.append(wall)
+        self.cpu.append(cpu)
+        return cpu
+
+    def close(self) -> None:
+        if self.server.stdin is not None:
+            self.server.stdin.close()
+        self.server.wait(timeout=60)
+
+
+@contextmanager
+def rebuild_server(label: str, tree: Path, events: int) -> Iterator[TreeRebuilds]:
+    server = TreeRebuilds(label, tree, events)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def rebuild_side_by_side(commit: str, events: int, rounds: int) -> None:
+    """This tree's rebuild against ``commit``'s, paired round by round."""
+    with tempfile.TemporaryDirectory(prefix="bench-sessions-") as scratch, ExitStack() as stack:
+        other_tree = stack.enter_context(worktree_of(commit, Path(scratch) / "vs-tree"))
+        this = stack.enter_context(rebuild_server(f"this ({short_head()})", ROOT, events))
+        other = stack.enter_context(rebuild_server(commit, other_tree, events))
+        if this.events != other.events:
+            raise SystemExit(f"the sessions differ: {this.events} events here, {other.events} at {commit}")
+        this.rebuild(), other.rebuild()  # untimed: both warm
+        this.cpu.clear(), this.wall.clear(), other.cpu.clear(), other.wall.clear()
+        paired(rounds, this.rebuild, other.rebuild)  # each side keeps its own figures
+    print(
+        f"rebuild of a {this.events:,}-event session, every projection, median of {rounds} paired rounds; "
+        f"ratio = {this.label} / {commit} in events/s (above 1 is faster):"
+    )
+    for figure, mine, theirs in (("cpu", this.cpu, other.cpu), ("wall", this.wall, other.wall)):
+        ratio = statistics.median(their / my for my, their in zip(mine, theirs, strict=True))
+        print(
+            f"  {figure:4}  {this.label}: {this.events / statistics.median(mine):,.0f} events/s   "
+            f"{commit}: {this.events / statistics.median(theirs):,.0f} events/s   ratio {ratio:.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=50_000)
@@ -157,7 +247,14 @@ def main() -> None:
     parser.add_argument(
         "--sync-events", type=int, default=4_000, help="events per run of the sync-policy comparison"
     )
+    parser.add_argument("--vs", metavar="COMMIT", help="an older commit whose rebuild to run side by side")
+    parser.add_argument("--rounds", type=int, default=9, help="paired rounds of --vs")
     args = parser.parse_args()
+    if args.vs is not None:
+        print(f"load average before: {' '.join(f'{n:.2f}' for n in os.getloadavg())}")
+        rebuild_side_by_side(args.vs, args.events, args.rounds)
+        print(f"load average after: {' '.join(f'{n:.2f}' for n in os.getloadavg())}")
+        return
     with tempfile.TemporaryDirectory() as folder:
         files = SessionFiles(Path(folder))
         synced, unsynced = compare_sync_policies(files, args.sync_events)

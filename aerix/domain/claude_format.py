@@ -8,6 +8,7 @@ session's transcript) can join them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from typing import Any, Final
@@ -30,21 +31,76 @@ def claude_tool_id(agent: str, call: str) -> str:
     return f"toolu_{agent.replace('.', '_')}_{call}"
 
 
-def session_namespace(session: str) -> uuid.UUID:
+class SessionNamespace:
+    """The namespace of a session's derived ids (``record_uuid``, ``message_id``): a uuid5
+    namespace with its SHA-1 over the namespace's bytes already taken, so each id hashes only
+    its own few bytes. A transcript derives several ids per turn, and ``uuid.uuid5`` (a new
+    hash over the namespace each time, then a ``UUID`` object to format) was most of a rebuild's
+    time; ``record_uuid`` writes the very same text."""
+
+    __slots__ = ("_sha1", "uuid")
+
+    def __init__(self, namespace: uuid.UUID) -> None:
+        self.uuid = namespace
+        self._sha1 = hashlib.sha1(namespace.bytes, usedforsecurity=False)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionNamespace) and other.uuid == self.uuid
+
+    def __hash__(self) -> int:
+        return hash(self.uuid)
+
+    def __reduce__(self) -> tuple[type[SessionNamespace], tuple[uuid.UUID]]:
+        # A hash object cannot be copied or pickled as it is: made again from the namespace
+        # (a projection copied midway keeps its ids).
+        return SessionNamespace, (self.uuid,)
+
+    def uuid5(self, name: str) -> str:
+        """``str(uuid.uuid5(self.uuid, name))``, written in one step (formatting it cost more than
+        hashing it)."""
+        digits = self._digest(name)
+        # uuid5 keeps the hash's first 16 bytes, with the version (5) in the 13th hex digit and
+        # the variant (binary 10) in the top two bits of the 17th.
+        return (
+            f"{digits[:8]}-{digits[8:12]}-5{digits[13:16]}-"
+            f"{_VARIANT_DIGIT[digits[16]]}{digits[17:20]}-{digits[20:32]}"
+        )
+
+    def uuid5_hex(self, name: str) -> str:
+        """``uuid.uuid5(self.uuid, name).hex``."""
+        digits = self._digest(name)
+        return f"{digits[:12]}5{digits[13:16]}{_VARIANT_DIGIT[digits[16]]}{digits[17:32]}"
+
+    def _digest(self, name: str) -> str:
+        sha1 = self._sha1.copy()
+        sha1.update(name.encode())
+        return sha1.hexdigest()
+
+
+#: A hex digit with its top two bits set to uuid's variant, binary 10.
+_VARIANT_DIGIT: Final = {f"{value:x}": f"{(value & 0x3) | 0x8:x}" for value in range(16)}
+
+
+def session_namespace(session: str) -> SessionNamespace:
     """The namespace of a session's derived ids (``record_uuid``, ``message_id``)."""
-    return uuid.uuid5(_NAMESPACE, session)
+    return SessionNamespace(uuid.uuid5(_NAMESPACE, session))
 
 
-def record_uuid(namespace: uuid.UUID, seq: int, part: int = 0) -> str:
+def record_uuid(namespace: SessionNamespace, seq: int, part: int = 0) -> str:
     """The uuid of what event ``seq`` makes (its ``part``-th record when it makes several, one
     per content block of a generation): derived, so a rebuild writes the same, and unlike its
     neighbours' from the first character."""
-    return str(uuid.uuid5(namespace, f"{seq}.{part}"))
+    return namespace.uuid5(f"{seq}.{part}")
 
 
-def message_id(namespace: uuid.UUID, seq: int) -> str:
+def message_id(namespace: SessionNamespace, seq: int) -> str:
     """``message.id`` of the generation recorded as event ``seq``."""
-    return f"msg_{record_uuid(namespace, seq, -1).replace('-', '')[:24]}"
+    return f"msg_{namespace.uuid5_hex(f'{seq}.-1')[:24]}"
+
+
+def request_id(namespace: SessionNamespace, seq: int) -> str:
+    """``requestId`` of the generation recorded as event ``seq``."""
+    return f"req_{namespace.uuid5_hex(f'{seq}.-2')[:24]}"
 
 
 def claude_usage(usage: Usage | None) -> dict[str, int]:

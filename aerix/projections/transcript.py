@@ -49,6 +49,7 @@ from aerix.domain.claude_format import (
     claude_usage,
     message_id,
     record_uuid,
+    request_id,
     session_namespace,
 )
 from aerix.domain.claude_tools import CLAUDE_CODE_VERSION
@@ -85,6 +86,8 @@ class ClaudeTranscript(Projection):
         self._briefs: dict[str, str] = {}
         self._spawned: dict[tuple[str, str], str] = {}
         self._tallies: dict[str, AgentTally] = {}
+        #: Each agent's ``_envelope`` without its parent, made once per request.
+        self._envelopes: dict[str, dict[str, Any]] = {}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ClaudeTranscript) and (self.position, self.records, self.subagents) == (
@@ -123,6 +126,7 @@ class ClaudeTranscript(Projection):
         self._branch = event.git_branch or ""
         self._imported = event.imported_from is not None
         self._ids = session_namespace(event.session)
+        self._envelopes.clear()
 
     def _spawn(self, event: ev.AgentSpawn) -> None:
         self._tallies[event.agent] = AgentTally(event.time)
@@ -139,30 +143,32 @@ class ClaudeTranscript(Projection):
 
     # ---- records ------------------------------------------------------------------------------
 
-    def _uuid(self, event: ev.EventBase, part: int = 0) -> str:
-        # Each record is one event's (an assistant event makes one per block): uuid5 of the
-        # seq and block under the session's namespace, so uuids differ from the first character.
-        return record_uuid(self._ids, event.seq, part)
-
     def _envelope(self, agent: str, parent: str | None) -> dict[str, Any]:
         """The keys every record starts with, in Claude Code's order; the caller adds its own,
         then ``_stamp`` adds ``uuid`` and ``timestamp`` where Claude Code puts them."""
-        record: dict[str, Any] = {
-            "parentUuid": parent,
-            "isSidechain": agent != ROOT_AGENT,
-            "userType": "external",
-            "cwd": self._cwd,
-            "sessionId": self._session,
-            "version": CLAUDE_CODE_VERSION,  # the release whose format this is
-            "gitBranch": self._branch,
-        }
-        if agent != ROOT_AGENT:
-            record["agentId"] = self.claude_agent(agent)
+        envelope = self._envelopes.get(agent)
+        if envelope is None:
+            envelope = self._envelopes[agent] = {
+                "parentUuid": None,
+                "isSidechain": agent != ROOT_AGENT,
+                "userType": "external",
+                "cwd": self._cwd,
+                "sessionId": self._session,
+                "version": CLAUDE_CODE_VERSION,  # the release whose format this is
+                "gitBranch": self._branch,
+            }
+            if agent != ROOT_AGENT:
+                envelope["agentId"] = self.claude_agent(agent)
+        record = envelope.copy()  # a copy keeps the keys' order, and is cheaper than a new dict
+        record["parentUuid"] = parent
         return record
 
-    def _stamp(self, record: dict[str, Any], event: ev.EventBase, part: int = 0) -> None:
-        record["uuid"] = self._uuid(event, part)
-        record["timestamp"] = stamp(event.time)
+    def _stamp(self, record: dict[str, Any], event: ev.EventBase, part: int = 0, at: str = "") -> None:
+        """Add ``uuid`` and ``timestamp``; ``at``: the event's timestamp, when already written."""
+        # Each record is one event's (an assistant event makes one per block): uuid5 of the
+        # seq and block under the session's namespace, so uuids differ from the first character.
+        record["uuid"] = record_uuid(self._ids, event.seq, part)
+        record["timestamp"] = at or stamp(event.time)
 
     def _segment(self, event: ev.Segment) -> None:
         kind = event.kind
@@ -193,15 +199,17 @@ class ClaudeTranscript(Projection):
             if call.tool == "agent":
                 self._briefs[tool_id] = str(call.input.get("brief", ""))
         usage = event.usage
+        claude = claude_usage(usage) if usage is not None else None
         tally = self._tallies.get(agent)
         if tally is not None:
             tally.tool_uses += len(tools)
-            if usage is not None:
-                tally.last_usage = claude_usage(usage)
+            if claude is not None:
+                tally.last_usage = claude.copy()
         imported_model = usage.member if self._imported and usage is not None else None
         model = self._models.get(agent) or imported_model or self._model
         generation = event.message_id or message_id(self._ids, event.seq)
-        request_id = event.request_id or f"req_{self._uuid(event, -2).replace('-', '')[:24]}"
+        request = event.request_id or request_id(self._ids, event.seq)
+        at = stamp(event.time)  # one timestamp for all the generation's records
         last = len(blocks) - 1
         for part, block in enumerate(blocks):
             message: dict[str, Any] = {
@@ -215,13 +223,13 @@ class ClaudeTranscript(Projection):
             }
             if part == last:
                 message["stop_reason"] = "tool_use" if tools else "end_turn"
-                if usage is not None:
-                    message["usage"] = claude_usage(usage)
+                if claude is not None:
+                    message["usage"] = claude
             record = self._envelope(agent, self._last.get(agent))
             record["message"] = message
-            record["requestId"] = request_id
+            record["requestId"] = request
             record["type"] = "assistant"
-            self._stamp(record, event, part)
+            self._stamp(record, event, part, at)
             self._add(agent, record)
             if block["type"] == "tool_use":
                 self._calls[block["id"]] = (record["uuid"], tools[block["id"]], block["input"])
@@ -261,7 +269,7 @@ class ClaudeTranscript(Projection):
             type="system", subtype="compact_boundary", content="Conversation compacted", isMeta=False
         )
         record["timestamp"] = stamp(event.time)
-        record["uuid"] = self._uuid(event)
+        record["uuid"] = record_uuid(self._ids, event.seq)
         record["level"] = "info"
         trigger = "manual" if event.trigger == "manual" else "auto"
         record["compactMetadata"] = {"trigger": trigger, "preTokens": event.tokens_before}

@@ -1,16 +1,17 @@
 """The session store's fast paths give exactly what the plain ones give, on random streams:
 reading a log (pydantic straight from the bytes), replaying the aggregate, folding every
-projection in one pass, and writing the Claude Code transcript's lines and timestamps."""
+projection in one pass, and writing the Claude Code transcript's lines, timestamps and ids."""
 
 from __future__ import annotations
 
 import inspect
 import json
 import tempfile
+import uuid
 from dataclasses import MISSING, fields
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from eventsourcing.domain import OriginatorVersionError
@@ -20,9 +21,10 @@ from pydantic import TypeAdapter
 
 from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
 from aerix.domain import events as ev
+from aerix.domain.claude_format import message_id, record_uuid, session_namespace
 from aerix.domain.segments import ContextSegment
 from aerix.domain.session import Session, replay
-from aerix.projections.base import Projection, feed_all
+from aerix.projections.base import Handlers, Projection, feed_all
 from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
 from aerix.projections.index import IndexEntry
@@ -120,6 +122,27 @@ def test_one_pass_over_many_projections_equals_each_on_its_own(events: list[ev.E
         assert vars(projection) == vars(alone), make.__name__
 
 
+class _RefusesPlans(Projection):
+    def _plan(self, event: ev.Plan) -> None:
+        raise ValueError("refused")
+
+    HANDLERS: ClassVar[Handlers] = {ev.Plan: _plan}
+
+
+def test_a_fold_that_raises_leaves_each_projection_where_taking_the_events_in_turn_would() -> None:
+    session = start_session()
+    session.record(ev.AgentSpawn, T0, agent="a1", kind="root")
+    session.record(ev.Plan, T0, agent="a1", text="one")
+    session.record(ev.Plan, T0, agent="a1", text="two")
+    events = session.take_new_records()
+    before, refusing, after = Contexts(), _RefusesPlans(), IndexEntry()
+    with pytest.raises(ValueError, match="refused"):
+        feed_all([before, refusing, after], events)
+    # The first plan (seq 3): taken by the projection before the one that refused it, not after.
+    assert [before.position, refusing.position, after.position] == [3, 2, 2]
+    assert before.agents["a1"].plan == "one" and after.events == 2
+
+
 @settings(max_examples=60, deadline=None)
 @given(tool_input=st.dictionaries(PLAIN_TEXT, JSON_VALUES, max_size=4), text=ODD_TEXT, thought=PLAIN_TEXT)
 def test_transcript_lines_equal_json_dumps(tool_input: dict[str, Any], text: str, thought: str) -> None:
@@ -164,6 +187,19 @@ def test_stamps_equal_isoformat_with_z(at: datetime, zone: timezone | None) -> N
         moments.append(TypeAdapter(datetime).validate_json(json.dumps(at.isoformat())))  # pydantic's tzinfo
     for moment in moments:
         assert stamp(moment) == moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@given(
+    session=st.text(max_size=40),
+    seq=st.integers(min_value=0, max_value=2**63),
+    part=st.integers(min_value=-2, max_value=1000),
+)
+def test_derived_ids_equal_uuid5(session: str, seq: int, part: int) -> None:
+    namespace = uuid.uuid5(uuid.UUID("6f1c2a52-53b7-4d8e-9a55-6e1f0f3b2a11"), session)
+    ids = session_namespace(session)
+    assert ids.uuid == namespace
+    assert record_uuid(ids, seq, part) == str(uuid.uuid5(namespace, f"{seq}.{part}"))
+    assert message_id(ids, seq) == f"msg_{uuid.uuid5(namespace, f'{seq}.-1').hex[:24]}"
 
 
 def test_segment_views_take_their_fields_in_order_with_their_defaults() -> None:
