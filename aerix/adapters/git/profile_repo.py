@@ -1,11 +1,11 @@
 """Profiles as bare git repositories: ``$XDG_DATA_HOME/aerix/profiles/<name>.git``.
 
 Bare, because branches move only by compare-and-swap of their refs and there is no working tree
-to get out of step. Every git call goes through ``aerix.adapters.git.git_runner`` (gitpython's
-runner), bounded by :data:`~aerix.domain.bounds.GIT_TIMEOUT_SECS`: reads are ``rev-parse``,
-``for-each-ref``, ``ls-tree`` and one ``cat-file --batch``; a commit is plumbing (``hash-object``,
-a scratch index with ``update-index`` and ``write-tree``, ``commit-tree``); the swap is
-``update-ref <branch> <new> <old>``, which git refuses when the branch is not at ``<old>``.
+to get out of step. Every git call goes through ``aerix.adapters.git.git_runner``, bounded by
+:data:`~aerix.domain.bounds.GIT_TIMEOUT_SECS`: reads are ``rev-parse``, ``for-each-ref``,
+``ls-tree`` and one ``cat-file --batch``; a commit is plumbing (``hash-object``, a scratch index
+with ``update-index`` and ``write-tree``, ``commit-tree``); the swap is ``update-ref <branch>
+<new> <old>``, which git refuses when the branch is not at ``<old>``.
 
 Errors leave as aerix's own: a repository or object git calls broken (its ``fatal``, status 128)
 is :class:`~aerix.errors.ProfileUnusable`; any other failure, or a git that overran its bound,
