@@ -120,10 +120,11 @@ def test_git_runs_without_a_git_library(tmp_path: Path) -> None:
 
 def test_a_headless_request_loads_none_of_the_screen(tmp_path: Path) -> None:
     """``aerix -p`` with an empty prompt: refused once its modules are imported, before any
-    pool is asked; the screen's toolkit and rich's markdown are the interactive screen's."""
+    pool is asked; the screen's toolkit is the interactive screen's, and rich is loaded only to
+    draw on a terminal (the status line, a coloured diff), which a piped -p never does."""
     modules = imported_by("aerix", "-p", "", tmp_path=tmp_path)
     assert "aerix.wiring.requests" in modules
-    assert loaded(modules, ("prompt_toolkit", "rich.markdown", "aerix.adapters.terminal.screen")) == []
+    assert loaded(modules, ("prompt_toolkit", "rich", "aerix.adapters.terminal.screen")) == []
 
 
 def test_caldrix_version_loads_no_model_or_protocol_code(tmp_path: Path) -> None:
