@@ -2,7 +2,7 @@
 
 Each class carries the one line the user sees (what is wrong, what to do). The CLI prints
 ``str(error)`` and exits with the error's ``exit_code``; nothing below ever reaches the user as
-a traceback. Foreign exceptions (gitpython, OSError, pydantic, eventsourcing) are translated
+a traceback. Foreign exceptions (a git that failed, OSError, pydantic, eventsourcing) are translated
 into these at the adapter that met them and re-raised ``from`` the original.
 
     AerixError

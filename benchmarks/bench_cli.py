@@ -18,7 +18,10 @@ untimed first (bytecode compiled, the pool warm), then ``--rounds`` times; the m
 
 ``--vs COMMIT`` checks that commit out in a temporary ``git worktree`` and runs the same beside
 this tree, paired round by round (the order alternating), and prints each side's median and the
-median of the per-round ratios (this tree / that commit; below 1 is faster).
+median of the per-round ratios (this tree / that commit; below 1 is faster). Both sides run on
+this tree's interpreter and libraries: a commit older than the git runner's move to plain
+processes needs ``gitpython`` there (``.venv/bin/pip install gitpython``), or its git calls fail
+quietly into their fallbacks and it does less work than it did.
 """
 
 from __future__ import annotations

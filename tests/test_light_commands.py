@@ -36,6 +36,8 @@ AERIX_HEAVY = (
     "caldrix",
     "llama_cpp",
     "llguidance",
+    "git",
+    "gitdb",
 )
 #: What serving a model loads: the engines, the server, the protocol's models.
 CALDRIX_HEAVY = (
@@ -61,7 +63,7 @@ DAEMON = (
 )
 
 
-def imported_by(*command: str, tmp_path: Path) -> set[str]:
+def imported_by(*command: str, tmp_path: Path, cwd: Path | None = None) -> set[str]:
     done = subprocess.run(
         [str(BIN / command[0]), *command[1:]],
         capture_output=True,
@@ -76,7 +78,7 @@ def imported_by(*command: str, tmp_path: Path) -> set[str]:
             "XDG_CACHE_HOME": str(tmp_path / "cache"),
             "XDG_CONFIG_HOME": str(tmp_path / "config"),
         },
-        cwd=tmp_path,
+        cwd=cwd or tmp_path,
     )
     assert "Traceback" not in done.stderr, done.stderr
     return {
@@ -103,12 +105,26 @@ def test_a_session_command_loads_its_own_modules(tmp_path: Path) -> None:
     assert loaded(modules, ("prompt_toolkit", "aerix.adapters.terminal", "llama_cpp")) == []
 
 
+def test_git_runs_without_a_git_library(tmp_path: Path) -> None:
+    """A command that runs git (the session listing keys the project by its origin remote) starts
+    git processes itself: no gitpython, whose import alone cost a warm request half a second."""
+    project = tmp_path / "proj"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(
+        ["git", "-C", str(project), "remote", "add", "origin", "git@example.org:a/b.git"], check=True
+    )
+    modules = imported_by("aerix", "sessions", "list", tmp_path=tmp_path, cwd=project)
+    assert "aerix.adapters.git.git_runner" in modules  # the check sees the git call at all
+    assert loaded(modules, ("git", "gitdb", "smmap")) == []
+
+
 def test_a_headless_request_loads_none_of_the_screen(tmp_path: Path) -> None:
     """``aerix -p`` with an empty prompt: refused once its modules are imported, before any
-    pool is asked; the screen's toolkit and rich's markdown are the interactive screen's."""
+    pool is asked; the screen's toolkit is the interactive screen's, and rich is loaded only to
+    draw on a terminal (the status line, a coloured diff), which a piped -p never does."""
     modules = imported_by("aerix", "-p", "", tmp_path=tmp_path)
     assert "aerix.wiring.requests" in modules
-    assert loaded(modules, ("prompt_toolkit", "rich.markdown", "aerix.adapters.terminal.screen")) == []
+    assert loaded(modules, ("prompt_toolkit", "rich", "aerix.adapters.terminal.screen")) == []
 
 
 def test_caldrix_version_loads_no_model_or_protocol_code(tmp_path: Path) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
 from aerix.adapters.git.git_diff import EMPTY_TREE, request_diff, take_snapshot
+from aerix.domain.diffs import Snapshot
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -95,3 +97,58 @@ def test_outside_git_the_touched_files_are_listed(tmp_path: Path) -> None:
     diff = request_diff(snapshot, ["note.md", "./note.md"])
     assert not diff.in_git
     assert diff.render() == "touched: note.md\n"
+
+
+def test_a_snapshot_from_a_subfolder_names_the_root_its_branch_and_every_untracked_file(
+    tmp_path: Path,
+) -> None:
+    """Taken in a folder below the top level: the root, the branch, and untracked files all over
+    the repository, by their paths from the root (a staged rename, whose original path git
+    lists as a field of its own, is not mistaken for one)."""
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "checkout", "-q", "-b", "work")
+    commit_file(repo, "? old.txt", "one\n")
+    git(repo, "mv", "? old.txt", "new name.txt")
+    (repo / "deep" / "er").mkdir(parents=True)
+    (repo / "deep" / "er" / "u.txt").write_text("x\n")
+    (repo / "top.txt").write_text("y\n")
+    snapshot = take_snapshot(repo / "deep")
+    assert snapshot.root == repo.resolve()
+    assert snapshot.branch == "work"
+    assert snapshot.untracked == {"deep/er/u.txt", "top.txt"}
+    assert snapshot.base not in (
+        None,
+        EMPTY_TREE,
+        git(repo, "rev-parse", "HEAD").strip(),
+    )  # the staged rename
+
+
+def test_a_detached_head_has_no_branch_and_a_repository_without_commits_has_its_unborn_one(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "checkout", "-q", "-b", "first")
+    (repo / "u.txt").write_text("x\n")
+    unborn = take_snapshot(repo)
+    assert (unborn.branch, unborn.base, unborn.untracked) == ("first", EMPTY_TREE, {"u.txt"})
+    commit_file(repo, "a.txt", "one\n")
+    git(repo, "checkout", "-q", "--detach")
+    detached = take_snapshot(repo)
+    assert (detached.branch, detached.base) == ("", git(repo, "rev-parse", "HEAD").strip())
+
+
+def test_outside_git_the_snapshot_has_no_root_branch_or_notes(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "f.txt").write_text("x\n")
+    assert take_snapshot(folder) == Snapshot(folder)
+
+
+def test_a_snapshot_taken_the_request_cannot_diff_says_why_in_one_note(tmp_path: Path) -> None:
+    """The repository lost between the snapshot and the end: a note, not an error."""
+    repo = make_repo(tmp_path / "repo")
+    commit_file(repo, "a.txt", "one\n")
+    snapshot = take_snapshot(repo)
+    shutil.rmtree(repo / ".git")
+    diff = request_diff(snapshot)
+    assert len(diff.notes) == 1 and diff.notes[0].startswith("no diff for this request: git ")

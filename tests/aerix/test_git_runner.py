@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aerix.adapters.git.git_runner import GitFailed, GitTimedOut, run_git
+from aerix.adapters.git.git_runner import GitFailed, GitTimedOut, run_git, run_git_together
 from aerix.adapters.tools import LocalTools
 from aerix.domain import bounds
 
@@ -59,20 +59,19 @@ def test_a_failing_git_is_one_line(tmp_path: Path) -> None:
 def test_a_folder_that_is_gone_is_refused_not_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """gitpython runs git in the process's own folder when it is given one that does not exist;
-    the runner refuses instead, so no git call ever answers about another repository."""
+    """A folder that does not exist is refused by name (not run in the process's own folder, nor
+    mistaken for a missing git), so no git call ever answers about another repository."""
     monkeypatch.chdir(_repository(tmp_path / "elsewhere"))
     with pytest.raises(GitFailed, match="no folder"):
         run_git(tmp_path / "gone", "ls-files", "-co")
 
 
 def test_a_machine_without_git_runs_aerix_without_a_traceback(tmp_path: Path) -> None:
-    """No git on PATH at all: gitpython cannot even be imported there, yet aerix starts, keys
-    the project by its path and lists its (no) sessions."""
+    """No git on PATH at all: aerix starts, keys the project by its path and lists its (no)
+    sessions."""
     empty = tmp_path / "bin"
     empty.mkdir()
     env = {**os.environ, "PATH": str(empty)}
-    env.pop("GIT_PYTHON_GIT_EXECUTABLE", None)
     for args in (["--version"], ["sessions", "list"]):
         done = subprocess.run(
             [sys.executable, "-m", "aerix", *args],
@@ -84,3 +83,33 @@ def test_a_machine_without_git_runs_aerix_without_a_traceback(tmp_path: Path) ->
         )
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout.startswith("no sessions here")
+
+
+def test_calls_run_together_answer_in_their_order_each_with_its_own_failure(tmp_path: Path) -> None:
+    repo = _repository(tmp_path / "repo")
+    listing, failed, top = run_git_together(
+        repo,
+        ("ls-files", "-co", "--exclude-standard"),
+        ("rev-parse", "--verify", "HEAD"),
+        ("rev-parse", "--show-toplevel"),
+    )
+    assert listing == "a.py\n"
+    assert isinstance(failed, GitFailed) and str(failed).startswith("git rev-parse failed: fatal: ")
+    assert top == f"{repo.resolve()}\n"
+
+
+def test_git_reads_no_stdin_of_aerix_s_own(tmp_path: Path) -> None:
+    """A git that would read stdin (hash-object --stdin) gets nothing, never the bytes piped to
+    aerix (a prompt given on stdin)."""
+    repo = _repository(tmp_path / "repo")
+    script = "import sys; from pathlib import Path; from aerix.adapters.git.git_runner import run_git; "
+    script += "print(run_git(Path(sys.argv[1]), 'hash-object', '--stdin').strip())"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(repo)],
+        input="the prompt",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    empty_blob = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+    assert done.stdout.strip() == empty_blob, done.stderr

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
-import git
 import pytest
 
 from aerix.adapters.project.project_key import project_key
@@ -17,7 +17,10 @@ def test_a_git_that_never_answers_gives_the_path_key(tmp_path: Path, monkeypatch
     network mount would): the lookup is killed at the bound and the key is the path's. The bound
     is shortened so the test does not wait the spec's 10 s."""
     repo_dir = tmp_path / "repo"
-    git.Repo.init(repo_dir).create_remote("origin", "git@github.com:Someone/Proj.git")
+    subprocess.run(["git", "init", "-q", str(repo_dir)], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo_dir), "remote", "add", "origin", "git@github.com:Someone/Proj.git"], check=True
+    )
     assert project_key(repo_dir) == "github.com-someone-proj"
     hanging = tmp_path / "bin"
     hanging.mkdir()

@@ -11,7 +11,6 @@ import textwrap
 from datetime import timedelta
 from pathlib import Path
 
-import git
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -261,8 +260,7 @@ def test_the_project_key_comes_from_the_origin_remote_else_the_path(tmp_path: Pa
     plain = tmp_path / "plain dir"
     plain.mkdir()
     assert project_key(plain) == str(plain.resolve()).strip("/").replace("/", "-").replace(" ", "-")
-    repo = git.Repo.init(tmp_path / "repo")
-    repo.create_remote("origin", "git@github.com:Someone/Proj.git")
+    _repository_with_origin(tmp_path / "repo", "git@github.com:Someone/Proj.git")
     (tmp_path / "repo" / "sub").mkdir()
     assert project_key(tmp_path / "repo" / "sub") == "github.com-someone-proj"
     assert normalise_remote("https://user@GitHub.com:443/Someone/Proj.git/") == "github.com/someone/proj"
@@ -286,3 +284,8 @@ def _child_writer(root: Path, session_id: str, events: int, then_sleep: bool) ->
             time.sleep(60)
     """)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+
+
+def _repository_with_origin(path: Path, url: str) -> None:
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", url], check=True)

@@ -35,12 +35,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final, Protocol, TextIO
 
-from rich.console import Console
-
 from aerix.adapters.claude.claude_stream import ClaudeStream, ModelTally
 from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.closed_pipe import discard_output
-from aerix.adapters.terminal.diff_view import diff_text
 from aerix.app.ports import RequestObserver, RequestResult
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_CANCELLED
@@ -168,7 +165,13 @@ class HeadlessOutput(RequestObserver):
 
     def _diff(self, diff: RequestDiff, plain: str) -> None:
         """On a terminal in git's colours (rich follows NO_COLOR and TERM=dumb); anywhere else
-        the plain text, byte for byte what ``git diff`` prints, so it can be piped to ``git apply``."""
+        the plain text, byte for byte what ``git diff`` prints, so it can be piped to ``git apply``.
+        rich is loaded here, only for a request that changed something: it is a tenth of a
+        second of a warm request's start."""
+        from rich.console import Console
+
+        from aerix.adapters.terminal.diff_view import diff_text
+
         console = Console(file=self.out, highlight=False, soft_wrap=True, emoji=False, markup=False)
         coloured = diff_text(diff)
         if console.is_terminal and console.color_system is not None and coloured is not None:

@@ -1,26 +1,31 @@
 """Running git: every git call aerix makes goes through here (the request's diff, the project
-key, the tools' file set, the profile repository), on gitpython's command runner, each one
-bounded (``GIT_TIMEOUT_SECS`` unless the caller's bound is shorter) and killed when it overruns.
-A git that fails, hangs or is missing is ``GitFailed`` with one line (``GitTimedOut`` when it
-hung); nothing from gitpython leaks past this module.
+key, the tools' file set, the profile repository), each one a plain ``git`` process, bounded
+(``GIT_TIMEOUT_SECS`` unless the caller's bound is shorter) and killed when it overruns. A git
+that fails, hangs or is missing is ``GitFailed`` with one line (``GitTimedOut`` when it hung).
 
 ``run_git`` is the usual way: stdout, or ``GitFailed`` when git says no. ``call_git`` is for the
 callers that read git's status and stderr themselves (the profiles' compare-and-swap, whose
-refusal is an answer, not a failure) or feed it stdin and environment (their plumbing)."""
+refusal is an answer, not a failure) or feed it stdin and environment (their plumbing).
+``run_git_together`` runs independent reads at once, each in its own thread (git does the work;
+the threads only wait on it).
+
+No git library: gitpython's import alone cost a warm request more than half a second, to start
+processes the standard library starts as well."""
 
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from aerix.domain import bounds
 
 #: Reads only: no git call of aerix's may take the index lock from under the user's own git.
-_ENVIRONMENT = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+#: LC_ALL=C and LANGUAGE=C: git's messages in English, as the callers read them.
+_ENVIRONMENT = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "LANGUAGE": "C"}
 
 
 class GitFailed(Exception):
@@ -59,39 +64,45 @@ def call_git(
     seconds (default ``GIT_TIMEOUT_SECS``). ``GitFailed`` only when git could not run or
     overran (``GitTimedOut``); any status is returned."""
     timeout = bounds.GIT_TIMEOUT_SECS if timeout is None else timeout
-    try:
-        import git  # here, not at the top: gitpython refuses to be imported where git is missing
-    except ImportError as exc:
-        raise GitFailed("git could not run (no git command on this machine)") from exc
     if not os.access(cwd, os.X_OK) or not cwd.is_dir():
-        # gitpython would run git in this process's own folder instead, without a word.
+        # Checked first: a missing folder would otherwise read as a missing git.
         raise GitFailed(f"git could not run (no folder {cwd} to run it in)")
-    runner = git.Git(cwd)
-    with tempfile.TemporaryFile() as stream:
-        if stdin is not None:
-            stream.write(stdin)
-            stream.seek(0)
+    try:
+        # run() kills git at the timeout and reaps it. Without stdin git reads the null device,
+        # never aerix's own stdin (which -p may be reading the prompt from).
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
+            capture_output=True,
+            env={**os.environ, **_ENVIRONMENT, **(env or {})},
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise GitTimedOut(f"git {args[0]} took longer than {timeout:g} s") from exc
+    except FileNotFoundError as exc:
+        raise GitFailed("git could not run (no git command on this machine)") from exc
+    except OSError as exc:
+        raise GitFailed(f"git could not run ({exc.strerror or exc})") from exc
+    return GitOutput(done.returncode, done.stdout, done.stderr.decode("utf-8", "replace"))
+
+
+def run_git_together(cwd: Path, *calls: Sequence[str]) -> list[str | GitFailed]:
+    """Each of ``calls`` (a git command line's arguments) as ``run_git`` in ``cwd``, all at once;
+    in the same order, each one's stdout or its ``GitFailed``."""
+
+    def one(args: Sequence[str]) -> str | GitFailed:
         try:
-            result = runner.execute(
-                ["git", *args],
-                istream=stream if stdin is not None else None,
-                with_extended_output=True,
-                with_exceptions=False,
-                kill_after_timeout=timeout,
-                env={**_ENVIRONMENT, **(env or {})},
-                stdout_as_string=False,
-                strip_newline_in_stdout=False,
-            )
-        except git.exc.GitCommandNotFound as exc:
-            raise GitFailed("git could not run (no git command on this machine)") from exc
-        except OSError as exc:
-            raise GitFailed(f"git could not run ({exc.strerror or exc})") from exc
-    # with_extended_output gives (status, stdout, stderr); stdout_as_string=False keeps stdout bytes.
-    status, stdout, stderr = cast(tuple[int, bytes, "bytes | str"], result)
-    error = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else str(stderr)
-    if error.startswith("Timeout:"):  # how gitpython reports the kill at kill_after_timeout
-        raise GitTimedOut(f"git {args[0]} took longer than {timeout:g} s")
-    return GitOutput(status, stdout, error)
+            return run_git(cwd, *args)
+        except GitFailed as failed:
+            return failed
+
+    if len(calls) < 2:
+        return [one(args) for args in calls]
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="git") as threads:
+        return list(threads.map(one, calls))
 
 
 def run_git(cwd: Path, *args: str, timeout: float | None = None) -> str:

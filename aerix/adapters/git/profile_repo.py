@@ -1,11 +1,11 @@
 """Profiles as bare git repositories: ``$XDG_DATA_HOME/aerix/profiles/<name>.git``.
 
 Bare, because branches move only by compare-and-swap of their refs and there is no working tree
-to get out of step. Every git call goes through ``aerix.adapters.git.git_runner`` (gitpython's
-runner), bounded by :data:`~aerix.domain.bounds.GIT_TIMEOUT_SECS`: reads are ``rev-parse``,
-``for-each-ref``, ``ls-tree`` and one ``cat-file --batch``; a commit is plumbing (``hash-object``,
-a scratch index with ``update-index`` and ``write-tree``, ``commit-tree``); the swap is
-``update-ref <branch> <new> <old>``, which git refuses when the branch is not at ``<old>``.
+to get out of step. Every git call goes through ``aerix.adapters.git.git_runner``, bounded by
+:data:`~aerix.domain.bounds.GIT_TIMEOUT_SECS`: reads are ``rev-parse``, ``for-each-ref``,
+``ls-tree`` and one ``cat-file --batch``; a commit is plumbing (``hash-object``, a scratch index
+with ``update-index`` and ``write-tree``, ``commit-tree``); the swap is ``update-ref <branch>
+<new> <old>``, which git refuses when the branch is not at ``<old>``.
 
 Errors leave as aerix's own: a repository or object git calls broken (its ``fatal``, status 128)
 is :class:`~aerix.errors.ProfileUnusable`; any other failure, or a git that overran its bound,
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
+from aerix.adapters.git.commit_files_cache import CommitFilesCache
 from aerix.adapters.git.git_runner import GitFailed, GitOutput, call_git
 from aerix.adapters.paths import data_home
 from aerix.app.ports.profiles import ProfileCommit
@@ -87,8 +88,10 @@ class GitProfile:
         self._name = name
         self._path = path
         # A commit's files never change: each is read once (a request's attach reads main's head
-        # to seed it, then the session's commit, most often the same one).
+        # to seed it, then the session's commit, most often the same one), and from git only by
+        # the first process that needs it (the next ones find it in the cache beside the repository).
         self._snapshots: dict[str, ProfileSnapshot] = {}
+        self._cache = CommitFilesCache(path)
         if self._git("rev-parse", "--is-bare-repository").text.strip() != "true":
             raise ProfileUnusable(name, path, "not a bare repository")
 
@@ -127,6 +130,8 @@ class GitProfile:
             return True
         if "cannot lock ref" in output.stderr and any(words in output.stderr for words in _RACE_WORDS):
             return False
+        if output.status == _GIT_FATAL:  # a commit it cannot read, as any other git call's fatal
+            raise ProfileUnusable(self._name, self._path, f"git update-ref: {output.last_error()}")
         raise ProfileGitFailed(f"profile {self._name}: git update-ref {branch} failed: {output.last_error()}")
 
     # ---- objects --------------------------------------------------------------------------
@@ -138,10 +143,14 @@ class GitProfile:
     def read(self, commit: str) -> ProfileSnapshot:
         snapshot = self._snapshots.get(commit)
         if snapshot is None:
-            snapshot = self._snapshots[commit] = self._read(commit)
+            files = self._cache.get(commit)
+            if files is None:
+                files = self._read(commit)
+                self._cache.put(commit, files)
+            snapshot = self._snapshots[commit] = ProfileSnapshot.of(commit, files)
         return snapshot
 
-    def _read(self, commit: str) -> ProfileSnapshot:
+    def _read(self, commit: str) -> dict[str, bytes]:
         listing = self._git("ls-tree", "-r", "-z", "--full-tree", commit).text
         paths: dict[str, str] = {}
         for entry in listing.split("\0"):
@@ -152,7 +161,7 @@ class GitProfile:
             if kind == "blob":
                 paths[path] = blob
         blobs = self._blobs(list(dict.fromkeys(paths.values())))
-        files = {}
+        files: dict[str, bytes] = {}
         for path, blob in paths.items():
             data = blobs.get(blob)
             if data is None:
@@ -160,7 +169,7 @@ class GitProfile:
                     self._name, self._path, f"{path} of commit {short_commit(commit)} is missing"
                 )
             files[path] = data
-        return ProfileSnapshot.of(commit, files)
+        return files
 
     def read_blob(self, blob: str) -> bytes | None:
         return self._blobs([blob]).get(blob)

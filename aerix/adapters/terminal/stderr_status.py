@@ -11,8 +11,6 @@ from typing import Final, TextIO
 
 import anyio
 
-from aerix.adapters.terminal.ansi import render_ansi
-from aerix.adapters.terminal.live_lines import Activity, context_line, status_line
 from aerix.adapters.terminal.theme import THINKING_FRAME_SECS
 from aerix.app.ports import StatusView
 from aerix.domain import events as ev
@@ -48,6 +46,11 @@ class StderrStatus:
             self.streaming += 1
 
     def line(self) -> str:
+        # Loaded at the first draw, on a terminal only: rich is a tenth of a second of a warm
+        # request's start, and a piped -p never draws.
+        from aerix.adapters.terminal.ansi import render_ansi
+        from aerix.adapters.terminal.live_lines import Activity, context_line, status_line
+
         activity = Activity(self.clock() - self.began, streaming_tokens=self.streaming)
         line = status_line(self.figures, activity)
         context = context_line(self.figures.context, self.streaming)

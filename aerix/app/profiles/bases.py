@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from aerix.app.ports.profiles import ProfileRepository
-from aerix.app.profiles.writes import Write, commit_change, create_branch
+from aerix.app.profiles.writes import Write, create_branch, head_after_change
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
 
 
@@ -35,9 +35,8 @@ def seed_main(repo: ProfileRepository, embedded: Mapping[str, str], release: str
             )
         return Write(base.with_texts(texts, {}), message)
 
-    commit = commit_change(repo, MAIN_BRANCH, change)
-    head = commit or repo.head(MAIN_BRANCH)
-    if head is None:  # commit_change made main or found it; never None here
+    head = head_after_change(repo, MAIN_BRANCH, change)
+    if head is None:  # the change made main or found it; never None here
         raise RuntimeError("profile main has no head after seeding")
     return head
 

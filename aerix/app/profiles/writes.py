@@ -36,15 +36,28 @@ Change = Callable[[ProfileSnapshot], Write | None]
 
 def commit_change(repo: ProfileRepository, branch: str, change: Change) -> str | None:
     """Make ``change`` one commit on ``branch``; the new commit, or None when it wrote nothing."""
+    written, _ = _commit_change(repo, branch, change)
+    return written
+
+
+def head_after_change(repo: ProfileRepository, branch: str, change: Change) -> str | None:
+    """``commit_change``, then where ``branch`` is: the new commit, or the head the change was
+    given when it wrote nothing (None: still no branch). The head is the one read, not read again."""
+    written, head = _commit_change(repo, branch, change)
+    return written or head
+
+
+def _commit_change(repo: ProfileRepository, branch: str, change: Change) -> tuple[str | None, str | None]:
+    """(the commit written or None, the head the last try read)."""
     for _ in range(CAS_TRIES):
         head = repo.head(branch)
         base = repo.read(head) if head is not None else ProfileSnapshot(None)
         write = change(base)
         if write is None:
-            return None
+            return None, head
         commit = repo.make_commit(head, write.files, write.message)
         if repo.move(branch, commit, head):
-            return commit
+            return commit, head
     raise ProfileRace(repo.name, branch, CAS_TRIES)
 
 
