@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from aerix.domain.claude_tools import claude_tool_name, to_claude_input
@@ -82,6 +83,30 @@ USAGE_KEYS: Final = (
     "cache_read_input_tokens",
     "output_tokens",
 )
+
+
+@dataclass
+class ModelTally:
+    """One model's usage over a request, for the result's ``modelUsage``."""
+
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    window: int | None = None
+
+    def add(self, usage: Usage) -> None:
+        for key, value in claude_usage(usage).items():
+            self.usage[key] += value
+
+    def as_json(self) -> dict[str, Any]:
+        """Claude Code's ``modelUsage`` entry (a local model costs nothing)."""
+        return {
+            "inputTokens": self.usage["input_tokens"],
+            "outputTokens": self.usage["output_tokens"],
+            "cacheReadInputTokens": self.usage["cache_read_input_tokens"],
+            "cacheCreationInputTokens": 0,
+            "webSearchRequests": 0,
+            "costUSD": 0,
+            "contextWindow": self.window or 0,
+        }
 
 
 def tool_use_block(agent: str, call: ToolCall, cwd: str | None) -> dict[str, Any]:

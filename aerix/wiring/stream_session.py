@@ -33,6 +33,7 @@ from aerix.app.request.options import RequestOptions
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE
 from aerix.errors import AerixError
+from aerix.projections.claude_stream import ClaudeStream
 from aerix.wiring.requests import run_one
 
 
@@ -46,7 +47,7 @@ def run_stream_input(
     """``--input-format stream-json``: answer the control requests on ``source`` as they come and
     run each prompt as a request of one session, printed as stream-json; at the end of the input
     (once its prompts ran), the exit code of the last request."""
-    output = HeadlessOutput("stream-json", out or sys.stdout, err or sys.stderr)
+    output = HeadlessOutput("stream-json", out or sys.stdout, err or sys.stderr, ClaudeStream())
     served = _StreamSession(options, output, overrides)
     return anyio.run(served.serve, source)
 

@@ -16,6 +16,7 @@ from aerix.app.sessions.queries import rebuild
 from aerix.app.sessions.writer import reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.projections.base import Projection
+from aerix.projections.claude_stream import ClaudeStream
 from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
 from aerix.projections.index import IndexEntry
@@ -31,6 +32,7 @@ PROJECTIONS: list[Callable[[], Projection]] = [
     StatusFigures,
     RequestTotals,
     SessionEvidence,
+    ClaudeStream,
 ]
 STAMPED = {"type", "seq", "time", "v"}  # what the writer fills in itself
 

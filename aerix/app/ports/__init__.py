@@ -16,7 +16,8 @@ test them. Nothing from a third-party library appears in a port's signature.
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
     diffs     DiffSource, DiffFigures
     hooks     HookRunner, HookRunnerFactory, TranscriptSync
-    request   RequestObserver, RequestPiece, RequestResult, RequestUsage; RequestControls,
+    request   RequestObserver, RequestPiece, RequestResult, RequestUsage; the views an observer
+              shows (LiveProjection, StreamView); RequestControls,
               CancelSignal, PlanGate, PlanReview (how the screen steers a running request)
     screen    ConversationScreen, Opening, StartupNote, Prompt, Command, the live figures'
               shapes (StatusView, StatusFactory …)
@@ -69,6 +70,7 @@ from aerix.app.ports.project import (
 )
 from aerix.app.ports.request import (
     CancelSignal,
+    LiveProjection,
     PlanGate,
     PlanReview,
     RequestControls,
@@ -76,6 +78,7 @@ from aerix.app.ports.request import (
     RequestPiece,
     RequestResult,
     RequestUsage,
+    StreamView,
 )
 from aerix.app.ports.screen import (
     Command,
@@ -144,6 +147,7 @@ __all__ = [
     "JobOutcomeLike",
     "JobReportLike",
     "JobsPort",
+    "LiveProjection",
     "MemberInfo",
     "NoteLevel",
     "OnProgress",
@@ -189,6 +193,7 @@ __all__ = [
     "StatsFigures",
     "StatusFactory",
     "StatusView",
+    "StreamView",
     "SyncReport",
     "TextEditor",
     "TokenLogprob",

@@ -11,6 +11,7 @@ handles ``/help``, ``/exit`` and its keys itself.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from aerix.app.pool.members import pool_session
 from aerix.app.ports import (
     Command,
     ConversationScreen,
+    LiveProjection,
     Opening,
     Prompt,
     RequestControls,
@@ -55,6 +57,9 @@ class _Observer(RequestObserver):
 
     def note(self, line: str) -> None:
         self.screen.note(line)
+
+    def projections(self) -> Sequence[LiveProjection]:
+        return self.screen.projections()
 
     def event(self, record: ev.EventBase) -> None:
         self.screen.event(record)

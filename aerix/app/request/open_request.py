@@ -63,7 +63,7 @@ class OpenRequest:
 
     async def run(self, start: ev.SessionStart, snapshot: Snapshot, began: float) -> RequestResult:
         try:
-            self.tap.observer.event(start)
+            self.tap.started(start)
             self.hooks = self._hooks()
             ended = await self._route_and_run(self.hooks)
         except HookStopped as stopped:

@@ -1,5 +1,6 @@
 """The request's recorder: the session writer, with the request's subscribers on it (the
-Claude Code transcript, the request's running totals, the observer)."""
+Claude Code transcript, the request's running totals, the projections the observer shows, the
+observer)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from aerix.projections.request_totals import RequestTotals
 class RequestRecorder:
     """Records the request's events through its session writer (an ``EventRecorder``), which
     publishes each one, in order, to the transcript follower, the request's totals (usage, the
-    paths its write/edit calls touched, the root's pieces with their outcomes) and the observer.
-    It is the request's spool too (the writer's)."""
+    paths its write/edit calls touched, the root's pieces with their outcomes), the projections
+    the observer shows (its status figures, its stream-json fold) and then the observer. It is
+    the request's spool too (the writer's)."""
 
     def __init__(self, writer: SessionWriter, observer: RequestObserver) -> None:
         self.writer = writer
@@ -26,8 +28,16 @@ class RequestRecorder:
         self.totals = RequestTotals()
         #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks.
         self.transcript: TranscriptFollower | None = None
-        for subscriber in (self._to_transcript, self.totals.take, observer.event):
+        self._views = [view.take for view in observer.projections()]
+        for subscriber in (self._to_transcript, self.totals.take, *self._views, observer.event):
             writer.subscribe(subscriber)
+
+    def started(self, start: ev.SessionStart) -> None:
+        """Hand the request's ``session.start`` (recorded as the session opened, before this
+        recorder subscribed) to the observer's projections, then to the observer."""
+        for take in self._views:
+            take(start)
+        self.observer.event(start)
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
         return self.writer.record(event_cls, **fields)
