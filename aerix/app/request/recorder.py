@@ -29,8 +29,14 @@ class RequestRecorder:
         #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks.
         self.transcript: TranscriptFollower | None = None
         self._views = [view.take for view in observer.projections()]
-        for subscriber in (self._to_transcript, self.totals.take, *self._views, observer.event):
+        self._subscribed = [self._to_transcript, self.totals.take, *self._views, observer.event]
+        for subscriber in self._subscribed:
             writer.subscribe(subscriber)
+
+    def close(self) -> None:
+        """The request is over: the session's next request (a held session's) has its own."""
+        for subscriber in self._subscribed:
+            self.writer.unsubscribe(subscriber)
 
     def started(self, start: ev.SessionStart) -> None:
         """Hand the request's ``session.start`` (recorded as the session opened, before this
