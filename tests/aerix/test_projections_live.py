@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.sessions.queries import rebuild
-from aerix.app.sessions.writer import reopen_session, start_session
+from aerix.app.sessions.queries import ResumePoint, rebuild
+from aerix.app.sessions.writer import SessionView, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.projections.base import Projection
 from aerix.projections.claude_stream import ClaudeStream
@@ -25,7 +25,7 @@ from aerix.projections.status import StatusFigures
 from aerix.projections.transcript import ClaudeTranscript
 from tests.aerix.session_streams import event_streams
 
-PROJECTIONS: list[Callable[[], Projection]] = [
+PROJECTIONS: list[Callable[[], Projection | SessionView]] = [
     Contexts,
     ClaudeTranscript,
     IndexEntry,
@@ -33,6 +33,7 @@ PROJECTIONS: list[Callable[[], Projection]] = [
     RequestTotals,
     SessionEvidence,
     ClaudeStream,
+    ResumePoint,  # what a session held across requests resumes from, instead of the log
 ]
 STAMPED = {"type", "seq", "time", "v"}  # what the writer fills in itself
 
