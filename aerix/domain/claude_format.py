@@ -138,3 +138,19 @@ def assistant_blocks(event: Message, cwd: str | None) -> list[dict[str, Any]]:
     if len(blocks) == (1 if event.thought else 0):
         blocks.append({"type": "text", "text": event.text})
     return blocks
+
+
+def control_success(request_id: str, response: dict[str, Any] | None = None) -> dict[str, Any]:
+    """stream-json input: the ``control_response`` of a control request carried out."""
+    return {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": response or {}},
+    }
+
+
+def control_failure(request_id: str, error: str) -> dict[str, Any]:
+    """stream-json input: the ``control_response`` of a control request aerix cannot carry out."""
+    return {
+        "type": "control_response",
+        "response": {"subtype": "error", "request_id": request_id, "error": error},
+    }

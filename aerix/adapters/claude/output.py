@@ -41,7 +41,7 @@ from rich.console import Console
 from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.closed_pipe import discard_output
 from aerix.adapters.terminal.diff_view import diff_text
-from aerix.app.ports import LiveProjection, RequestObserver, RequestResult, StatusView, StreamView
+from aerix.app.ports import LiveProjection, RequestResult, StatusView, StreamOutput, StreamView
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_CANCELLED
 from aerix.domain.claude_format import ModelTally, claude_usage, claude_usage_totals
@@ -76,7 +76,7 @@ class StatusLine(Protocol):
     def clear(self) -> None: ...
 
 
-class HeadlessOutput(RequestObserver):
+class HeadlessOutput(StreamOutput):
     """Prints a request as one of the formats; ``finish`` prints its end. ``stream`` is the
     stream-json projection (every format's result reads it; only stream-json prints its lines)."""
 
@@ -96,6 +96,13 @@ class HeadlessOutput(RequestObserver):
         #: A write met a closed pipe: nothing more is printed.
         self.closed = False
         self.stream = stream
+
+    @property
+    def session(self) -> str:
+        return self.stream.session
+
+    def failed(self, line: str, exit_code: int, session_id: str | None) -> None:
+        self.json_line(error_object(line, exit_code, session_id))
 
     def projections(self) -> Sequence[LiveProjection]:
         if self.status is None:

@@ -19,6 +19,8 @@ test them. Nothing from a third-party library appears in a port's signature.
     request   RequestObserver, RequestPiece, RequestResult, RequestUsage; the views an observer
               shows (LiveProjection, StreamView); RequestControls,
               CancelSignal, PlanGate, PlanReview (how the screen steers a running request)
+    stream    --input-format stream-json: UserPrompt, ControlRequest, BadLine (StreamItem),
+              StreamOutput
     screen    ConversationScreen, Opening, StartupNote, Prompt, Command, the live figures'
               shapes (StatusView, StatusFactory …)
     profiles  ProfileStore, ProfileRepository, ProfileCommit, TextEditor, Edited, and what the
@@ -108,6 +110,7 @@ from aerix.app.ports.sessions import (
     SessionStorage,
     SessionSummary,
 )
+from aerix.app.ports.stream import BadLine, ControlRequest, StreamItem, StreamOutput, UserPrompt
 from aerix.app.ports.tools import (
     JobOutcomeLike,
     JobReportLike,
@@ -122,6 +125,7 @@ __all__ = [
     "AgentDefinition",
     "AgentDefinitionSource",
     "AgentLifecycle",
+    "BadLine",
     "BranchView",
     "Caller",
     "CancelSignal",
@@ -131,6 +135,7 @@ __all__ = [
     "ContextCounts",
     "ContextEditOp",
     "ContextFigures",
+    "ControlRequest",
     "ConversationScreen",
     "Delegator",
     "DiffFigures",
@@ -193,6 +198,8 @@ __all__ = [
     "StatsFigures",
     "StatusFactory",
     "StatusView",
+    "StreamItem",
+    "StreamOutput",
     "StreamView",
     "SyncReport",
     "TextEditor",
@@ -203,4 +210,5 @@ __all__ = [
     "TranscriptSync",
     "TuneReport",
     "UserInput",
+    "UserPrompt",
 ]

@@ -38,6 +38,7 @@ from aerix.app.request.startup import startup_listing
 from aerix.app.sessions.queries import ResumePoint, ResumeState
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain.diffs import Snapshot
+from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
 
 
 class LiveSession:
@@ -91,10 +92,13 @@ class LiveSession:
         project_noted: bool = False,
     ) -> RequestResult:
         """Run one request (``options``: its prompt and its own flags) on this session.
-        ``project_noted``: the caller told ``observer`` the project's notes already."""
+        ``project_noted``: the caller told ``observer`` the prompt's and the project's notes
+        already."""
         controls = controls or RequestControls()
         began = time.monotonic() if began is None else began
         if not project_noted:
+            if options.prompt_bytes is not None:
+                observer.note(invalid_prompt_note(decode_prompt(options.prompt_bytes)))
             for line in self.project.notes:
                 observer.note(line)
         if snapshot is None:
