@@ -197,7 +197,7 @@ def _switch(
         profile_refresh=options.profile_refresh and not held.ran,
         session_id=None if resume is not None else session_id,
     )
-    held.session = LiveSession(opening, deps, session.project, session.bound, resume)
+    held.session = LiveSession(opening, deps, session.project, session.bound, resume, held=True)
 
 
 async def _command(

@@ -34,7 +34,6 @@ from aerix.app.request.root_context import (
 )
 from aerix.app.request.routing import route_request
 from aerix.app.sessions.queries import ResumeState
-from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.segments import ContextSegment
@@ -82,8 +81,6 @@ class OpenRequest:
         """The request's hooks: the project's sources, run by the wired runner; the transcript
         is kept up to date as the session goes (and for them)."""
         tap, project = self.tap, self.project
-        claude_projects = project.settings.transcript.claude_projects
-        tap.transcript = TranscriptFollower(self.deps.sessions, tap.writer.ref, claude_projects)
         if not project.hook_sources:
             return no_hooks(tap)
         return Hooks(

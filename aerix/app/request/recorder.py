@@ -22,12 +22,17 @@ class RequestRecorder:
     the observer shows (its status figures, its stream-json fold) and then the observer. It is
     the request's spool too (the writer's)."""
 
-    def __init__(self, writer: SessionWriter, observer: RequestObserver) -> None:
+    def __init__(
+        self, writer: SessionWriter, observer: RequestObserver, transcript: TranscriptFollower | None = None
+    ) -> None:
+        """``transcript``: the session's follower (subscribed to the writer by the session, which
+        holds it across requests); this recorder brings it up to the log at each commit point."""
         self.writer = writer
         self.observer = observer
         self.totals = RequestTotals()
-        #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks.
-        self.transcript: TranscriptFollower | None = None
+        #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks;
+        #: None once it could not be written.
+        self.transcript = transcript
         self._views = [view.take for view in observer.projections()]
         self._subscribed = [self._to_transcript, self.totals.take, *self._views, observer.event]
         for subscriber in self._subscribed:
@@ -52,10 +57,8 @@ class RequestRecorder:
         self.writer.sync()
 
     def _to_transcript(self, record: ev.EventBase) -> None:
-        if self.transcript is not None:
-            self.transcript.seen(record)
-            if isinstance(record, ev.COMMIT_EVENTS):
-                self._follow(self.transcript)
+        if self.transcript is not None and isinstance(record, ev.COMMIT_EVENTS):
+            self._follow(self.transcript)
 
     def _follow(self, transcript: TranscriptFollower) -> None:
         """The transcript is a projection: one that cannot be written is one note, and the

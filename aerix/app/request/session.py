@@ -36,6 +36,7 @@ from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.recorder import RequestRecorder
 from aerix.app.request.startup import startup_listing
 from aerix.app.sessions.queries import ResumePoint, ResumeState
+from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
@@ -53,10 +54,12 @@ class LiveSession:
         resume: ResumeState | None,
         *,
         preview: bool = False,
+        held: bool = False,
     ) -> None:
         """``options``: what the session was opened with (--resume, --continue, --session-id,
         --fork-session, --profile, --profile-refresh); ``preview``: attach the profile without
-        making ``session/<id>`` until the first request."""
+        making ``session/<id>`` until the first request; ``held``: it stays open after a request
+        for the next (the log is made durable after each, as closing it would)."""
         self.options = options
         self.deps = deps
         self.project = project
@@ -64,8 +67,11 @@ class LiveSession:
         self.resume = resume
         self.id = request_session_id(options, resume)
         self.fork = options.fork_session and resume is not None
+        self.held = held
         self.writer: SessionWriter | None = None
         self._point = ResumePoint()
+        #: The Claude Code transcript kept up to the log, subscribed while the writer is open.
+        self._transcript: TranscriptFollower | None = None
         #: Attached by the first request (``preview``: read from the commit it will attach).
         self.profile = self._attach(preview=True) if preview else None
 
@@ -126,7 +132,12 @@ class LiveSession:
         else:
             self.resume = self._point.state(self.writer.ref)
             record = next_start(self.writer, self.resume, start)
-        recorder = RequestRecorder(self.writer, observer)
+        writer = self.writer
+        if self._transcript is None:
+            claude_projects = project.settings.transcript.claude_projects
+            self._transcript = TranscriptFollower(self.deps.sessions, writer.ref, claude_projects)
+            writer.subscribe(self._transcript.seen)
+        recorder = RequestRecorder(writer, observer, self._transcript)
         request = OpenRequest(
             options, self.deps, project, members, self.bound.pool, recorder, self.resume, profile, controls
         )
@@ -134,6 +145,11 @@ class LiveSession:
             return await request.run(record, snapshot, began)
         finally:
             recorder.close()
+            if recorder.transcript is None:  # it could not be written: the next request starts over
+                writer.unsubscribe(self._transcript.seen)
+                self._transcript = None
+            if self.held:
+                writer.settle()
 
     def close(self) -> None:
         """Release the session's log (its index entry stored); the pool stays the caller's."""
@@ -152,7 +168,7 @@ async def live_session(
     if resume is None or options.fork_session:
         refuse_a_taken_id(options, deps, project)
     async with pool_session(deps.pools, project.settings.pool) as bound:
-        session = LiveSession(options, deps, project, bound, resume, preview=preview)
+        session = LiveSession(options, deps, project, bound, resume, preview=preview, held=True)
         try:
             yield session
         finally:

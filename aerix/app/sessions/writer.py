@@ -101,6 +101,12 @@ class SessionWriter:
         if self.sync_at_commits:
             self.storage.log.sync(self.ref)
 
+    def settle(self) -> None:
+        """A request is over and the writer stays open for the next (a held session): make the
+        log as durable as closing would, which ``release`` otherwise leaves to the close."""
+        if not self.sync_at_commits:
+            self.storage.log.sync(self.ref)
+
     def write_spool(self, name: str, text: str) -> Path:
         """Write a cut result's whole text once under ``name`` (``a1.c3``); returns the absolute
         path for the pointer line (the ``SpoolWriter`` port)."""
