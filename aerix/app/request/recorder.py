@@ -1,6 +1,6 @@
 """The request's recorder: the session writer, with the request's subscribers on it (the
-Claude Code transcript, the request's running totals, the projections the observer shows, the
-observer)."""
+request's running totals, the projections the observer shows, the observer) and the Claude Code
+transcript brought up to the log at each commit point."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ from aerix.projections.request_totals import RequestTotals
 
 class RequestRecorder:
     """Records the request's events through its session writer (an ``EventRecorder``), which
-    publishes each one, in order, to the transcript follower, the request's totals (usage, the
-    paths its write/edit calls touched, the root's pieces with their outcomes), the projections
-    the observer shows (its status figures, its stream-json fold) and then the observer. It is
-    the request's spool too (the writer's)."""
+    publishes each one, in order, to the session's own subscribers (the index entry, the resume
+    point, the transcript follower), then to the transcript's catch-up, the request's totals
+    (usage, the paths its write/edit calls touched, the root's pieces with their outcomes), the
+    projections the observer shows (its status figures, its stream-json fold) and then the
+    observer. It is the request's spool too (the writer's)."""
 
     def __init__(
         self, writer: SessionWriter, observer: RequestObserver, transcript: TranscriptFollower | None = None
