@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from aerix.domain.claude_tools import claude_tool_name, to_claude_input
@@ -140,6 +141,30 @@ USAGE_KEYS: Final = (
 )
 
 
+@dataclass
+class ModelTally:
+    """One model's usage over a request, for the result's ``modelUsage``."""
+
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    window: int | None = None
+
+    def add(self, usage: Usage) -> None:
+        for key, value in claude_usage(usage).items():
+            self.usage[key] += value
+
+    def as_json(self) -> dict[str, Any]:
+        """Claude Code's ``modelUsage`` entry (a local model costs nothing)."""
+        return {
+            "inputTokens": self.usage["input_tokens"],
+            "outputTokens": self.usage["output_tokens"],
+            "cacheReadInputTokens": self.usage["cache_read_input_tokens"],
+            "cacheCreationInputTokens": 0,
+            "webSearchRequests": 0,
+            "costUSD": 0,
+            "contextWindow": self.window or 0,
+        }
+
+
 def tool_use_block(agent: str, call: ToolCall, cwd: str | None) -> dict[str, Any]:
     """A call as Claude's ``tool_use`` block: its id, Claude's tool name and input fields (file
     paths made absolute against ``cwd``; as given when ``cwd`` is None)."""
@@ -169,3 +194,19 @@ def assistant_blocks(event: Message, cwd: str | None) -> list[dict[str, Any]]:
     if len(blocks) == (1 if event.thought else 0):
         blocks.append({"type": "text", "text": event.text})
     return blocks
+
+
+def control_success(request_id: str, response: dict[str, Any] | None = None) -> dict[str, Any]:
+    """stream-json input: the ``control_response`` of a control request carried out."""
+    return {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": response or {}},
+    }
+
+
+def control_failure(request_id: str, error: str) -> dict[str, Any]:
+    """stream-json input: the ``control_response`` of a control request aerix cannot carry out."""
+    return {
+        "type": "control_response",
+        "response": {"subtype": "error", "request_id": request_id, "error": error},
+    }

@@ -3,7 +3,8 @@
 Values only: the terminal adapter renders them. Each figure has the one source the spec gives:
 
 - context line: the root's last generation as the pool reported it (prompt plus completion
-  tokens); after a root compaction, the client's count of the compacted context, marked
+  tokens; only the prompt after an attempt that is asked again, whose output the context does
+  not keep); after a root compaction, the client's count of the compacted context, marked
   approximate, until the pool reports again; absent at the start of every request.
 - diff line: the diff stats of the last finished request; the verifier state (pending while
   one runs, then the last verdict) of the current request.
@@ -92,8 +93,10 @@ class StatusFigures(Projection):
         if usage is None:
             return
         if event.agent == ROOT_AGENT:
-            total = usage.prompt_tokens + usage.completion_tokens
-            self.context = ContextFigure(total, self._window, approximate=False)
+            # An attempt re-asked (cut, stopped while degenerating, unparsed) leaves nothing of
+            # its output in the context: the pool appended none of it, or it was removed.
+            kept = usage.completion_tokens if event.parse_error is None else 0
+            self.context = ContextFigure(usage.prompt_tokens + kept, self._window, approximate=False)
         if usage.decode_ms and usage.completion_tokens:
             self._completion += usage.completion_tokens
             self._streams.append((event.time - timedelta(milliseconds=usage.decode_ms), event.time))

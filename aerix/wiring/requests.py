@@ -28,6 +28,7 @@ from aerix.app.ports import HookRunner, RequestResult
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.run import run_request
 from aerix.errors import AerixError, FileUnusable
+from aerix.projections.claude_stream import ClaudeStream
 from aerix.projections.status import StatusFigures
 
 
@@ -65,7 +66,7 @@ def run_headless(
     err = err or sys.stderr
     status = StderrStatus(err, StatusFigures())
     shown = status if status.enabled else None
-    output = HeadlessOutput(fmt, out or sys.stdout, err, shown)
+    output = HeadlessOutput(fmt, out or sys.stdout, err, ClaudeStream(), shown)
     return anyio.run(run_one, options, output, overrides, shown)
 
 

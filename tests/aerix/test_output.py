@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from claude_agent_sdk._internal.message_parser import parse_message
 
-from aerix.adapters.claude.claude_stream import ClaudeStream
 from aerix.adapters.claude.output import HeadlessOutput, error_object, outcome_line, result_object
 from aerix.app.ports import RequestPiece, RequestResult, RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.claude_format import message_id, record_uuid, session_namespace
 from aerix.domain.diffs import FileStat, RequestDiff
+from aerix.projections.claude_stream import ClaudeStream
 
 AT = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 DIFF = RequestDiff(
@@ -47,7 +47,7 @@ def result(outcome: str = "done", exit_code: int = 0, diff: RequestDiff = DIFF) 
 
 def render(fmt: str, value: RequestResult) -> tuple[str, str, int]:
     out, err = io.StringIO(), io.StringIO()
-    code = HeadlessOutput(fmt, out, err).finish(value)  # type: ignore[arg-type]
+    code = HeadlessOutput(fmt, out, err, ClaudeStream()).finish(value)  # type: ignore[arg-type]
     return out.getvalue(), err.getvalue(), code
 
 
@@ -138,7 +138,19 @@ START = ev.SessionStart(
 
 def session_lines(*records: ev.EventBase) -> list[dict[str, Any]]:
     stream = ClaudeStream()
-    return [line for record in (START, *records) for line in stream.lines(record)]
+    lines = []
+    for record in (START, *records):
+        stream.take(record)
+        lines += stream.lines(record)
+    return lines
+
+
+def show(output: HeadlessOutput, *records: ev.EventBase) -> None:
+    """Each record as a request hands it to the output: to its projections, then to it."""
+    for record in records:
+        for view in output.projections():
+            view.take(record)
+        output.event(record)
 
 
 def test_json_and_stream_json_keep_stderr_quiet_when_done_and_carry_no_files_changed() -> None:
@@ -224,7 +236,7 @@ def test_stream_json_lines_shape_turns_like_claude_code() -> None:
 
 def test_the_banner_is_one_line_on_stderr_and_init_names_claudes_fields() -> None:
     out, err = io.StringIO(), io.StringIO()
-    HeadlessOutput("stream-json", out, err).event(START)
+    show(HeadlessOutput("stream-json", out, err, ClaudeStream()), START)
     assert err.getvalue() == "aerix 0.1.0 · m, 8192 tokens · session s1 (resumed, request 2)\n"
     init = json.loads(out.getvalue())
     assert {key: init[key] for key in ("type", "subtype", "session_id", "cwd", "model", "request")} == {
@@ -277,7 +289,7 @@ def test_every_line_of_every_event_kind_parses_with_the_agent_sdks_parser() -> N
 
 def test_json_splits_the_usage_by_the_model_each_generation_ran_on() -> None:
     out, err = io.StringIO(), io.StringIO()
-    output = HeadlessOutput("json", out, err)
+    output = HeadlessOutput("json", out, err, ClaudeStream())
     spawn = ev.AgentSpawn(
         seq=2, time=AT, agent="a1.c1", parent="a1", call="c1", kind="implementer", model="small"
     )
@@ -299,8 +311,7 @@ def test_json_splits_the_usage_by_the_model_each_generation_ran_on() -> None:
         final="done",
         usage=ev.Usage(prompt_tokens=900, completion_tokens=35, recomputed_from=560),
     )
-    for record in (START, spawn, piece, root):
-        output.event(record)
+    show(output, START, spawn, piece, root)
     output.finish(result())
     value = json.loads(out.getvalue())  # only the result: json prints nothing as it goes
     assert {
@@ -325,7 +336,7 @@ def test_on_a_terminal_the_diff_is_in_git_s_colours(monkeypatch: pytest.MonkeyPa
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
     out = TerminalOut()
-    HeadlessOutput("text", out, io.StringIO()).finish(result())
+    HeadlessOutput("text", out, io.StringIO(), ClaudeStream()).finish(result())
     bold, green, cyan, dim, reset = "\x1b[1m", "\x1b[32m", "\x1b[36m", "\x1b[2m", "\x1b[0m"
     assert out.getvalue() == (
         "Added two.\n\n"
@@ -339,5 +350,5 @@ def test_on_a_terminal_the_diff_is_in_git_s_colours(monkeypatch: pytest.MonkeyPa
     )
     monkeypatch.setenv("NO_COLOR", "1")
     plain = TerminalOut()
-    HeadlessOutput("text", plain, io.StringIO()).finish(result())
+    HeadlessOutput("text", plain, io.StringIO(), ClaudeStream()).finish(result())
     assert "\x1b[3" not in plain.getvalue()  # NO_COLOR: no colours (rich keeps bold and dim)

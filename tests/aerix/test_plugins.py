@@ -21,6 +21,7 @@ from aerix.app.request.startup import startup_listing
 from aerix.domain import events as ev
 from aerix.domain.claude_tools import claude_tool_name
 from aerix.domain.tools import TOOL_NAMES
+from aerix.projections.claude_stream import ClaudeStream
 
 
 def write(path: Path, text: str) -> Path:
@@ -157,20 +158,20 @@ def test_the_startup_listing_reaches_the_stream_json_init_line(repo: Path) -> No
     main = MemberInfo("main", "smollm2-135m", "ready", 8192, "cpu", ("json", "one_of"))
     listing = startup_listing(project, BoundMembers(main))
     out, err = io.StringIO(), io.StringIO()
-    output = HeadlessOutput("stream-json", out, err)
+    output = HeadlessOutput("stream-json", out, err, ClaudeStream())
     output.startup(listing)
-    output.event(
-        ev.SessionStart(
-            seq=1,
-            time=datetime(2025, 1, 2, tzinfo=UTC),
-            session="s1",
-            cwd=str(repo),
-            project="k",
-            model="smollm2-135m",
-            prompt="hi",
-            aerix_version="0.1.0",
-        )
+    start = ev.SessionStart(
+        seq=1,
+        time=datetime(2025, 1, 2, tzinfo=UTC),
+        session="s1",
+        cwd=str(repo),
+        project="k",
+        model="smollm2-135m",
+        prompt="hi",
+        aerix_version="0.1.0",
     )
+    output.stream.take(start)  # as the session's writer feeds it
+    output.event(start)
     init = json.loads(out.getvalue())
     assert (init["type"], init["subtype"], init["session_id"]) == ("system", "init", "s1")
     assert init["tools"] == [claude_tool_name(tool) for tool in TOOL_NAMES]  # Claude Code's names

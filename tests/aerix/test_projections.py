@@ -240,3 +240,42 @@ def test_the_corpus_keeps_the_newest_sessions_of_the_profile_and_model() -> None
     ]
     assert [(c.segments, c.tokens_before, c.tokens_after) for c in evidence.compactions] == [(1, 425, 137)]
     assert [(f.agent, f.outcome) for f in evidence.failures] == [("a1", "failed")]
+
+
+def test_a_re_asked_root_attempt_adds_none_of_its_output_to_the_context() -> None:
+    """A degenerate (stopped), cut or unparsed root attempt is asked again without its output:
+    the context line is the prompt the pool reported, until a turn that parses adds its own."""
+    s = start_session(window=8192)
+    at = T0
+
+    def rec(cls: type[ev.EventBase], **fields: object) -> None:
+        nonlocal at
+        at += timedelta(seconds=1)
+        s.record(cls, at, **fields)
+
+    rec(ev.AgentSpawn, agent="a1", kind="root")
+    stopped = "stopped after 900 tokens: a span of 12 tokens repeated"
+    rec(
+        ev.Message,
+        agent="a1",
+        role="assistant",
+        turn=1,
+        text="la la la",
+        parse_error=stopped,
+        usage=ev.Usage(prompt_tokens=300, completion_tokens=900),
+    )
+    status = StatusFigures()
+    status.feed(s.take_new_records())
+    assert status.context == ContextFigure(300, 8192, approximate=False)
+    rec(
+        ev.Message,
+        agent="a1",
+        role="assistant",
+        turn=1,
+        attempt=1,
+        text="{}",
+        final="ok",
+        usage=ev.Usage(prompt_tokens=320, completion_tokens=20),
+    )
+    status.feed(s.take_new_records())
+    assert status.context == ContextFigure(340, 8192, approximate=False)

@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.sessions.queries import rebuild
-from aerix.app.sessions.writer import reopen_session, start_session
+from aerix.app.sessions.queries import ResumePoint, rebuild
+from aerix.app.sessions.writer import SessionView, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.projections.base import Projection
+from aerix.projections.claude_stream import ClaudeStream
 from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
 from aerix.projections.index import IndexEntry
@@ -24,13 +25,15 @@ from aerix.projections.status import StatusFigures
 from aerix.projections.transcript import ClaudeTranscript
 from tests.aerix.session_streams import event_streams
 
-PROJECTIONS: list[Callable[[], Projection]] = [
+PROJECTIONS: list[Callable[[], Projection | SessionView]] = [
     Contexts,
     ClaudeTranscript,
     IndexEntry,
     StatusFigures,
     RequestTotals,
     SessionEvidence,
+    ClaudeStream,
+    ResumePoint,  # what a session held across requests resumes from, instead of the log
 ]
 STAMPED = {"type", "seq", "time", "v"}  # what the writer fills in itself
 

@@ -12,8 +12,9 @@ SDK's parser) expect.
   ``outcome``, ``reason``, ``route``, ``exit_code``, ``model``, ``request``, ``resumed``,
   ``generations``, ``files_changed``, ``pieces``, ``outcome_line`` and ``diff``. A request that
   did not end ``done`` also prints its outcome line on stderr, in every format.
-- ``stream-json``: one JSON object a line as things happen (``aerix.adapters.claude.claude_stream``),
-  and the same ``result`` object last.
+- ``stream-json``: one JSON object a line as things happen, and the same ``result`` object
+  last. The lines are the stream-json projection's (``aerix.projections.claude_stream``, which
+  the session's writer feeds); this adapter only writes them.
 
 The outcome line says what happened, so a ``done`` that did nothing shows as such:
 ``done · route answer · 1 turn · no pieces · no files changed``, or
@@ -32,16 +33,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, TextIO
 
-from aerix.adapters.claude.claude_stream import ClaudeStream, ModelTally
 from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.closed_pipe import discard_output
-from aerix.app.ports import RequestObserver, RequestResult
+from aerix.app.ports import LiveProjection, RequestResult, StatusView, StreamOutput, StreamView
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_CANCELLED
-from aerix.domain.claude_format import claude_usage, claude_usage_totals
+from aerix.domain.claude_format import ModelTally, claude_usage, claude_usage_totals
 from aerix.domain.diffs import RequestDiff
 from aerix.errors import OutputClosed
 
@@ -61,6 +61,9 @@ class StatusLine(Protocol):
     """The one-line status a terminal's stderr shows while the request runs
     (``aerix.adapters.terminal.stderr_status.StderrStatus``)."""
 
+    @property
+    def figures(self) -> StatusView: ...
+
     def event(self, record: ev.EventBase) -> None: ...
 
     def token(self, agent: str, text: str) -> None: ...
@@ -70,10 +73,18 @@ class StatusLine(Protocol):
     def clear(self) -> None: ...
 
 
-class HeadlessOutput(RequestObserver):
-    """Prints a request as one of the formats; ``finish`` prints its end."""
+class HeadlessOutput(StreamOutput):
+    """Prints a request as one of the formats; ``finish`` prints its end. ``stream`` is the
+    stream-json projection (every format's result reads it; only stream-json prints its lines)."""
 
-    def __init__(self, fmt: OutputFormat, out: TextIO, err: TextIO, status: StatusLine | None = None) -> None:
+    def __init__(
+        self,
+        fmt: OutputFormat,
+        out: TextIO,
+        err: TextIO,
+        stream: StreamView,
+        status: StatusLine | None = None,
+    ) -> None:
         self.format = fmt
         self.out = out
         self.err = err
@@ -81,7 +92,19 @@ class HeadlessOutput(RequestObserver):
         self.listing: dict[str, Any] = {}
         #: A write met a closed pipe: nothing more is printed.
         self.closed = False
-        self.stream = ClaudeStream()
+        self.stream = stream
+
+    @property
+    def session(self) -> str:
+        return self.stream.session
+
+    def failed(self, line: str, exit_code: int, session_id: str | None) -> None:
+        self.json_line(error_object(line, exit_code, session_id))
+
+    def projections(self) -> Sequence[LiveProjection]:
+        if self.status is None:
+            return (self.stream,)
+        return (self.stream, self.status.figures)
 
     def startup(self, listing: dict[str, Any]) -> None:
         self.listing = listing
@@ -104,15 +127,12 @@ class HeadlessOutput(RequestObserver):
 
     def event(self, record: ev.EventBase) -> None:
         if isinstance(record, ev.SessionStart):
-            self.stream = ClaudeStream()  # each request (of a stream-json input) its own tallies
             self._err(banner(record))
         if self.status is not None:
             self.status.event(record)
-        if self.format != "stream-json":
-            self.stream.track(record)
-            return
-        for line in self.stream.lines(record, self.listing):
-            self.json_line(line)
+        if self.format == "stream-json":
+            for line in self.stream.lines(record, self.listing):
+                self.json_line(line)
 
     def finish(self, result: RequestResult) -> int:
         """Print the end of the request; returns the exit code."""

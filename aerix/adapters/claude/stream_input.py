@@ -19,34 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, TextIO
 
-
-@dataclass(frozen=True)
-class UserPrompt:
-    """A ``user`` line's text (its text blocks joined) and what of it aerix left out."""
-
-    text: str
-    left_out: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ControlRequest:
-    request_id: str
-    subtype: str
-    body: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class BadLine:
-    """A line that could not be used, and why (for the stderr note)."""
-
-    number: int
-    problem: str
-
-
-StreamItem = UserPrompt | ControlRequest | BadLine
+from aerix.app.ports.stream import BadLine, ControlRequest, StreamItem, UserPrompt
 
 #: Line types that ask nothing of aerix.
 _QUIET_TYPES = frozenset({"keep_alive", "control_response", "control_cancel_request"})
@@ -108,17 +83,3 @@ def read_items(source: TextIO) -> Iterator[StreamItem]:
         item = parse_line(number, line)
         if item is not None:
             yield item
-
-
-def success(request_id: str, response: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "type": "control_response",
-        "response": {"subtype": "success", "request_id": request_id, "response": response or {}},
-    }
-
-
-def failure(request_id: str, error: str) -> dict[str, Any]:
-    return {
-        "type": "control_response",
-        "response": {"subtype": "error", "request_id": request_id, "error": error},
-    }

@@ -40,6 +40,7 @@ from aerix.adapters.terminal.views import (
 from aerix.app.ports import (
     Command,
     DiffFigures,
+    LiveProjection,
     Opening,
     PlanReview,
     Prompt,
@@ -368,8 +369,10 @@ class TerminalScreen:
             self._shown_notes.add(line)
             self.print(Text.assemble(("▲ ", EMBER), line))
 
+    def projections(self) -> Sequence[LiveProjection]:
+        return (self.figures,)
+
     def event(self, record: ev.EventBase) -> None:
-        self.figures.feed([record])
         if isinstance(record, ev.Message) and record.agent == "a1" and record.role == "assistant":
             self.streaming = 0
         for line in self.transcript.lines(record):

@@ -34,9 +34,9 @@ class StderrStatus:
         self._shown = False
 
     def event(self, record: ev.EventBase) -> None:
+        """Draw the line again for ``record`` (the session's writer fed it to ``figures``)."""
         if not self.enabled:
             return
-        self.figures.feed([record])
         if isinstance(record, ev.Message) and record.agent == "a1" and record.role == "assistant":
             self.streaming = 0
         self.draw()

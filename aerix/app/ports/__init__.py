@@ -16,8 +16,11 @@ test them. Nothing from a third-party library appears in a port's signature.
     tools     ToolRunner, ToolRunnerFactory, JobsPort, SpoolWriter, ResultTarget
     diffs     DiffSource, DiffFigures
     hooks     HookRunner, HookRunnerFactory, TranscriptSync
-    request   RequestObserver, RequestPiece, RequestResult, RequestUsage; RequestControls,
+    request   RequestObserver, RequestPiece, RequestResult, RequestUsage; the views an observer
+              shows (LiveProjection, StreamView); RequestControls,
               CancelSignal, PlanGate, PlanReview (how the screen steers a running request)
+    stream    --input-format stream-json: UserPrompt, ControlRequest, BadLine (StreamItem),
+              StreamOutput
     screen    ConversationScreen, Opening, StartupNote, Prompt, Command, the live figures'
               shapes (StatusView, StatusFactory …)
     profiles  ProfileStore, ProfileRepository, ProfileCommit, TextEditor, Edited, and what the
@@ -69,6 +72,7 @@ from aerix.app.ports.project import (
 )
 from aerix.app.ports.request import (
     CancelSignal,
+    LiveProjection,
     PlanGate,
     PlanReview,
     RequestControls,
@@ -76,6 +80,7 @@ from aerix.app.ports.request import (
     RequestPiece,
     RequestResult,
     RequestUsage,
+    StreamView,
 )
 from aerix.app.ports.screen import (
     Command,
@@ -105,6 +110,7 @@ from aerix.app.ports.sessions import (
     SessionStorage,
     SessionSummary,
 )
+from aerix.app.ports.stream import BadLine, ControlRequest, StreamItem, StreamOutput, UserPrompt
 from aerix.app.ports.tools import (
     JobOutcomeLike,
     JobReportLike,
@@ -119,6 +125,7 @@ __all__ = [
     "AgentDefinition",
     "AgentDefinitionSource",
     "AgentLifecycle",
+    "BadLine",
     "BranchView",
     "Caller",
     "CancelSignal",
@@ -128,6 +135,7 @@ __all__ = [
     "ContextCounts",
     "ContextEditOp",
     "ContextFigures",
+    "ControlRequest",
     "ConversationScreen",
     "Delegator",
     "DiffFigures",
@@ -144,6 +152,7 @@ __all__ = [
     "JobOutcomeLike",
     "JobReportLike",
     "JobsPort",
+    "LiveProjection",
     "MemberInfo",
     "NoteLevel",
     "OnProgress",
@@ -189,6 +198,9 @@ __all__ = [
     "StatsFigures",
     "StatusFactory",
     "StatusView",
+    "StreamItem",
+    "StreamOutput",
+    "StreamView",
     "SyncReport",
     "TextEditor",
     "TokenLogprob",
@@ -198,4 +210,5 @@ __all__ = [
     "TranscriptSync",
     "TuneReport",
     "UserInput",
+    "UserPrompt",
 ]

@@ -4,6 +4,7 @@ screen) implement, and the result they print; and how the screen steers a runnin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -11,13 +12,50 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from aerix.domain import events as ev
+from aerix.domain.claude_format import ModelTally
 from aerix.domain.diffs import RequestDiff
 from aerix.domain.usage import RequestUsage
+
+
+class LiveProjection(Protocol):
+    """A projection of the session's events (``aerix.projections``) that a view shows: the
+    session's writer feeds it each event as it records it."""
+
+    def take(self, event: ev.EventBase) -> None: ...
+
+
+class StreamView(LiveProjection, Protocol):
+    """The stream-json fold (``aerix.projections.claude_stream.ClaudeStream``): the lines of an
+    event it took, and what a result needs of the request's events."""
+
+    @property
+    def session(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def models(self) -> dict[str, ModelTally]: ...
+    @property
+    def usage(self) -> RequestUsage: ...
+    @property
+    def route(self) -> str | None: ...
+    @property
+    def root_turns(self) -> int: ...
+    @property
+    def end(self) -> ev.SessionEnd | None: ...
+    @property
+    def denials(self) -> list[dict[str, Any]]: ...
+
+    def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
 
 
 class RequestObserver:
     """Hears what happens while a request runs; the output formats subclass it. Every method
     does nothing by default, so an observer overrides only what it shows."""
+
+    def projections(self) -> Sequence[LiveProjection]:
+        """The projections this observer shows: the session's writer feeds each the request's
+        events (its ``session.start`` first), before ``event`` tells the observer of one."""
+        return ()
 
     def note(self, line: str) -> None:
         """A startup or end note for stderr."""

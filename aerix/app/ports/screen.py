@@ -9,7 +9,7 @@ that cross (the opening's figures, what the user typed, the live figures' shapes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from aerix.app.ports.diffs import DiffFigures
 from aerix.app.ports.pool import MemberInfo
-from aerix.app.ports.request import PlanGate, RequestControls, RequestResult
+from aerix.app.ports.request import LiveProjection, PlanGate, RequestControls, RequestResult
 from aerix.app.ports.sessions import SessionSummary
 from aerix.domain import events as ev
 from aerix.domain.diffs import RequestDiff
@@ -52,8 +52,9 @@ class StatsFigures(Protocol):
     def finished_at(self) -> datetime: ...
 
 
-class StatusView(Protocol):
-    """The status figures of the current (or last) request, folded from its events."""
+class StatusView(LiveProjection, Protocol):
+    """The status figures of the current (or last) request, folded from its events (the
+    session's writer feeds them: the observer that shows them lists them in ``projections``)."""
 
     @property
     def root_turn(self) -> int: ...
@@ -69,8 +70,6 @@ class StatusView(Protocol):
     def verifier(self) -> str | None: ...
     @property
     def stats(self) -> StatsFigures | None: ...
-
-    def feed(self, events: Iterable[ev.EventBase]) -> None: ...
 
 
 #: Makes a fresh fold of the status figures (one per session).
@@ -147,7 +146,12 @@ class ConversationScreen(PlanGate, Protocol):
 
     def note(self, line: str) -> None: ...
 
-    def event(self, record: ev.EventBase) -> None: ...
+    def projections(self) -> Sequence[LiveProjection]:
+        """The projections the screen shows (its status figures), fed by the session's writer."""
+        ...
+
+    def event(self, record: ev.EventBase) -> None:
+        """A session event, just recorded (and taken by ``projections``)."""
 
     def token(self, agent: str, text: str) -> None: ...
 

@@ -34,7 +34,6 @@ from aerix.app.request.root_context import (
 )
 from aerix.app.request.routing import route_request
 from aerix.app.sessions.queries import ResumeState
-from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.segments import ContextSegment
@@ -63,7 +62,7 @@ class OpenRequest:
 
     async def run(self, start: ev.SessionStart, snapshot: Snapshot, began: float) -> RequestResult:
         try:
-            self.tap.observer.event(start)
+            self.tap.started(start)
             self.hooks = self._hooks()
             ended = await self._route_and_run(self.hooks)
         except HookStopped as stopped:
@@ -82,8 +81,6 @@ class OpenRequest:
         """The request's hooks: the project's sources, run by the wired runner; the transcript
         is kept up to date as the session goes (and for them)."""
         tap, project = self.tap, self.project
-        claude_projects = project.settings.transcript.claude_projects
-        tap.transcript = TranscriptFollower(self.deps.sessions, tap.writer.ref, claude_projects)
         if not project.hook_sources:
             return no_hooks(tap)
         return Hooks(

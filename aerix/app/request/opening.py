@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +14,13 @@ from aerix.app.ports import Project
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
-from aerix.app.sessions.writer import SessionWriter, fork_session, reopen_session, start_session
+from aerix.app.sessions.writer import (
+    SessionView,
+    SessionWriter,
+    fork_session,
+    reopen_session,
+    start_session,
+)
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import encoded_bytes
@@ -101,19 +108,17 @@ def with_overlays(project: Project, profile: AttachedProfile) -> Project:
     )
 
 
-def open_session(
+def start_fields(
     options: RequestOptions,
     deps: RequestDeps,
     project: Project,
     members: BoundMembers,
-    resume: ResumeState | None,
     snapshot: Snapshot,
     loaded: ev.Loaded,
-    session_id: str,
     profile: AttachedProfile,
-) -> tuple[SessionWriter, ev.SessionStart]:
-    """The session's writer and the ``session.start`` of this request (written already)."""
-    start: dict[str, Any] = {
+) -> dict[str, Any]:
+    """A request's ``session.start`` fields, but for those that say which request it is."""
+    return {
         "cwd": str(project.cwd),
         "project": project.key,
         "model": members.main.model,
@@ -128,23 +133,38 @@ def open_session(
         "git_branch": snapshot.branch,
         "loaded": loaded,
     }
+
+
+def open_session(
+    options: RequestOptions,
+    deps: RequestDeps,
+    project: Project,
+    resume: ResumeState | None,
+    session_id: str,
+    start: dict[str, Any],
+    views: Sequence[SessionView] = (),
+) -> tuple[SessionWriter, ev.SessionStart]:
+    """The session's writer (with ``views`` on it) and the ``session.start`` of this request,
+    written already; ``start``: its fields (``start_fields``)."""
+    sync = project.settings.session.sync
     if resume is None:
-        writer = start_session(
-            deps.sessions, deps.clock, sync=project.settings.session.sync, session=session_id, **start
-        )
+        writer = start_session(deps.sessions, deps.clock, sync=sync, views=views, session=session_id, **start)
         if writer.session.start is None:  # Session.begin records it; never None here
             raise RuntimeError("a new session without its session.start")
         return writer, writer.session.start
-    sync = project.settings.session.sync
     if options.fork_session:
-        writer = fork_session(deps.sessions, deps.clock, resume.session, session_id, project.key, sync)
-        start["resumed_from"] = resume.session
+        writer = fork_session(deps.sessions, deps.clock, resume.session, session_id, project.key, sync, views)
+        start = {**start, "resumed_from": resume.session}
     else:
-        writer = reopen_session(deps.sessions, deps.clock, resume.session, sync)
-    record = writer.record(
-        ev.SessionStart, session=session_id, request=resume.requests + 1, resumed=True, **start
+        writer = reopen_session(deps.sessions, deps.clock, resume.session, sync, views)
+    return writer, next_start(writer, resume, start)
+
+
+def next_start(writer: SessionWriter, resume: ResumeState, start: dict[str, Any]) -> ev.SessionStart:
+    """Record the ``session.start`` of a request that continues the session ``resume`` holds."""
+    return writer.record(
+        ev.SessionStart, session=writer.ref.id, request=resume.requests + 1, resumed=True, **start
     )
-    return writer, record
 
 
 def loaded_from(listing: dict[str, Any]) -> ev.Loaded:

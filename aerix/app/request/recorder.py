@@ -1,5 +1,6 @@
 """The request's recorder: the session writer, with the request's subscribers on it (the
-Claude Code transcript, the request's running totals, the observer)."""
+request's running totals, the projections the observer shows, the observer) and the Claude Code
+transcript brought up to the log at each commit point."""
 
 from __future__ import annotations
 
@@ -16,18 +17,39 @@ from aerix.projections.request_totals import RequestTotals
 
 class RequestRecorder:
     """Records the request's events through its session writer (an ``EventRecorder``), which
-    publishes each one, in order, to the transcript follower, the request's totals (usage, the
-    paths its write/edit calls touched, the root's pieces with their outcomes) and the observer.
-    It is the request's spool too (the writer's)."""
+    publishes each one, in order, to the session's own subscribers (the index entry, the resume
+    point, the transcript follower), then to the transcript's catch-up, the request's totals
+    (usage, the paths its write/edit calls touched, the root's pieces with their outcomes), the
+    projections the observer shows (its status figures, its stream-json fold) and then the
+    observer. It is the request's spool too (the writer's)."""
 
-    def __init__(self, writer: SessionWriter, observer: RequestObserver) -> None:
+    def __init__(
+        self, writer: SessionWriter, observer: RequestObserver, transcript: TranscriptFollower | None = None
+    ) -> None:
+        """``transcript``: the session's follower (subscribed to the writer by the session, which
+        holds it across requests); this recorder brings it up to the log at each commit point."""
         self.writer = writer
         self.observer = observer
         self.totals = RequestTotals()
-        #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks.
-        self.transcript: TranscriptFollower | None = None
-        for subscriber in (self._to_transcript, self.totals.take, observer.event):
+        #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks;
+        #: None once it could not be written.
+        self.transcript = transcript
+        self._views = [view.take for view in observer.projections()]
+        self._subscribed = [self._to_transcript, self.totals.take, *self._views, observer.event]
+        for subscriber in self._subscribed:
             writer.subscribe(subscriber)
+
+    def close(self) -> None:
+        """The request is over: the session's next request (a held session's) has its own."""
+        for subscriber in self._subscribed:
+            self.writer.unsubscribe(subscriber)
+
+    def started(self, start: ev.SessionStart) -> None:
+        """Hand the request's ``session.start`` (recorded as the session opened, before this
+        recorder subscribed) to the observer's projections, then to the observer."""
+        for take in self._views:
+            take(start)
+        self.observer.event(start)
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
         return self.writer.record(event_cls, **fields)
@@ -36,10 +58,8 @@ class RequestRecorder:
         self.writer.sync()
 
     def _to_transcript(self, record: ev.EventBase) -> None:
-        if self.transcript is not None:
-            self.transcript.seen(record)
-            if isinstance(record, ev.COMMIT_EVENTS):
-                self._follow(self.transcript)
+        if self.transcript is not None and isinstance(record, ev.COMMIT_EVENTS):
+            self._follow(self.transcript)
 
     def _follow(self, transcript: TranscriptFollower) -> None:
         """The transcript is a projection: one that cannot be written is one note, and the

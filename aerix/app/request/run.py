@@ -9,8 +9,10 @@
         → a1's context (segment events) → run_agent → session.end → SessionEnd → the diff
 
 Every dependency comes in through ``RequestDeps`` (``aerix.app.request.options``; ``aerix.wiring``
-builds the real ones). The session is opened by ``aerix.app.request.opening``, and the request
-then runs as an ``OpenRequest`` (``aerix.app.request.open_request``).
+builds the real ones). The request runs on a ``LiveSession`` (``aerix.app.request.session``, the
+session the screen and the stream-json input hold across requests), which opens the session
+(``aerix.app.request.opening``) and runs it as an ``OpenRequest``
+(``aerix.app.request.open_request``).
 """
 
 from __future__ import annotations
@@ -19,19 +21,9 @@ import time
 
 from aerix.app.pool.members import pool_session
 from aerix.app.ports import RequestControls, RequestObserver, RequestResult
-from aerix.app.request.open_request import OpenRequest
-from aerix.app.request.opening import (
-    attach_session_profile,
-    loaded_from,
-    open_session,
-    refuse_a_taken_id,
-    request_session_id,
-    resume_state,
-    with_overlays,
-)
+from aerix.app.request.opening import refuse_a_taken_id, resume_state
 from aerix.app.request.options import RequestDeps, RequestOptions
-from aerix.app.request.recorder import RequestRecorder
-from aerix.app.request.startup import startup_listing
+from aerix.app.request.session import LiveSession
 from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
 
 
@@ -43,7 +35,6 @@ async def run_request(
 ) -> RequestResult:
     """Run one request and return how it ended. Errors before the session exists raise; after,
     they end the request as ``failed`` with the error's line as its reason."""
-    controls = controls or RequestControls()
     began = time.monotonic()
     if options.prompt_bytes is not None:
         observer.note(invalid_prompt_note(decode_prompt(options.prompt_bytes)))
@@ -55,25 +46,10 @@ async def run_request(
         refuse_a_taken_id(options, deps, project)
     snapshot = deps.diffs.snapshot(project.cwd)
     async with pool_session(deps.pools, project.settings.pool) as bound:
-        members = bound.members
-        for line in members.notes:
-            observer.note(line)
-        session_id = request_session_id(options, resume)
-        profile = attach_session_profile(options, deps, project, members, resume, session_id)
-        for line in profile.notes:
-            observer.note(line)
-        project = with_overlays(project, profile)
-        listing = {**startup_listing(project, members), "profile": profile.listing()}
-        observer.startup(listing)
-        loaded = loaded_from(listing)
-        writer, start = open_session(
-            options, deps, project, members, resume, snapshot, loaded, session_id, profile
-        )
+        session = LiveSession(options, deps, project, bound, resume)
         try:
-            recorder = RequestRecorder(writer, observer)
-            request = OpenRequest(
-                options, deps, project, members, bound.pool, recorder, resume, profile, controls
+            return await session.run(
+                options, observer, controls, snapshot=snapshot, began=began, project_noted=True
             )
-            return await request.run(start, snapshot, began)
         finally:
-            writer.close()
+            session.close()

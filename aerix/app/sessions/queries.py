@@ -5,8 +5,8 @@ Each function takes the store (``SessionStorage``) and returns plain data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,31 +47,72 @@ class ResumeState:
     profile_commit: str | None = None
 
 
+class ResumePoint:
+    """What resuming a session needs, folded from its events: the root's context and plan, the
+    first ``session.start``, how many requests it has, the profile commit it read last. Fed the
+    log (``load_for_resume``) or subscribed to the session's writer (a session held open across
+    requests), it gives the same ``ResumeState``."""
+
+    def __init__(self) -> None:
+        self.contexts = Contexts()
+        self.first: ev.SessionStart | None = None
+        self.requests = 0
+        self.read: ev.SessionStart | None = None  # the last start that recorded a profile commit
+        self.last_seq = 0
+
+    def take(self, record: ev.EventBase) -> None:
+        """One event just recorded (a subscriber of the session's writer)."""
+        if ev.agent_of(record) in (None, ROOT_AGENT):  # subagents are not resumed
+            self.contexts.take(record)
+        if isinstance(record, ev.SessionStart):
+            self._start(record)
+        self.last_seq = record.seq
+
+    def feed(self, records: Sequence[ev.EventBase]) -> None:
+        """A log's events, in bulk (a resume reads the whole log)."""
+        self.contexts.feed(record for record in records if ev.agent_of(record) in (None, ROOT_AGENT))
+        for record in records:
+            if isinstance(record, ev.SessionStart):
+                self._start(record)
+        if records:
+            self.last_seq = records[-1].seq
+
+    def _start(self, record: ev.SessionStart) -> None:
+        self.first = self.first or record
+        self.requests += 1
+        if record.profile_commit is not None:
+            self.read = record
+
+    def state(self, ref: SessionRef) -> ResumeState:
+        if self.first is None:
+            raise SessionNotFound(ref.id)
+        root = self.contexts.agents.get(ROOT_AGENT, AgentContext(ROOT_AGENT, kind="root"))
+        root = replace(root, segments=dict(root.segments))  # the fold goes on; this state does not
+        read = self.read
+        return ResumeState(
+            ref.id,
+            ref.project,
+            self.first,
+            self.requests,
+            root,
+            root.plan,
+            self.last_seq,
+            read.profile if read is not None else None,
+            read.profile_commit if read is not None else None,
+        )
+
+
 def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
     """Rebuild the root agent's context and plan from the log. Subagents are not resumed."""
     ref = storage.log.find(session_id)
     records = storage.log.read(ref)
     if not records or not isinstance(records[0], ev.SessionStart):
         raise SessionNotFound(session_id)
-    start = records[0]
-    if CLAUDE_CODE_TAG in start.tags:
+    if CLAUDE_CODE_TAG in records[0].tags:
         raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
-    contexts = Contexts()
-    contexts.feed(record for record in records if ev.agent_of(record) in (None, ROOT_AGENT))
-    root = contexts.agents.get(ROOT_AGENT, AgentContext(ROOT_AGENT, kind="root"))
-    starts = [record for record in records if isinstance(record, ev.SessionStart)]
-    read = next((each for each in reversed(starts) if each.profile_commit is not None), None)
-    return ResumeState(
-        ref.id,
-        ref.project,
-        start,
-        len(starts),
-        root,
-        root.plan,
-        records[-1].seq,
-        read.profile if read is not None else None,
-        read.profile_commit if read is not None else None,
-    )
+    point = ResumePoint()
+    point.feed(records)
+    return point.state(ref)
 
 
 def latest_session(storage: SessionStorage, project: str) -> str | None:

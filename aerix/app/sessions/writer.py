@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aerix.app.ports import Clock, SessionRef, SessionStorage
 from aerix.app.ports.sessions import E
@@ -28,6 +28,15 @@ from aerix.projections.index import IndexEntry
 
 Subscriber = Callable[[ev.EventBase], None]
 """Takes each event the writer records, after it is on disk, in order."""
+
+
+class SessionView(Protocol):
+    """A fold the writer keeps for as long as it is open (the index entry; a held session's
+    resume point): fed the events the log holds already, then each one recorded."""
+
+    def feed(self, events: Sequence[ev.EventBase]) -> None: ...
+
+    def take(self, event: ev.EventBase) -> None: ...
 
 
 class SessionWriter:
@@ -43,8 +52,10 @@ class SessionWriter:
         clock: Clock,
         sync: SyncPolicy = "commit",
         history: Sequence[ev.EventBase] = (),
+        views: Sequence[SessionView] = (),
     ) -> None:
-        """``history``: the events the log holds already (a reopened or forked session's)."""
+        """``history``: the events the log holds already (a reopened or forked session's);
+        ``views``: folds fed that history and then every event recorded, after the index entry."""
         self.storage = storage
         self.ref = ref
         self.session = session
@@ -53,8 +64,9 @@ class SessionWriter:
         self._closed = False
         self._subscribers: list[Subscriber] = []
         self.index = IndexEntry()
-        self.index.feed(history)
-        self.subscribe(self.index.take)
+        for view in (self.index, *views):
+            view.feed(history)
+            self.subscribe(view.take)
         last = storage.log.acquire(ref)
         if last != session.version - len(session.pending):
             storage.log.release(ref)
@@ -89,6 +101,12 @@ class SessionWriter:
         if self.sync_at_commits:
             self.storage.log.sync(self.ref)
 
+    def settle(self) -> None:
+        """A request is over and the writer stays open for the next (a held session): make the
+        log as durable as closing would, which ``release`` otherwise leaves to the close."""
+        if not self.sync_at_commits:
+            self.storage.log.sync(self.ref)
+
     def write_spool(self, name: str, text: str) -> Path:
         """Write a cut result's whole text once under ``name`` (``a1.c3``); returns the absolute
         path for the pointer line (the ``SpoolWriter`` port)."""
@@ -116,16 +134,25 @@ class SessionWriter:
 
 
 def start_session(
-    storage: SessionStorage, clock: Clock, *, sync: SyncPolicy = "commit", **start: Any
+    storage: SessionStorage,
+    clock: Clock,
+    *,
+    sync: SyncPolicy = "commit",
+    views: Sequence[SessionView] = (),
+    **start: Any,
 ) -> SessionWriter:
     """Create a session from its ``session.start`` fields (``session`` and ``project`` included)."""
     ref = storage.log.ref(start["project"], start["session"])
     session = Session.begin(clock(), **start)
-    return SessionWriter(storage, ref, session, clock, sync)
+    return SessionWriter(storage, ref, session, clock, sync, views=views)
 
 
 def reopen_session(
-    storage: SessionStorage, clock: Clock, session_id: str, sync: SyncPolicy = "commit"
+    storage: SessionStorage,
+    clock: Clock,
+    session_id: str,
+    sync: SyncPolicy = "commit",
+    views: Sequence[SessionView] = (),
 ) -> SessionWriter:
     """Become the writer of an existing session, to append a new request to it."""
     ref = storage.log.find(session_id)
@@ -137,7 +164,7 @@ def reopen_session(
             raise SessionNotFound(session_id)
         if session.imported:
             raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
-        return SessionWriter(storage, ref, session, clock, sync, history=records)
+        return SessionWriter(storage, ref, session, clock, sync, history=records, views=views)
     except BaseException:
         storage.log.release(ref)
         raise
@@ -150,6 +177,7 @@ def fork_session(
     fork_id: str,
     project: str,
     sync: SyncPolicy = "commit",
+    views: Sequence[SessionView] = (),
 ) -> SessionWriter:
     """Copy a session to ``fork_id`` in ``project`` (the folder of the directory the fork runs
     in, as a new session's) and become the copy's writer: every event as it was, with each
@@ -176,7 +204,7 @@ def fork_session(
         if session is None:  # the copy of a session that replayed; never None here
             raise SessionNotFound(fork_id)
         storage.log.release(fork)
-        return SessionWriter(storage, fork, session, clock, sync, history=copy)
+        return SessionWriter(storage, fork, session, clock, sync, history=copy, views=views)
     except BaseException:
         storage.log.release(fork)
         raise

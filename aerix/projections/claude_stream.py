@@ -1,4 +1,5 @@
-"""Session events as the lines of Claude Code's ``stream-json``, which the Claude Agent SDK parses.
+"""Session events as the lines of Claude Code's ``stream-json``, which the Claude Agent SDK parses,
+and what a request's result needs of them (each model's usage, the denied calls).
 
 - ``system``/``init`` when a request's session starts: Claude's keys (``session_id``, ``cwd``,
   ``tools`` in Claude's names, ``model``, ``permissionMode``, ``slash_commands``,
@@ -13,18 +14,22 @@
 Every line carries ``session_id`` and a ``uuid`` (the transcript record's, for an event that
 makes one), and ``agent``, aerix's id of the agent it belongs to. Tool ids, names and inputs are
 the transcript's and the hooks' (``aerix.domain.claude_format``).
+
+``ClaudeStream`` is a projection the session's writer feeds (subscribed, like the index entry):
+the fold remembers what later lines need, and ``lines`` renders an event just folded. The output
+adapter only writes those lines; it reaches the fold through ``aerix.app.ports.StreamView``.
+Each request's ``session.start`` begins a new fold (each request of a stream-json input has its
+own tallies), so fed a whole log it holds the last request's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from aerix.app.ports import RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.claude_format import (
     HEADLESS_PERMISSION_MODE,
-    USAGE_KEYS,
+    ModelTally,
     assistant_blocks,
     claude_tool_id,
     claude_usage,
@@ -34,37 +39,20 @@ from aerix.domain.claude_format import (
 )
 from aerix.domain.claude_tools import CLAUDE_CODE_VERSION, claude_tool_name, to_claude_input
 from aerix.domain.segments import ROOT_AGENT
+from aerix.domain.usage import RequestUsage
+from aerix.projections.base import Handlers, Projection
 
 
-@dataclass
-class ModelTally:
-    """One model's usage over a request, for the result's ``modelUsage``."""
-
-    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
-    window: int | None = None
-
-    def add(self, usage: ev.Usage) -> None:
-        for key, value in claude_usage(usage).items():
-            self.usage[key] += value
-
-    def as_json(self) -> dict[str, Any]:
-        """Claude Code's ``modelUsage`` entry (a local model costs nothing)."""
-        return {
-            "inputTokens": self.usage["input_tokens"],
-            "outputTokens": self.usage["output_tokens"],
-            "cacheReadInputTokens": self.usage["cache_read_input_tokens"],
-            "cacheCreationInputTokens": 0,
-            "webSearchRequests": 0,
-            "costUSD": 0,
-            "contextWindow": self.window or 0,
-        }
-
-
-class ClaudeStream:
-    """Turns a request's session events into stream-json lines, remembering what later lines
-    need: the session, each agent's model and the call it runs for, each model's usage."""
+class ClaudeStream(Projection):
+    """Folds a request's session events for its stream-json lines and its result, remembering
+    what later lines need: the session, each agent's model and the call it runs for, each
+    model's usage."""
 
     def __init__(self) -> None:
+        super().__init__()
+        self._begin()
+
+    def _begin(self) -> None:
         self.session = ""
         self._ids = session_namespace("")
         self.cwd = ""
@@ -83,24 +71,24 @@ class ClaudeStream:
         self._calls: dict[str, dict[str, Any]] = {}
         self.denials: list[dict[str, Any]] = []
 
-    def track(self, record: ev.EventBase) -> None:
-        """Remember what later lines and the result need from ``record`` (every format's
-        output does this; only stream-json prints ``lines``)."""
-        if isinstance(record, ev.SessionStart):
-            self.session, self.cwd, self.model, self.window = (
-                record.session,
-                record.cwd,
-                record.model,
-                record.window,
-            )
-            self._ids = session_namespace(record.session)
-        elif isinstance(record, ev.AgentSpawn):
-            self._spawned(record)
-        elif isinstance(record, ev.RouteDecision):
-            self.route = record.choice
-        elif isinstance(record, ev.SessionEnd):
-            self.end = record
-        elif isinstance(record, ev.Message) and record.role == "assistant":
+    def _start(self, record: ev.SessionStart) -> None:
+        self._begin()
+        self.session, self.cwd, self.model, self.window = (
+            record.session,
+            record.cwd,
+            record.model,
+            record.window,
+        )
+        self._ids = session_namespace(record.session)
+
+    def _route(self, record: ev.RouteDecision) -> None:
+        self.route = record.choice
+
+    def _end(self, record: ev.SessionEnd) -> None:
+        self.end = record
+
+    def _message(self, record: ev.Message) -> None:
+        if record.role == "assistant":
             if record.agent == ROOT_AGENT and record.parse_error is None:
                 self.root_turns += 1
             if record.usage is not None:
@@ -112,14 +100,27 @@ class ClaudeStream:
                     "tool_use_id": tool_use_id,
                     "tool_input": to_claude_input(call.tool, call.input, self.cwd or None),
                 }
-        elif isinstance(record, ev.Message) and record.denied_rule is not None and record.call:
+        elif record.denied_rule is not None and record.call:
             denied = self._calls.get(claude_tool_id(record.agent, record.call))
             if denied is not None:
                 self.denials.append(denied)
 
+    def _spawned(self, spawn: ev.AgentSpawn) -> None:
+        if spawn.model:
+            self._models[spawn.agent] = spawn.model
+        if spawn.parent is not None and spawn.call is not None:
+            self._parents[spawn.agent] = claude_tool_id(spawn.parent, spawn.call)
+
+    HANDLERS: ClassVar[Handlers] = {
+        ev.SessionStart: _start,
+        ev.AgentSpawn: _spawned,
+        ev.RouteDecision: _route,
+        ev.SessionEnd: _end,
+        ev.Message: _message,
+    }
+
     def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Track ``record``, then its lines; ``listing`` (what startup found) joins ``init``."""
-        self.track(record)
+        """The lines of ``record``, once folded; ``listing`` (what startup found) joins ``init``."""
         if isinstance(record, ev.SessionStart):
             return [self._init(record, listing or {})]
         if isinstance(record, ev.Message):
@@ -154,12 +155,6 @@ class ClaudeStream:
             "resumed": start.resumed,
             **own,
         }
-
-    def _spawned(self, spawn: ev.AgentSpawn) -> None:
-        if spawn.model:
-            self._models[spawn.agent] = spawn.model
-        if spawn.parent is not None and spawn.call is not None:
-            self._parents[spawn.agent] = claude_tool_id(spawn.parent, spawn.call)
 
     def _parent(self, agent: str) -> str | None:
         """The tool_use id of the agent call ``agent`` runs for (None for the root): its spawn's,

@@ -1,0 +1,175 @@
+"""A session held open across requests: its project, its bound pool, its profile and, from its
+first request on, its writer (the log's lock) with the resume point the writer keeps up to date.
+
+``aerix -p`` runs one request on it; the screen and the stream-json input hold one and run each
+prompt on it, so a prompt neither reads the log back (the root's context is the writer's
+``ResumePoint``, fed as events are recorded) nor binds the pool or attaches the profile again.
+
+A new session's log is made by its first request, under the id the session was opened with;
+until then nothing of it is on disk (the screen shows the profile commit the first request will
+read without making its branch: ``preview``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+from aerix.app.pool.members import BoundPool, pool_session
+from aerix.app.ports import Project, RequestControls, RequestObserver, RequestResult
+from aerix.app.profiles.attach import AttachedProfile
+from aerix.app.request.open_request import OpenRequest
+from aerix.app.request.opening import (
+    attach_session_profile,
+    loaded_from,
+    next_start,
+    open_session,
+    refuse_a_taken_id,
+    request_session_id,
+    resume_state,
+    start_fields,
+    with_overlays,
+)
+from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.recorder import RequestRecorder
+from aerix.app.request.startup import startup_listing
+from aerix.app.sessions.queries import ResumePoint, ResumeState
+from aerix.app.sessions.transcript import TranscriptFollower
+from aerix.app.sessions.writer import SessionWriter
+from aerix.domain.diffs import Snapshot
+from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
+
+
+class LiveSession:
+    """One session, open: ``run`` takes a request on it, ``close`` releases its log."""
+
+    def __init__(
+        self,
+        options: RequestOptions,
+        deps: RequestDeps,
+        project: Project,
+        bound: BoundPool,
+        resume: ResumeState | None,
+        *,
+        preview: bool = False,
+        held: bool = False,
+    ) -> None:
+        """``options``: what the session was opened with (--resume, --continue, --session-id,
+        --fork-session, --profile, --profile-refresh); ``preview``: attach the profile without
+        making ``session/<id>`` until the first request; ``held``: it stays open after a request
+        for the next (the log is made durable after each, as closing it would)."""
+        self.options = options
+        self.deps = deps
+        self.project = project
+        self.bound = bound
+        self.resume = resume
+        self.id = request_session_id(options, resume)
+        self.fork = options.fork_session and resume is not None
+        self.held = held
+        self.writer: SessionWriter | None = None
+        self._point = ResumePoint()
+        #: The Claude Code transcript kept up to the log, subscribed while the writer is open.
+        self._transcript: TranscriptFollower | None = None
+        #: Attached by the first request (``preview``: read from the commit it will attach).
+        self.profile = self._attach(preview=True) if preview else None
+
+    def _attach(self, preview: bool) -> AttachedProfile:
+        members = self.bound.members
+        return attach_session_profile(
+            self.options, self.deps, self.project, members, self.resume, self.id, preview=preview
+        )
+
+    @property
+    def base_commit(self) -> str | None:
+        """The commit the session started on (its first request's), once known."""
+        first = self._point.first or (self.resume.start if self.resume is not None else None)
+        return first.base_commit if first is not None else None
+
+    async def run(
+        self,
+        options: RequestOptions,
+        observer: RequestObserver,
+        controls: RequestControls | None = None,
+        *,
+        snapshot: Snapshot | None = None,
+        began: float | None = None,
+        project_noted: bool = False,
+    ) -> RequestResult:
+        """Run one request (``options``: its prompt and its own flags) on this session.
+        ``project_noted``: the caller told ``observer`` the prompt's and the project's notes
+        already."""
+        controls = controls or RequestControls()
+        began = time.monotonic() if began is None else began
+        if not project_noted:
+            if options.prompt_bytes is not None:
+                observer.note(invalid_prompt_note(decode_prompt(options.prompt_bytes)))
+            for line in self.project.notes:
+                observer.note(line)
+        if snapshot is None:
+            snapshot = self.deps.diffs.snapshot(self.project.cwd)
+        members = self.bound.members
+        for line in members.notes:
+            observer.note(line)
+        first = self.writer is None
+        if first:  # the first request attaches the profile (a new session: makes session/<id>)
+            self.profile = self._attach(preview=False)
+        profile = self.profile
+        assert profile is not None  # attached above, by the first request
+        for line in profile.notes:
+            observer.note(line)
+        project = with_overlays(self.project, profile)
+        listing = {**startup_listing(project, members), "profile": profile.listing()}
+        observer.startup(listing)
+        start = start_fields(options, self.deps, project, members, snapshot, loaded_from(listing), profile)
+        # The session's own flags are the opening's; a request after the first continues it.
+        options = replace(options, fork_session=first and self.fork)
+        if self.writer is None:
+            self.writer, record = open_session(
+                options, self.deps, project, self.resume, self.id, start, views=[self._point]
+            )
+        else:
+            self.resume = self._point.state(self.writer.ref)
+            record = next_start(self.writer, self.resume, start)
+        writer = self.writer
+        if self._transcript is None:
+            claude_projects = project.settings.transcript.claude_projects
+            self._transcript = TranscriptFollower(self.deps.sessions, writer.ref, claude_projects)
+            writer.subscribe(self._transcript.seen)
+        recorder = RequestRecorder(writer, observer, self._transcript)
+        request = OpenRequest(
+            options, self.deps, project, members, self.bound.pool, recorder, self.resume, profile, controls
+        )
+        try:
+            return await request.run(record, snapshot, began)
+        finally:
+            recorder.close()
+            if recorder.transcript is None:  # it could not be written: the next request starts over
+                writer.unsubscribe(self._transcript.seen)
+                self._transcript = None
+            if self.held:
+                writer.settle()
+
+    def close(self) -> None:
+        """Release the session's log (its index entry stored); the pool stays the caller's."""
+        if self.writer is not None:
+            self.writer.close()
+
+
+@asynccontextmanager
+async def live_session(
+    options: RequestOptions, deps: RequestDeps, *, preview: bool = False
+) -> AsyncIterator[LiveSession]:
+    """Open the session ``options`` name (new, resumed, forked) with the pool bound for it; the
+    pool is closed and the log released when the body ends."""
+    project = deps.projects.load(options.cwd)
+    resume = resume_state(options, deps, project)
+    if resume is None or options.fork_session:
+        refuse_a_taken_id(options, deps, project)
+    async with pool_session(deps.pools, project.settings.pool) as bound:
+        session = LiveSession(options, deps, project, bound, resume, preview=preview, held=True)
+        try:
+            yield session
+        finally:
+            session.close()

@@ -1,0 +1,88 @@
+"""A session held across requests (``LiveSession``), through the stream-json input's use case
+with the real adapters, the real pool daemon and a scripted main member: the second prompt
+continues the first's session on the pool bound once, without reading the log back, and its
+root starts from the context the writer kept."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from aerix.adapters.claude.output import HeadlessOutput
+from aerix.adapters.sessions.session_store import SessionFiles
+from aerix.app.ports import UserPrompt
+from aerix.app.request.options import RequestOptions
+from aerix.app.request.stream import serve_stream
+from aerix.app.sessions.queries import load_for_resume
+from aerix.projections.claude_stream import ClaudeStream
+from aerix.wiring.requests import request_deps
+from tests.aerix.request_world import make_project, make_world, start_scripted_pool
+
+pytestmark = [pytest.mark.e2e]
+
+FINAL = json.dumps({"thought": "Ok.", "final": "Done."})
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    socket = tmp_path / "run" / "pool.sock"
+    settings = Path(os.environ["XDG_CONFIG_HOME"]) / "aerix" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"pool": {"socket": str(socket)}}))
+    world = make_world(tmp_path / "world", {})
+    pool = start_scripted_pool(world, socket, ["answer", FINAL, "answer", FINAL])
+    yield make_project(tmp_path / "proj", {"README.md": "# Demo\n"})
+    pool.terminate()
+    pool.wait(timeout=60)
+
+
+def test_two_prompts_run_on_one_held_session_without_reading_its_log_back(project: Path) -> None:
+    sessions = SessionFiles()
+    deps = request_deps(sessions)
+    reads: list[str] = []
+    opens: list[Any] = []
+    read, open_pool = sessions.log.read, deps.pools.open
+
+    def counted_read(ref: Any) -> Any:
+        reads.append(ref.id)
+        return read(ref)
+
+    async def counted_open(settings: Any) -> Any:
+        opens.append(settings)
+        return await open_pool(settings)
+
+    sessions.log.read = counted_read  # type: ignore[method-assign]
+    deps.pools.open = counted_open  # type: ignore[method-assign]
+    out, err = io.StringIO(), io.StringIO()
+    output = HeadlessOutput("stream-json", out, err, ClaudeStream())
+    prompts = [UserPrompt("first question"), UserPrompt("second question")]
+    try:
+        code = anyio.run(serve_stream, RequestOptions("", project), deps, output, lambda: iter(prompts))
+    finally:
+        sessions.log.close()
+    assert code == 0, err.getvalue()
+    results = [line for line in map(json.loads, out.getvalue().splitlines()) if line["type"] == "result"]
+    assert [(r["outcome"], r["request"], r["resumed"]) for r in results] == [
+        ("done", 1, False),
+        ("done", 2, True),
+    ]
+    assert results[0]["session_id"] == results[1]["session_id"]
+    # The log is read once, by the transcript's first catch-up in this process (the first
+    # request's); the second request neither resumes nor reopens it from the file. The pool is
+    # opened and its members bound once.
+    assert reads == [results[0]["session_id"]] and len(opens) == 1
+    # The second request's root started from the first's context, as a resume from the log would.
+    state = load_for_resume(sessions, results[0]["session_id"])
+    prompts_seen = [seg.text for seg in state.root.ordered() if seg.kind == "prompt"]
+    assert (
+        len(prompts_seen) == 2
+        and "first question" in prompts_seen[0]
+        and "second question" in prompts_seen[1]
+    )
