@@ -14,21 +14,26 @@ order, gzipped, in ``benchmarks/recordings/claude_front.json.gz``.
 - (b) ``llama-server``'s ``/v1/messages`` with its defaults (one slot; its RAM prompt cache is
   on by default, ``--cache-ram 8192``);
 - (b0) the same with ``--cache-ram 0``: only the slot's own rows are reused;
+- (bt) the same as (b) with a chat template that keeps the tools, written as caldrix's front
+  writes them (``benchmarks/templates/chatml_tools.jinja``), and the model's window raised to
+  the replay's (llama-server caps a slot at the training context, 8,192 rows for SmolLM2):
+  both servers then prefill prompts of the same content and length;
 - (c) caldrix's front on a pool with ``--context-budget 0`` (only the live rows are reused).
 
 For each: the rows prefilled (caldrix's ``input_tokens``, the rows it computed; llama-server's
 ``prompt eval … / N tokens`` log line), the summed time to first token (to the first
 ``content_block_delta``, else ``message_delta``) and the whole replay's wall time. The floor
 is each distinct token of caldrix's prompts computed once (a trie over them). llama-server
-renders its own prompts (its SmolLM2 template drops the tool definitions), so its rows
-prompted are its own and are reported beside it.
+renders its own prompts (its SmolLM2 template drops the tool definitions, (bt)'s keeps them), so
+its rows prompted are its own and are reported beside it. Each request goes on a connection of
+its own (see ``replay_on``).
 
 ``ramble`` asks Claude Code ``say hi`` on a model that does not stop (Gemma 3 270M base, no
 output cap from Claude Code: it asks ``max_tokens`` 32,000) through (a) and (b), and reports
 how long until Claude Code printed an answer, each cut at ``--cap`` seconds.
 
     .venv/bin/python benchmarks/bench_claude_front.py record
-    .venv/bin/python benchmarks/bench_claude_front.py [replay] [--threads 1]
+    .venv/bin/python benchmarks/bench_claude_front.py [replay] [--threads 1] [--setups a,b,b0,bt,c]
     .venv/bin/python benchmarks/bench_claude_front.py ramble [--cap 600] [--setups a,b]
 """
 
