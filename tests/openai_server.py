@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.default_model import default_model_path
+from tests.processes import stop_process
 
 #: The model id the server lists (``--model_alias``).
 SERVED_MODEL = "smol"
@@ -44,13 +45,7 @@ class OpenAIServer:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
     def kill(self) -> None:
         """End it at once, as a crash would."""

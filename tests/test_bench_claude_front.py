@@ -70,3 +70,18 @@ def test_a_run_cut_short_is_reported_with_what_it_measured() -> None:
     text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, cut], floor=100, threads=1)
     assert "| 2 | subagent | 5/110 | — |" in text
     assert "| (b) peer (cut after 1 request(s): gone) | 40 | 40 | 0.40× | 4.0 | 5.0 |" in text
+
+
+def test_setups_are_named_by_their_keys_and_an_unknown_one_is_one_line() -> None:
+    assert bench._setups("a,bt", bench.SETUPS) == ["a", "bt"]
+    assert bench._setups("b", bench.RAMBLE_SETUPS) == ["b"]
+    for wrong in ("a,zz", ",", "bt"):
+        known = bench.RAMBLE_SETUPS if wrong == "bt" else bench.SETUPS
+        try:
+            bench._setups(wrong, known)
+        except SystemExit as refused:
+            assert (
+                str(refused) == f"bench_claude_front: --setups takes some of {','.join(known)}, not {wrong!r}"
+            )
+        else:
+            raise AssertionError(f"{wrong!r} was taken")

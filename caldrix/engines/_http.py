@@ -138,6 +138,9 @@ class EventStream:
                 if not line:
                     return  # the server closed the connection (or interrupt() did)
                 text = line.decode("utf-8", "replace").strip()
+                if text.startswith("error:"):  # older llama.cpp servers: ``error: {json}``
+                    yield {"error": _parsed(text[len("error:") :].strip())}
+                    continue
                 if not text.startswith("data:"):
                     continue  # comments (pings), event names, blank separators
                 data = text[len("data:") :].strip()
@@ -198,6 +201,28 @@ def _json_reply(response: http.client.HTTPResponse) -> Any:
         return json.loads(data)
     except ValueError as exc:
         raise Refused(response.status, f"not JSON: {data[:80]!r}") from exc
+
+
+def _parsed(data: str) -> Any:
+    """``data`` as JSON if it is, else the text itself."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data
+
+
+def stream_error_text(error: object) -> str:
+    """An error a server sent inside a stream that had begun (llama.cpp's server sends
+    ``{"error": {"code": 400, "message": …}}`` when a request fails after its headers), as one
+    line: its status, if it names one, and its message."""
+    if isinstance(error, dict):
+        code = error.get("code")
+        message = error.get("message") or error.get("type") or json.dumps(error)
+        status = f"{code}: " if isinstance(code, int) else ""
+        line = f"{status}{message}"
+    else:
+        line = str(error)
+    return " ".join(line.split())[:ERROR_BODY_CHARS] or "(no message)"
 
 
 def _error_text(text: str) -> str:

@@ -20,7 +20,7 @@ from caldrix.engine_seam import (
     GenerationResult,
     GenerationSink,
 )
-from caldrix.engines._http import EventStream, Refused, Unreachable
+from caldrix.engines._http import EventStream, Refused, Unreachable, stream_error_text
 from caldrix.errors import BadRequest, InternalError
 from caldrix.generation.degeneration import DegenerationGuard
 
@@ -61,6 +61,8 @@ class RemoteGeneration:
         self._degenerate: str | None = None
         self._usage: dict[str, Any] = {}
         self._cache_n: int | None = None
+        self._server_error: object = None
+        """The error the server sent inside the stream, if it sent one (then it ends it)."""
         self._first_text = threading.Event()
         self._done = threading.Event()
         self.server_prompt_tokens: int | None = None
@@ -83,11 +85,15 @@ class RemoteGeneration:
                 if first is None:
                     first = time.perf_counter()
                 self._take(event)
+                if self._server_error is not None:
+                    break
                 if self._degenerate is not None:
                     self._finish = "degenerate"
                     break
             if self._sink.cancelled():
                 raise GenerationCancelled(self._partial())
+            if self._server_error is not None:
+                raise _stream_failure(url, self._server_error)
             if not opened.finished and self._finish is None:
                 raise InternalError(
                     f"the server at {url} closed the stream after {len(self._text)} piece(s) of text"
@@ -105,6 +111,9 @@ class RemoteGeneration:
         return self._result(started, first if first is not None else time.perf_counter())
 
     def _take(self, event: dict[str, Any]) -> None:
+        if "error" in event:
+            self._server_error = event["error"]
+            return
         usage = event.get("usage")
         if isinstance(usage, dict):
             self._usage = usage
@@ -180,6 +189,15 @@ class RemoteGeneration:
             output_token_ids=[],
             logprobs=self._logprobs,
         )
+
+
+def _stream_failure(url: str, error: object) -> BadRequest | InternalError:
+    """The server's own reason for a stream it ended with an error: a request it refused
+    (status 400, e.g. a grammar it cannot parse) is the client's to fix, anything else its own."""
+    line = f"the server at {url} ended the stream with an error: {stream_error_text(error)}"
+    if isinstance(error, dict) and error.get("code") == 400:
+        return BadRequest(line)
+    return InternalError(line)
 
 
 def _cached_tokens(usage: dict[str, Any], cache_n: int | None) -> int | None:

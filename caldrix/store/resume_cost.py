@@ -132,13 +132,17 @@ class ResumeDecision:
     chosen: PricedCandidate
     alternatives: tuple[PricedCandidate, ...]
     rates: RatesUsed
+    rule: str
+    """Which rule chose: live rows are kept without being priced against the whole prefill, so
+    the line must not read as if the cheapest price had won."""
 
     @property
     def start(self) -> int:
         return self.chosen.candidate.start
 
     def describe(self) -> str:
-        """One log line: the choice, then what it was weighed against and with which rates."""
+        """One log line: the choice and the rule that made it, then what it was weighed against
+        and with which rates."""
 
         def show(priced: PricedCandidate) -> str:
             c = priced.candidate
@@ -147,7 +151,7 @@ class ResumeDecision:
 
         others = "; ".join(show(p) for p in self.alternatives if p is not self.chosen) or "nothing else"
         return (
-            f"{self.prompt_rows}-row prompt: {show(self.chosen)} (against {others}; "
+            f"{self.prompt_rows}-row prompt: {show(self.chosen)}, {self.rule} (against {others}; "
             f"rates: {self.rates.describe()})"
         )
 
@@ -175,7 +179,27 @@ def decide(prompt_rows: int, resumable: list[Candidate], rates: RatesUsed) -> Re
             priced.append(PricedCandidate(candidate, price(candidate, prompt_rows, rates)))
     live = [option for option in priced if option.candidate.source == "live"]
     chosen = max(live, key=lambda option: option.candidate.start) if live else whole
+    replaced = chosen
     for option in priced:
         if option.candidate.source == "stored" and option.seconds < chosen.seconds:
             chosen = option
-    return ResumeDecision(prompt_rows=prompt_rows, chosen=chosen, alternatives=tuple(priced), rates=rates)
+    snapshots = any(option.candidate.source == "stored" for option in priced)
+    return ResumeDecision(
+        prompt_rows=prompt_rows,
+        chosen=chosen,
+        alternatives=tuple(priced),
+        rates=rates,
+        rule=_rule(chosen, replaced, snapshots),
+    )
+
+
+def _rule(chosen: PricedCandidate, replaced: PricedCandidate, snapshots: bool) -> str:
+    """The rule that chose, in the words of the log line."""
+    source = chosen.candidate.source
+    if source == "stored":
+        beaten = "the live rows" if replaced.candidate.source == "live" else "the whole prefill"
+        return f"the snapshot priced below {beaten}"
+    if source == "live":
+        kept = "live rows kept whatever the prefill's price"
+        return f"{kept}, no snapshot priced below them" if snapshots else kept
+    return "no snapshot priced below it" if snapshots else "nothing to resume"

@@ -23,6 +23,7 @@ import httpx2 as httpx
 
 from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
 from tests.openai_server import free_port
+from tests.processes import stop_process
 
 #: How long a front may take to answer after it starts.
 FRONT_START_SECS = 60.0
@@ -43,13 +44,7 @@ class FrontProcess:
         return httpx.Client(base_url=self.url, timeout=HTTP_TIMEOUT_SECS, headers=headers)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
 
 def launch_front(

@@ -24,6 +24,7 @@ import cbor2
 
 from caldrix.protocol.client import ClientBounds
 from caldrix.protocol.framing import FrameMode, decode_payload, encode_frame
+from tests.processes import stop_process
 
 #: The embedded default model, as a user names it.
 DEFAULT_MODEL = "smollm2-135m"
@@ -53,13 +54,7 @@ class PoolProcess:
 
     def stop(self) -> None:
         """End the pool if it still runs (SIGTERM, then SIGKILL)."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=EXIT_TIMEOUT_SECS)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, EXIT_TIMEOUT_SECS)
 
 
 def pool_command(*args: str) -> list[str]:

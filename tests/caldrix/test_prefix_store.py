@@ -201,6 +201,32 @@ def test_decision_line_names_the_choice_alternatives_and_rates() -> None:
     assert "prefill 250 rows/s, fill 250 rows/s, restore 5000 MB/s" in line
 
 
+def test_decision_line_says_live_rows_were_kept_even_when_priced_above_the_prefill() -> None:
+    """The rule keeps live rows without pricing them against the whole prefill: a line that
+    showed only the prices would read as if the dearer start had won by price."""
+    noisy = measured_rates(prefill=1000, fill=10, restore=5e9).current()
+    line = decide(1000, [Candidate("live", 200)], noisy).describe()
+    assert line.startswith(
+        "1000-row prompt: live from row 200 ≈ 80000 ms, live rows kept whatever the prefill's price "
+        "(against prefill from row 0 ≈ 1000 ms;"
+    )
+    with_snapshot = [Candidate("live", 200), Candidate("stored", 201, restore_bytes=5_000_000_000)]
+    assert ", live rows kept whatever the prefill's price, no snapshot priced below them (" in (
+        decide(1000, with_snapshot, noisy).describe()
+    )
+
+
+def test_decision_line_names_what_a_chosen_snapshot_beat() -> None:
+    quick = measured_rates(prefill=250, fill=250, restore=5e9).current()
+    snapshot = Candidate("stored", 900, restore_bytes=20_000_000)
+    assert ", the snapshot priced below the live rows (" in (
+        decide(1000, [Candidate("live", 100), snapshot], quick).describe()
+    )
+    assert ", the snapshot priced below the whole prefill (" in decide(1000, [snapshot], quick).describe()
+    slow = measured_rates(prefill=250, fill=250, restore=1e3).current()
+    assert ", no snapshot priced below it (" in decide(1000, [snapshot], slow).describe()
+
+
 def test_measured_rate_weighs_long_timings_more_than_tiny_ones() -> None:
     rate = MeasuredRate()
     assert rate.per_second is None
@@ -369,7 +395,8 @@ def test_every_decision_is_logged_with_its_figures(caplog: pytest.LogCaptureFixt
     run(store, engine, [*SYSTEM, 1])
     decisions = [r.message for r in caplog.records if "-row prompt" in r.message]
     assert decisions == [
-        "main: 101-row prompt: prefill from row 0 ≈ 505 ms (against nothing else; rates: prefill 200 "
+        "main: 101-row prompt: prefill from row 0 ≈ 505 ms, nothing to resume (against nothing else; "
+        "rates: prefill 200 "
         "rows/s (assumed), fill 25 rows/s (assumed), restore 1000 MB/s (assumed))"
     ]
 
