@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,3 +87,47 @@ def test_two_prompts_run_on_one_held_session_without_reading_its_log_back(projec
         and "first question" in prompts_seen[0]
         and "second question" in prompts_seen[1]
     )
+
+
+def test_a_pool_gone_between_prompts_is_found_again_and_the_session_goes_on(tmp_path: Path) -> None:
+    """The pool stopped (or crashed) after the first prompt and another answers on its socket:
+    the second prompt opens the same session again on it, rather than failing on the old
+    connection for every prompt until the screen or the stream is restarted."""
+    socket = tmp_path / "run" / "pool.sock"
+    settings = Path(os.environ["XDG_CONFIG_HOME"]) / "aerix" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"pool": {"socket": str(socket)}}))
+    world = make_world(tmp_path / "world", {})
+    pools = [start_scripted_pool(world, socket, ["answer", FINAL])]
+    project = make_project(tmp_path / "proj", {"README.md": "# Demo\n"})
+    sessions = SessionFiles()
+    out, err = io.StringIO(), io.StringIO()
+    output = HeadlessOutput("stream-json", out, err, ClaudeStream())
+
+    def results() -> list[dict[str, Any]]:
+        return [line for line in map(json.loads, out.getvalue().splitlines()) if line["type"] == "result"]
+
+    def prompts() -> Iterator[UserPrompt]:
+        yield UserPrompt("first question")
+        deadline = time.monotonic() + 120
+        while not results():
+            assert time.monotonic() < deadline, "the first prompt never ended"
+            time.sleep(0.05)
+        pools[0].terminate()
+        pools[0].wait(timeout=60)
+        pools.append(start_scripted_pool(world, socket, ["answer", FINAL]))
+        yield UserPrompt("second question")
+
+    try:
+        code = anyio.run(serve_stream, RequestOptions("", project), request_deps(sessions), output, prompts)
+    finally:
+        sessions.log.close()
+        for pool in pools:
+            pool.terminate()
+            pool.wait(timeout=60)
+    assert code == 0, err.getvalue()
+    ended = results()
+    assert [(r["outcome"], r["request"]) for r in ended] == [("done", 1), ("done", 2)]
+    assert ended[0]["session_id"] == ended[1]["session_id"]
+    state = load_for_resume(sessions, ended[0]["session_id"])
+    assert [seg.text for seg in state.root.ordered() if seg.kind == "prompt"][-1].endswith("second question")

@@ -31,7 +31,7 @@ from aerix.app.ports import (
 )
 from aerix.app.request.opening import new_session_id
 from aerix.app.request.options import RequestDeps, RequestOptions
-from aerix.app.request.session import LiveSession, live_session
+from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers
 from aerix.app.request.startup import startup_listing
 from aerix.app.sessions.queries import ResumeState, list_sessions, load_for_resume
 from aerix.domain import events as ev
@@ -105,6 +105,7 @@ class _Held:
     and whether a request has run since the screen opened (``--profile-refresh`` is the first's)."""
 
     session: LiveSession
+    stack: AsyncExitStack  # holds each session opened (its pool) until the screen closes
     ran: bool = False
 
 
@@ -128,7 +129,7 @@ async def converse(options: ConversationOptions, deps: RequestDeps, screen: Conv
             screen.failed_to_open(str(error))
             return error.exit_code
         screen.opened(opened)
-        held = _Held(session)
+        held = _Held(session, stack)
         stack.callback(lambda: held.session.close())  # the session held last (after /clear, /resume)
         code = await _converse(held, options, deps, screen)
     return code
@@ -164,8 +165,13 @@ async def _request(
     held.ran = True
     controls = RequestControls(plan_gate=screen)
     screen.request_started(prompt, controls)
-    session = held.session
+    before = held.session
     try:
+        session = held.session = await with_a_pool_that_answers(before, held.stack, deps)
+        if session is not before:
+            opened = session.bound.opened
+            found = f"started it again (pid {opened.pid})" if opened.started else "found it running again"
+            screen.note(f"the pool had gone since the last prompt; {found}")
         result = await session.run(request, _Observer(screen), controls)
     except AerixError as error:
         screen.request_failed(str(error))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
 from aerix.app.pool.members import BoundPool, pool_session
@@ -40,6 +40,7 @@ from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
+from aerix.errors import PoolUnavailable
 
 
 class LiveSession:
@@ -156,6 +157,28 @@ class LiveSession:
         if self.writer is not None:
             self.writer.close()
 
+    async def pool_answers(self) -> bool:
+        """Whether the pool bound at opening still answers: between two prompts it may have been
+        stopped (``caldrix pool stop``), or have crashed."""
+        try:
+            await self.bound.pool.member_list()
+        except PoolUnavailable:
+            return False
+        return True
+
+    def reopening(self) -> RequestOptions:
+        """What opens this same session again: resumed once its log exists, else new under its
+        id; never a fork again (the first request made the copy)."""
+        made = self.writer is not None
+        return replace(
+            self.options,
+            prompt="",
+            resume=self.id if made else None,
+            continue_latest=False,
+            session_id=None if made else self.id,
+            fork_session=False,
+        )
+
 
 @asynccontextmanager
 async def live_session(
@@ -173,3 +196,15 @@ async def live_session(
             yield session
         finally:
             session.close()
+
+
+async def with_a_pool_that_answers(
+    session: LiveSession, stack: AsyncExitStack, deps: RequestDeps
+) -> LiveSession:
+    """The session the next prompt runs on: ``session`` while its pool answers; else the same
+    session opened again (held by ``stack``) on the pool found or started anew, as a prompt of
+    its own would, so a pool stopped or crashed between prompts costs no prompt."""
+    if await session.pool_answers():
+        return session
+    session.close()
+    return await stack.enter_async_context(live_session(session.reopening(), deps))

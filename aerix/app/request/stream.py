@@ -27,7 +27,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from aerix.app.ports import BadLine, ControlRequest, RequestResult, StreamItem, StreamOutput, UserPrompt
 from aerix.app.request.options import RequestDeps, RequestOptions
-from aerix.app.request.session import LiveSession, live_session
+from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE, control_failure, control_success
 from aerix.errors import AerixError, FileUnusable
@@ -143,6 +143,8 @@ class _StreamSession:
     async def _on_session(self, options: RequestOptions) -> RequestResult:
         if self.live is None:
             self.live = await self.stack.enter_async_context(live_session(self.options, self.deps))
+        else:
+            self.live = await with_a_pool_that_answers(self.live, self.stack, self.deps)
         return await self.live.run(options, self.output)
 
     def _answer(self, request: ControlRequest) -> dict[str, Any]:
