@@ -20,7 +20,7 @@ AERIX = str(Path(sys.executable).with_name("aerix"))
     "checkpoint",
     [
         "aerix.cli.main",  # the parser is imported; -p's own modules come next
-        "rich.style",  # among the first of the request's imports
+        "anyio",  # the event loop's library (a piped -p loads no rich)
         "pydantic",  # the event models' library
         "aerix.domain.events",  # the slowest of aerix's own modules
         "aerix.wiring.stream_session",  # the composition root's last module
