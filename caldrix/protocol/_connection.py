@@ -181,7 +181,9 @@ class Connection:
         try:
             await self._stream.send(encode_frame(message, self.mode))
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            raise PoolUnavailable(f"the pool at {self.socket_path} hung up: {exc}") from exc
+            # anyio's broken and closed stream errors carry no text of their own.
+            reason = str(exc) or "the connection was closed"
+            raise PoolUnavailable(f"the pool at {self.socket_path} hung up: {reason}") from exc
 
     async def _receive(self, timeout: float, *, waiting_for: str) -> Message:
         with anyio.move_on_after(timeout) as scope:
