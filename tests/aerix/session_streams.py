@@ -214,3 +214,16 @@ def start_session(session_id: str = "s-random", **extra: Any) -> Session:
     }
     fields.update(extra)
     return Session.begin(T0, **fields)
+
+
+class Recording:
+    """A session recorded by hand (``start_session``'s fields), each event ``seconds`` after the
+    one before: ``rec = Recording(window=8192); rec(ev.AgentSpawn, agent="a1", kind="root")``."""
+
+    def __init__(self, **extra: Any) -> None:
+        self.session = start_session(**extra)
+        self.at = T0
+
+    def __call__(self, cls: type[ev.EventBase], seconds: float = 1, **fields: object) -> None:
+        self.at += timedelta(seconds=seconds)
+        self.session.record(cls, self.at, **fields)

@@ -13,17 +13,12 @@ from aerix.projections.status import (
     StatusFigures,
     streaming_seconds,
 )
-from tests.aerix.session_streams import T0, start_session
+from tests.aerix.session_streams import T0, Recording, start_session
 
 
 def _session() -> list[ev.EventBase]:
-    s = start_session(window=8192)
-    at = T0
-
-    def rec(cls: type[ev.EventBase], seconds: float = 1, **fields: object) -> None:
-        nonlocal at
-        at += timedelta(seconds=seconds)
-        s.record(cls, at, **fields)
+    rec = Recording(window=8192)
+    s = rec.session
 
     rec(ev.RouteDecision, choice="edit", scores={"edit": -0.1, "answer": -2.5})
     rec(ev.AgentSpawn, agent="a1", kind="root", max_turns=40)
@@ -160,13 +155,8 @@ def test_status_figures_follow_their_sources() -> None:
 def test_the_approximate_context_ends_when_the_pool_reports_and_a_short_stream_has_no_rate() -> None:
     """After a compaction the context line is ≈ only until the root's next usage; a request
     that streamed under STATS_MIN_STREAMING_SECS commits a stats line without a rate (``–``)."""
-    s = start_session(window=8192)
-    at = T0
-
-    def rec(cls: type[ev.EventBase], **fields: object) -> None:
-        nonlocal at
-        at += timedelta(seconds=1)
-        s.record(cls, at, **fields)
+    rec = Recording(window=8192)
+    s = rec.session
 
     rec(ev.AgentSpawn, agent="a1", kind="root")
     rec(ev.Compaction, agent="a1", replaced=[], tokens_before=900, tokens_after=400)
@@ -245,13 +235,8 @@ def test_the_corpus_keeps_the_newest_sessions_of_the_profile_and_model() -> None
 def test_a_re_asked_root_attempt_adds_none_of_its_output_to_the_context() -> None:
     """A degenerate (stopped), cut or unparsed root attempt is asked again without its output:
     the context line is the prompt the pool reported, until a turn that parses adds its own."""
-    s = start_session(window=8192)
-    at = T0
-
-    def rec(cls: type[ev.EventBase], **fields: object) -> None:
-        nonlocal at
-        at += timedelta(seconds=1)
-        s.record(cls, at, **fields)
+    rec = Recording(window=8192)
+    s = rec.session
 
     rec(ev.AgentSpawn, agent="a1", kind="root")
     stopped = "stopped after 900 tokens: a span of 12 tokens repeated"
