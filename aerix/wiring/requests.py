@@ -11,7 +11,7 @@ from typing import TextIO
 import anyio
 
 from aerix import __version__
-from aerix.adapters.claude.output import HeadlessOutput, error_object
+from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.clock import utc_now
 from aerix.adapters.git.git_diff import GitDiffs
@@ -26,8 +26,8 @@ from aerix.adapters.tools import LocalToolsFactory
 from aerix.adapters.tools.hook_runner import SubprocessHooks
 from aerix.app.ports import HookRunner, RequestResult
 from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.reported import reported
 from aerix.app.request.run import run_request
-from aerix.errors import AerixError, FileUnusable
 from aerix.projections.claude_stream import ClaudeStream
 from aerix.projections.status import StatusFigures
 
@@ -80,22 +80,10 @@ async def run_one(
     before or around it is one note (and, in the JSON formats, an error result)."""
     sessions = SessionFiles()
     try:
-        try:
-            result = await _requested(options, output, request_deps(sessions, overrides), status)
-        except BrokenPipeError:
-            raise  # a closed pipe is the CLI's to end quietly, not a store that cannot be used
-        except OSError as os_error:  # the session store unusable (a file, no permission, full)
-            raise FileUnusable(os_error) from os_error
-    except AerixError as error:
-        output.note(str(error))
-        if output.format != "text":
-            output.json_line(error_object(str(error), error.exit_code, output.stream.session or None))
-        return error.exit_code
+        deps = request_deps(sessions, overrides)
+        return await reported(lambda: _requested(options, output, deps, status), output, sessions.log.notices)
     finally:
-        for notice in sessions.log.notices():
-            output.note(notice)
         sessions.log.close()
-    return output.finish(result)
 
 
 async def _requested(

@@ -99,7 +99,8 @@ class HeadlessOutput(StreamOutput):
         return self.stream.session
 
     def failed(self, line: str, exit_code: int, session_id: str | None) -> None:
-        self.json_line(error_object(line, exit_code, session_id))
+        if self.format != "text":  # in text, the note on stderr is the whole of it
+            self.json_line(error_object(line, exit_code, session_id))
 
     def projections(self) -> Sequence[LiveProjection]:
         if self.status is None:

@@ -27,10 +27,11 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from aerix.app.ports import BadLine, ControlRequest, RequestResult, StreamItem, StreamOutput, UserPrompt
 from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.reported import reported
 from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
 from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE, control_failure, control_success
-from aerix.errors import AerixError, FileUnusable
+from aerix.errors import AerixError
 
 #: Reads stdin's items until its end (blocking: it runs on a thread of its own).
 ItemReader = Callable[[], Iterator[StreamItem]]
@@ -121,24 +122,8 @@ class _StreamSession:
         self.session = self.output.session or self.session
 
     async def _run(self, options: RequestOptions) -> int:
-        """One request on the held session (opened by the first that can); an error before or
-        around it is one note and an error result."""
-        output = self.output
-        try:
-            try:
-                result = await self._on_session(options)
-            except BrokenPipeError:
-                raise  # a closed pipe is the CLI's to end quietly, not a store that cannot be used
-            except OSError as os_error:  # the session store unusable (a file, no permission, full)
-                raise FileUnusable(os_error) from os_error
-        except AerixError as error:
-            output.note(str(error))
-            output.failed(str(error), error.exit_code, output.session or None)
-            return error.exit_code
-        finally:
-            for notice in self.deps.sessions.log.notices():
-                output.note(notice)
-        return output.finish(result)
+        """One request on the held session (opened by the first that can)."""
+        return await reported(lambda: self._on_session(options), self.output, self.deps.sessions.log.notices)
 
     async def _on_session(self, options: RequestOptions) -> RequestResult:
         if self.live is None:
