@@ -36,7 +36,7 @@ from aerix.app.request.startup import startup_listing
 from aerix.app.sessions.queries import ResumeState, list_sessions, load_for_resume
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_DONE
-from aerix.errors import AerixError
+from aerix.errors import AerixError, FileUnusable
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ async def _request(
         screen.request_failed(str(error))
         return
     except OSError as error:  # the session store unusable: one line, the screen stays
-        screen.request_failed(f"cannot use {error.filename or 'the session store'} ({error.strerror})")
+        screen.request_failed(str(FileUnusable(error)))
         return
     finally:
         for notice in deps.sessions.log.notices():
