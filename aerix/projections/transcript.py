@@ -256,15 +256,18 @@ class ClaudeTranscript(Projection):
     def _tool_result(self, event: ev.Message) -> None:
         agent = event.agent
         tool_id = claude_tool_id(agent, event.call or f"seq{event.seq}")
-        owner, tool, claude_input = self._calls.get(tool_id, (None, event.tool or "", {}))
-        record = self._envelope(agent, self._last.get(agent))
-        record["type"] = "user"
+        called = self._calls.get(tool_id)
+        owner, tool, claude_input = called if called is not None else (None, event.tool or "", {})
         text = _without_header(event)
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
         if event.is_error:
             block["is_error"] = True
+        record = self._envelope_of(agent).copy()  # a copy keeps the keys' order, cheaper than a new dict
+        record["parentUuid"] = self._last.get(agent)
+        record["type"] = "user"
         record["message"] = {"role": "user", "content": [block]}
-        self._stamp(record, event)
+        record["uuid"] = uuid = record_uuid(self._ids, event.seq)
+        record["timestamp"] = stamp(event.time)
         if event.tool == "agent" and event.call is not None:
             spawned = self._spawned.get((agent, event.call))
             agent_id = self.claude_agent(spawned) if spawned is not None else None
@@ -276,7 +279,8 @@ class ClaudeTranscript(Projection):
             record["toolUseResult"] = tool_use_result(tool_name, claude_input, text, event.is_error)
         if owner is not None:
             record["sourceToolAssistantUUID"] = owner
-        self._add(agent, record)
+        self._records_of(agent).append(record)
+        self._last[agent] = uuid
 
     def _compaction(self, event: ev.Compaction) -> None:
         """A ``compact_boundary``: a new root pointing back at the record before it."""
