@@ -59,9 +59,7 @@ class SessionNamespace:
     def uuid5(self, name: str) -> str:
         """``str(uuid.uuid5(self.uuid, name))``, written in one step (formatting it cost more than
         hashing it)."""
-        sha1 = self._sha1.copy()  # _digest, written out: this runs for every record of a transcript
-        sha1.update(name.encode())
-        digits = sha1.hexdigest()
+        digits = self._digest(name)
         # uuid5 keeps the hash's first 16 bytes, with the version (5) in the 13th hex digit and
         # the variant (binary 10) in the top two bits of the 17th.
         return (

@@ -171,12 +171,12 @@ class ClaudeTranscript(Projection):
                 envelope["agentId"] = self.claude_agent(agent)
         return envelope
 
-    def _stamp(self, record: dict[str, Any], event: ev.EventBase, part: int = 0, at: str = "") -> None:
-        """Add ``uuid`` and ``timestamp``; ``at``: the event's timestamp, when already written."""
+    def _stamp(self, record: dict[str, Any], event: ev.EventBase) -> None:
+        """Add ``uuid`` and ``timestamp``."""
         # Each record is one event's (an assistant event makes one per block): uuid5 of the
         # seq and block under the session's namespace, so uuids differ from the first character.
-        record["uuid"] = record_uuid(self._ids, event.seq, part)
-        record["timestamp"] = at or stamp(event.time)
+        record["uuid"] = record_uuid(self._ids, event.seq)
+        record["timestamp"] = stamp(event.time)
 
     def _segment(self, event: ev.Segment) -> None:
         kind = event.kind
@@ -201,13 +201,12 @@ class ClaudeTranscript(Projection):
         agent = event.agent
         seq = event.seq
         blocks = assistant_blocks(event, self._cwd or None)
-        tools: dict[str, str] = {}  # tool_use id -> aerix tool, in the order of the blocks
-        if event.parse_error is None:
-            for call in event.calls:
-                tool_id = claude_tool_id(agent, call.id)
-                tools[tool_id] = call.tool
-                if call.tool == "agent":
-                    self._briefs[tool_id] = str(call.input.get("brief", ""))
+        tools: dict[str, str] = {}  # tool_use id -> aerix tool
+        for call in event.calls if event.parse_error is None else ():
+            tool_id = claude_tool_id(agent, call.id)
+            tools[tool_id] = call.tool
+            if call.tool == "agent":
+                self._briefs[tool_id] = str(call.input.get("brief", ""))
         usage = event.usage
         claude = claude_usage(usage) if usage is not None else None
         tally = self._tallies.get(agent)
