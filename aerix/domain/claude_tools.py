@@ -12,6 +12,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Final
 
 from aerix.domain.tools import TOOLS_BY_NAME
@@ -100,12 +101,23 @@ def to_claude_input(
         converted["subagent_type"] = GENERAL_PURPOSE
     for field, value in tool_input.items():
         if cwd is not None and field in _PATH_FIELDS and isinstance(value, str):
-            value = os.path.normpath(os.path.join(os.fspath(cwd), value))
+            value = _absolute(os.fspath(cwd), value)
         if tool == "bash" and field == "timeout_secs" and isinstance(value, int | float):
             converted["timeout"] = int(value * 1000)
             continue
         converted[renames.get(field, field)] = value
     return converted
+
+
+#: Paths made absolute, remembered: a session names the same few files again and again, and a
+#: transcript's rebuild makes every call's path absolute (``normpath`` and ``join`` are Python
+#: code, about half of turning a call's input into Claude's).
+_ABSOLUTE_PATHS_KEPT: Final = 4096
+
+
+@lru_cache(maxsize=_ABSOLUTE_PATHS_KEPT)
+def _absolute(cwd: str, path: str) -> str:
+    return os.path.normpath(os.path.join(cwd, path))
 
 
 def from_claude_input(tool: str, tool_input: Mapping[str, Any]) -> dict[str, Any]:

@@ -111,14 +111,18 @@ class ClaudeTranscript(Projection):
             return agent.removeprefix(f"{ROOT_AGENT}.")
         return agent
 
-    def _add(self, agent: str, record: dict[str, Any]) -> None:
+    def _records_of(self, agent: str) -> list[dict[str, Any]]:
+        """The list ``agent``'s records go to: the main chain's, or its subagent file's (made when
+        it first writes)."""
         if agent == ROOT_AGENT:
-            self.records.append(record)
-        else:
-            records = self.subagents.get(agent_id := self.claude_agent(agent))
-            if records is None:
-                records = self.subagents[agent_id] = []
-            records.append(record)
+            return self.records
+        records = self.subagents.get(agent_id := self.claude_agent(agent))
+        if records is None:
+            records = self.subagents[agent_id] = []
+        return records
+
+    def _add(self, agent: str, record: dict[str, Any]) -> None:
+        self._records_of(agent).append(record)
         self._last[agent] = record["uuid"]
 
     def _start(self, event: ev.SessionStart) -> None:
@@ -146,6 +150,12 @@ class ClaudeTranscript(Projection):
     def _envelope(self, agent: str, parent: str | None) -> dict[str, Any]:
         """The keys every record starts with, in Claude Code's order; the caller adds its own,
         then ``_stamp`` adds ``uuid`` and ``timestamp`` where Claude Code puts them."""
+        record = self._envelope_of(agent).copy()  # a copy keeps the keys' order, cheaper than a new dict
+        record["parentUuid"] = parent
+        return record
+
+    def _envelope_of(self, agent: str) -> dict[str, Any]:
+        """``agent``'s envelope without its parent, made once per request."""
         envelope = self._envelopes.get(agent)
         if envelope is None:
             envelope = self._envelopes[agent] = {
@@ -159,16 +169,14 @@ class ClaudeTranscript(Projection):
             }
             if agent != ROOT_AGENT:
                 envelope["agentId"] = self.claude_agent(agent)
-        record = envelope.copy()  # a copy keeps the keys' order, and is cheaper than a new dict
-        record["parentUuid"] = parent
-        return record
+        return envelope
 
-    def _stamp(self, record: dict[str, Any], event: ev.EventBase, part: int = 0, at: str = "") -> None:
-        """Add ``uuid`` and ``timestamp``; ``at``: the event's timestamp, when already written."""
+    def _stamp(self, record: dict[str, Any], event: ev.EventBase) -> None:
+        """Add ``uuid`` and ``timestamp``."""
         # Each record is one event's (an assistant event makes one per block): uuid5 of the
         # seq and block under the session's namespace, so uuids differ from the first character.
-        record["uuid"] = record_uuid(self._ids, event.seq, part)
-        record["timestamp"] = at or stamp(event.time)
+        record["uuid"] = record_uuid(self._ids, event.seq)
+        record["timestamp"] = stamp(event.time)
 
     def _segment(self, event: ev.Segment) -> None:
         kind = event.kind
@@ -191,6 +199,7 @@ class ClaudeTranscript(Projection):
 
     def _assistant(self, event: ev.Message) -> None:
         agent = event.agent
+        seq = event.seq
         blocks = assistant_blocks(event, self._cwd or None)
         tools: dict[str, str] = {}  # tool_use id -> aerix tool
         for call in event.calls if event.parse_error is None else ():
@@ -207,9 +216,15 @@ class ClaudeTranscript(Projection):
                 tally.last_usage = claude.copy()
         imported_model = usage.member if self._imported and usage is not None else None
         model = self._models.get(agent) or imported_model or self._model
-        generation = event.message_id or message_id(self._ids, event.seq)
-        request = event.request_id or request_id(self._ids, event.seq)
+        ids = self._ids
+        generation = event.message_id or message_id(ids, seq)
+        request = event.request_id or request_id(ids, seq)
         at = stamp(event.time)  # one timestamp for all the generation's records
+        # The records of one generation go to one file, each the parent of the next: the
+        # envelope, the file and the chain's end are looked up once, not once per block.
+        envelope = self._envelope_of(agent)
+        records = self._records_of(agent)
+        parent = self._last.get(agent)
         last = len(blocks) - 1
         for part, block in enumerate(blocks):
             message: dict[str, Any] = {
@@ -225,27 +240,33 @@ class ClaudeTranscript(Projection):
                 message["stop_reason"] = "tool_use" if tools else "end_turn"
                 if claude is not None:
                     message["usage"] = claude
-            record = self._envelope(agent, self._last.get(agent))
+            record = envelope.copy()  # a copy keeps the keys' order, and is cheaper than a new dict
+            record["parentUuid"] = parent
             record["message"] = message
             record["requestId"] = request
             record["type"] = "assistant"
-            self._stamp(record, event, part, at)
-            self._add(agent, record)
+            record["uuid"] = parent = record_uuid(ids, seq, part)
+            record["timestamp"] = at
+            records.append(record)
             if block["type"] == "tool_use":
-                self._calls[block["id"]] = (record["uuid"], tools[block["id"]], block["input"])
+                self._calls[block["id"]] = (parent, tools[block["id"]], block["input"])
+        self._last[agent] = parent
 
     def _tool_result(self, event: ev.Message) -> None:
         agent = event.agent
         tool_id = claude_tool_id(agent, event.call or f"seq{event.seq}")
-        owner, tool, claude_input = self._calls.get(tool_id, (None, event.tool or "", {}))
-        record = self._envelope(agent, self._last.get(agent))
-        record["type"] = "user"
+        called = self._calls.get(tool_id)
+        owner, tool, claude_input = called if called is not None else (None, event.tool or "", {})
         text = _without_header(event)
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
         if event.is_error:
             block["is_error"] = True
+        record = self._envelope_of(agent).copy()  # a copy keeps the keys' order, cheaper than a new dict
+        record["parentUuid"] = self._last.get(agent)
+        record["type"] = "user"
         record["message"] = {"role": "user", "content": [block]}
-        self._stamp(record, event)
+        record["uuid"] = uuid = record_uuid(self._ids, event.seq)
+        record["timestamp"] = stamp(event.time)
         if event.tool == "agent" and event.call is not None:
             spawned = self._spawned.get((agent, event.call))
             agent_id = self.claude_agent(spawned) if spawned is not None else None
@@ -257,7 +278,8 @@ class ClaudeTranscript(Projection):
             record["toolUseResult"] = tool_use_result(tool_name, claude_input, text, event.is_error)
         if owner is not None:
             record["sourceToolAssistantUUID"] = owner
-        self._add(agent, record)
+        self._records_of(agent).append(record)
+        self._last[agent] = uuid
 
     def _compaction(self, event: ev.Compaction) -> None:
         """A ``compact_boundary``: a new root pointing back at the record before it."""

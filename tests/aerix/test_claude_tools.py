@@ -41,6 +41,15 @@ def test_inputs_as_a_claude_hook_sees_them() -> None:
     }
 
 
+def test_a_path_is_made_absolute_against_each_calls_own_cwd() -> None:
+    # Paths made absolute are remembered (a rebuild converts the same few again and again):
+    # by (cwd, path), so the same relative path under another cwd is its own.
+    for _ in range(2):
+        assert to_claude_input("read", {"path": "src/../a.py"}, "/w")["file_path"] == "/w/a.py"
+        assert to_claude_input("read", {"path": "src/../a.py"}, "/other/w")["file_path"] == "/other/w/a.py"
+    assert to_claude_input("read", {"path": "src/../a.py"}, None)["file_path"] == "src/../a.py"
+
+
 def test_a_hooks_updated_input_comes_back_in_aerix_fields() -> None:
     assert from_claude_input("edit", {"file_path": "/w/a.py", "old_string": "x", "new_string": "y"}) == {
         "path": "/w/a.py",
