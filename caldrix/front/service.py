@@ -70,6 +70,11 @@ class FrontService:
             await _pool(client.context_drop(created.context))
             return int(created.tokens)
 
+    async def member_name(self, model: str) -> str:
+        """The member a request for ``model`` runs on, checked to be loaded and ready."""
+        async with self._connection() as client:
+            return (await self._member(client, model)).name
+
     @contextlib.asynccontextmanager
     async def reply(self, request: ChatRequest) -> AsyncIterator[Reply]:
         """The reply to ``request``, prepared: its prompt counted and checked against the window
