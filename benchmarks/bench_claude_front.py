@@ -64,6 +64,7 @@ from _aerix_recording import floor_rows  # noqa: E402
 from _llama_server import LlamaServer, start_llama_server  # noqa: E402
 from bench_vs_servers import last_prompt_eval  # noqa: E402
 
+from caldrix.front.launch import STREAM_IDLE_TIMEOUT_MS  # noqa: E402
 from tests.caldrix.front_harness import (  # noqa: E402
     FrontProcess,
     claude_binary,
@@ -499,6 +500,9 @@ def _time_claude(url: str, folder: Path, cap_s: float) -> tuple[float, str | Non
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "ANTHROPIC_MODEL": "main",
         "API_TIMEOUT_MS": str(int(cap_s * 2000)),
+        # As ``caldrix launch claude`` sets it: pings keep a slow stream going for 30 minutes
+        # rather than 300 s, after which Claude Code asks again without streaming.
+        "CLAUDE_STREAM_IDLE_TIMEOUT_MS": str(STREAM_IDLE_TIMEOUT_MS),
     }
     started = time.perf_counter()
     try:
