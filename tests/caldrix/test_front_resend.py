@@ -18,6 +18,8 @@ import anthropic
 import openai
 import pytest
 
+from caldrix.front import anthropic_in
+from caldrix.front.resend import pool_key
 from tests.caldrix.front_harness import FrontProcess, launch_front, scripted_front
 from tests.caldrix.pool_harness import PoolProcess
 
@@ -174,3 +176,24 @@ def test_a_bad_resend_grace_is_one_line() -> None:
     assert done.returncode != 0
     assert re.search(r"--resend-grace must be from 0 to \d+ seconds", done.stderr)
     assert "Traceback" not in done.stderr
+
+
+def test_the_pool_key_is_the_pool_request_not_the_bytes() -> None:
+    def system(nonce: int) -> list[dict[str, str]]:
+        header = f"x-anthropic-billing-header: cc_version=1; nonce={nonce}"
+        return [{"type": "text", "text": header}, {"type": "text", "text": "Be brief."}]
+
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "stream": True,
+        "metadata": {"user_id": "one"},
+        "system": system(1),
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    key = pool_key(anthropic_in.messages_request(body), "main")
+    resent = {**body, "stream": False, "metadata": {"user_id": "two"}, "model": "claude-opus-4"}
+    assert pool_key(anthropic_in.messages_request({**resent, "system": system(2)}), "main") == key
+    for changed in ({"temperature": 0.7}, {"max_tokens": 101}, {"stop_sequences": ["."]}):
+        assert pool_key(anthropic_in.messages_request({**body, **changed}), "main") != key
+    assert pool_key(anthropic_in.messages_request(body), "other") != key
