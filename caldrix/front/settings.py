@@ -41,9 +41,10 @@ REQUEST_HEAD_SECS: Final = 10.0
 PING_SECS: Final = 3.0
 #: How long a generation goes on after its client left, waiting for the same request to come
 #: again (caldrix/front/resend.py); ``--resend-grace`` changes it, 0 cancels at once. Claude
-#: Code sends a request again about a second after it gave up on it (docs/http-front.md, "A long
-#: prefill, and Claude Code's resend"), and its retries back off to at most 32 s; a minute
-#: covers them, while a generation nobody comes back for holds its member a minute at most.
+#: Code sends a request again within a second of giving up on it the first time, and its later
+#: retries back off, doubling (18 s was the longest seen: docs/http-front.md, "A resend takes
+#: over the generation it resends"); a minute covers them, while a generation nobody comes back
+#: for holds its member a minute at most.
 RESEND_GRACE_SECS: Final = 60.0
 #: The longest ``--resend-grace`` taken: past it, a generation nobody comes back for holds its
 #: member longer than any client waits for an answer.
