@@ -20,6 +20,7 @@ import pytest
 
 from caldrix.front import anthropic_in
 from caldrix.front.resend import pool_key
+from caldrix.front.settings import MAX_KEPT_GENERATIONS
 from tests.caldrix.front_harness import FrontProcess, launch_front, scripted_front
 from tests.caldrix.pool_harness import PoolProcess
 
@@ -38,6 +39,8 @@ SCRIPT = [
     {"text": words("shared"), "when": "MARK-shared"},
     {"text": words("late"), "when": "MARK-late"},
     {"text": "A second take.", "when": "MARK-late"},
+    *({"text": words(f"keep{n}x", 50), "when": f"MARK-keep{n} "} for n in range(MAX_KEPT_GENERATIONS + 1)),
+    {"text": "Asked anew.", "when": "MARK-keep0 "},
 ]
 
 #: Long enough that no test here outlives it, however loaded the machine.
@@ -154,6 +157,20 @@ def test_after_the_grace_a_resend_is_a_new_generation(
     wait_for(brief, "nobody asked again within 1 s")
     again = client.messages.create(model="main", max_tokens=2000, messages=ask("MARK-late go"))
     assert text_of(again) == "A second take."
+
+
+def test_past_the_most_kept_the_oldest_left_generation_goes(
+    served: tuple[PoolProcess, FrontProcess, FrontProcess],
+) -> None:
+    _, front, _ = served
+    client = anthropic_client(front)
+    for n in range(MAX_KEPT_GENERATIONS + 1):
+        leave_after_first_text(client, f"MARK-keep{n} go")
+    wait_for(front, f"dropped, {MAX_KEPT_GENERATIONS} others are kept")
+    newest = MAX_KEPT_GENERATIONS
+    kept = streamed_text(client, f"MARK-keep{newest} go")
+    assert text_of(kept) == words(f"keep{newest}x", 50)
+    assert text_of(streamed_text(client, "MARK-keep0 go")) == "Asked anew."
 
 
 def wait_for(front: FrontProcess, words: str, secs: float = 120.0) -> str:
