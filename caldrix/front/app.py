@@ -225,7 +225,7 @@ class Front:
         return error_response(error, dialect_of(request.url.path))
 
 
-async def _whole(request: Request, reply: Follower, writer: Writer) -> dict[str, Any]:
+async def _whole(request: Request, follower: Follower, writer: Writer) -> dict[str, Any]:
     """Follow the reply to its end, unless the client leaves first (the generation then goes
     on for the resend grace, caldrix/front/resend.py)."""
     async with anyio.create_task_group() as group:
@@ -236,14 +236,14 @@ async def _whole(request: Request, reply: Follower, writer: Writer) -> dict[str,
 
         group.start_soon(watch)
         try:
-            async with contextlib.aclosing(reply.events()) as events:
+            async with contextlib.aclosing(follower.events()) as events:
                 async for event in events:
                     writer.events(event)
         finally:
             group.cancel_scope.cancel()
-    if reply.outcome is None:
+    if follower.outcome is None:
         raise FrontError(499, "the client left before the reply ended")
-    return writer.whole(reply.outcome)
+    return writer.whole(follower.outcome)
 
 
 async def _disconnected(request: Request) -> None:
@@ -251,16 +251,16 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-async def _stream(reply: Follower, writer: Writer, dialect: Dialect) -> AsyncIterator[ServerSentEvent]:
+async def _stream(follower: Follower, writer: Writer, dialect: Dialect) -> AsyncIterator[ServerSentEvent]:
     for event in writer.opening():
         yield _sse(event)
     try:
-        async with contextlib.aclosing(reply.events()) as events:
+        async with contextlib.aclosing(follower.events()) as events:
             async for piece in events:
                 for event in writer.events(piece):
                     yield _sse(event)
-        assert reply.outcome is not None
-        for event in writer.closing(reply.outcome):
+        assert follower.outcome is not None
+        for event in writer.closing(follower.outcome):
             yield _sse(event)
     except FrontError as error:
         for event in writer.failure(error):
