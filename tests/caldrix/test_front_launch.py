@@ -101,6 +101,7 @@ def test_the_environment_claude_gets() -> None:
     # Past Claude Code's default 300 s, so pings keep a slow stream going rather than a
     # non-streamed resend replacing it.
     assert int(env["CLAUDE_STREAM_IDLE_TIMEOUT_MS"]) > 300_000
+    assert env["API_FORCE_IDLE_TIMEOUT"] == "0"
 
 
 def test_onboarded_keeps_what_claude_json_held(tmp_path: Path) -> None:
