@@ -64,6 +64,7 @@ from _aerix_recording import floor_rows  # noqa: E402
 from _llama_server import LlamaServer, start_llama_server  # noqa: E402
 from bench_vs_servers import last_prompt_eval  # noqa: E402
 
+from caldrix.front.launch import FORCE_IDLE_TIMEOUT, STREAM_IDLE_TIMEOUT_MS  # noqa: E402
 from tests.caldrix.front_harness import (  # noqa: E402
     FrontProcess,
     claude_binary,
@@ -499,6 +500,11 @@ def _time_claude(url: str, folder: Path, cap_s: float) -> tuple[float, str | Non
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "ANTHROPIC_MODEL": "main",
         "API_TIMEOUT_MS": str(int(cap_s * 2000)),
+        # As ``caldrix launch claude`` sets them: pings keep a slow stream going for 30 minutes
+        # rather than 300 s, after which Claude Code asks again without streaming; and that
+        # request is not dropped after 300 s.
+        "CLAUDE_STREAM_IDLE_TIMEOUT_MS": str(STREAM_IDLE_TIMEOUT_MS),
+        "API_FORCE_IDLE_TIMEOUT": FORCE_IDLE_TIMEOUT,
     }
     started = time.perf_counter()
     try:

@@ -316,6 +316,13 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECS",
         help="seconds between a stream's ping events (default 3)",
     )
+    serve.add_argument(
+        "--resend-grace",
+        type=float,
+        metavar="SECS",
+        help="seconds a generation goes on after its client left, for a resend of the same "
+        "request to take over (default 60; 0 cancels it at once)",
+    )
     _add_pool_finding(serve, load_default=None, flags_default=None)
 
     launch = commands.add_parser(

@@ -34,6 +34,7 @@ from caldrix.front.service import FrontService
 from caldrix.front.settings import (
     API_KEY_ENV,
     LOOPBACK_HOSTS,
+    MAX_RESEND_GRACE_SECS,
     POOL_START_SECS,
     FrontSettings,
     ModelRoute,
@@ -90,6 +91,9 @@ def front_settings(args: argparse.Namespace) -> FrontSettings:
     ):
         if figure is not None and figure < 1:
             raise UsageError(f"{flag} must be 1 or more")
+    grace = args.resend_grace
+    if grace is not None and not 0 <= grace <= MAX_RESEND_GRACE_SECS:
+        raise UsageError(f"--resend-grace must be from 0 to {MAX_RESEND_GRACE_SECS:g} seconds")
     defaults = FrontSettings()
     return FrontSettings(
         host=args.host,
@@ -104,6 +108,7 @@ def front_settings(args: argparse.Namespace) -> FrontSettings:
         max_body_bytes=args.max_body_bytes or defaults.max_body_bytes,
         max_connections=args.max_connections or defaults.max_connections,
         ping_secs=args.ping_interval or defaults.ping_secs,
+        resend_grace_secs=defaults.resend_grace_secs if grace is None else grace,
     )
 
 

@@ -33,7 +33,8 @@ from caldrix.front.chat import ChatRequest
 from caldrix.front.errors import FrontError
 from caldrix.front.fields import parse_body
 from caldrix.front.request_log import RequestLog
-from caldrix.front.service import FrontService, Reply
+from caldrix.front.resend import Follower, Generations
+from caldrix.front.service import FrontService
 from caldrix.front.settings import BODY_SECS, FrontSettings
 from caldrix.front.wire import Event, Writer
 
@@ -46,7 +47,7 @@ class Dialect:
 
     name: str
     read: Callable[[Any], ChatRequest]
-    writer: Callable[[Reply, dict[str, Any]], Writer]
+    writer: Callable[[Follower, dict[str, Any]], Writer]
     error_body: Callable[[FrontError], dict[str, Any]]
     ping: Callable[[], ServerSentEvent] | None
     last_line: str | None
@@ -55,8 +56,8 @@ class Dialect:
 ANTHROPIC = Dialect(
     name="anthropic",
     read=anthropic_in.messages_request,
-    writer=lambda reply, body: anthropic_out.AnthropicWriter(
-        reply.message_id, reply.request.model, reply.prompt_tokens
+    writer=lambda follower, body: anthropic_out.AnthropicWriter(
+        follower.reply.message_id, follower.request.model, follower.reply.prompt_tokens
     ),
     error_body=anthropic_out.error_body,
     ping=lambda: ServerSentEvent(event="ping", data=json.dumps({"type": "ping"})),
@@ -65,8 +66,8 @@ ANTHROPIC = Dialect(
 OPENAI = Dialect(
     name="openai",
     read=openai_in.chat_request,
-    writer=lambda reply, body: openai_out.OpenAIWriter(
-        reply.message_id, reply.request.model, include_usage=openai_in.include_usage(body)
+    writer=lambda follower, body: openai_out.OpenAIWriter(
+        follower.reply.message_id, follower.request.model, include_usage=openai_in.include_usage(body)
     ),
     error_body=openai_out.error_body,
     ping=None,  # a comment line: OpenAI's clients skip it
@@ -89,6 +90,7 @@ class Front:
         self.settings = settings
         self.service = service
         self.log = log
+        self.generations = Generations(service)
 
     def app(self) -> Starlette:
         routes = [
@@ -99,9 +101,16 @@ class Front:
             Route("/v1/models/{model:path}", self._endpoint(self.model), methods=["GET"]),
             Route("/", self._endpoint(self.root), methods=["GET", "HEAD"]),
         ]
-        app = Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
+        app = Starlette(
+            routes=routes, exception_handlers={HTTPException: self._http_error}, lifespan=self._lifespan
+        )
         app.add_middleware(KeyCheck, key=self.settings.api_key)
         return app
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        async with self.generations.running():
+            yield
 
     # -- routes ---------------------------------------------------------------------------
 
@@ -146,19 +155,14 @@ class Front:
     async def _chat(self, request: Request, dialect: Dialect) -> Response:
         body = await self._body(request)
         chat = dialect.read(body)
-        owner = contextlib.AsyncExitStack()
-        try:
-            reply = await owner.enter_async_context(self.service.reply(chat))
-        except BaseException:
-            await owner.aclose()
-            raise
-        writer = dialect.writer(reply, body)
+        follower = await self.generations.follow(chat)
+        writer = dialect.writer(follower, body)
         if not chat.stream:
-            async with owner:
-                return JSONResponse(await _whole(request, reply, writer))
+            async with contextlib.aclosing(follower):
+                return JSONResponse(await _whole(request, follower, writer))
         return _OwnedStream(
-            _stream(reply, writer, dialect),
-            owner=owner,
+            _stream(follower, writer, dialect),
+            owner=follower,
             ping=self.settings.ping_secs,
             ping_message_factory=dialect.ping,
         )
@@ -221,8 +225,9 @@ class Front:
         return error_response(error, dialect_of(request.url.path))
 
 
-async def _whole(request: Request, reply: Reply, writer: Writer) -> dict[str, Any]:
-    """Run the reply to its end, unless the client leaves first (which cancels it)."""
+async def _whole(request: Request, follower: Follower, writer: Writer) -> dict[str, Any]:
+    """Follow the reply to its end, unless the client leaves first (the generation then goes
+    on for the resend grace, caldrix/front/resend.py)."""
     async with anyio.create_task_group() as group:
 
         async def watch() -> None:
@@ -231,14 +236,14 @@ async def _whole(request: Request, reply: Reply, writer: Writer) -> dict[str, An
 
         group.start_soon(watch)
         try:
-            async with contextlib.aclosing(reply.events()) as events:
+            async with contextlib.aclosing(follower.events()) as events:
                 async for event in events:
                     writer.events(event)
         finally:
             group.cancel_scope.cancel()
-    if reply.outcome is None:
+    if follower.outcome is None:
         raise FrontError(499, "the client left before the reply ended")
-    return writer.whole(reply.outcome)
+    return writer.whole(follower.outcome)
 
 
 async def _disconnected(request: Request) -> None:
@@ -246,16 +251,16 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-async def _stream(reply: Reply, writer: Writer, dialect: Dialect) -> AsyncIterator[ServerSentEvent]:
+async def _stream(follower: Follower, writer: Writer, dialect: Dialect) -> AsyncIterator[ServerSentEvent]:
     for event in writer.opening():
         yield _sse(event)
     try:
-        async with contextlib.aclosing(reply.events()) as events:
+        async with contextlib.aclosing(follower.events()) as events:
             async for piece in events:
                 for event in writer.events(piece):
                     yield _sse(event)
-        assert reply.outcome is not None
-        for event in writer.closing(reply.outcome):
+        assert follower.outcome is not None
+        for event in writer.closing(follower.outcome):
             yield _sse(event)
     except FrontError as error:
         for event in writer.failure(error):
@@ -288,10 +293,9 @@ def _model_entry(name: str) -> dict[str, Any]:
 
 
 class _OwnedStream(EventSourceResponse):
-    """An SSE response that closes what its reply holds (the pool connection, the context)
-    once it has been sent, or abandoned."""
+    """An SSE response that stops following its reply once it has been sent, or abandoned."""
 
-    def __init__(self, *args: Any, owner: contextlib.AsyncExitStack, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, owner: Follower, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._owner = owner
 

@@ -55,7 +55,7 @@ def run_server(app: ASGIApp, settings: FrontSettings) -> None:
         host=settings.host,
         port=settings.port,
         http=_TimelyH11,
-        lifespan="off",
+        lifespan="on",
         limit_concurrency=settings.max_connections,
         log_level="warning",
         server_header=False,

@@ -29,6 +29,15 @@ from caldrix.errors import PoolUnavailable, UsageError
 #: Claude Code's wait for a reply, in milliseconds: a local prefill of its 20k-token prompt
 #: takes minutes on a small CPU, where its default gives up and resends.
 API_TIMEOUT_MS: Final = 1_800_000
+#: How long Claude Code's stream watchdog waits for model output while only pings come, in
+#: milliseconds: by default it gives up on a stream after 600 s of pings (300 s of them count as
+#: output, then 300 s of silence) and asks again without streaming, which a slow member answers
+#: only once it is done. 30 minutes is the longest Claude Code takes (docs/http-front.md).
+STREAM_IDLE_TIMEOUT_MS: Final = 1_800_000
+#: "0" lifts the idle limit of Claude Code's HTTP connection, which otherwise ends a request the
+#: front answers only whole (the non-streamed request Claude Code falls back to) after about
+#: 300 s; ``API_TIMEOUT_MS`` still bounds it.
+FORCE_IDLE_TIMEOUT: Final = "0"
 #: How long ``launch`` waits for the front it started to answer.
 FRONT_START_SECS: Final = 60.0
 FRONT_POLL_SECS: Final = 0.2
@@ -53,6 +62,8 @@ def claude_environment(
             "CLAUDE_CODE_SUBAGENT_MODEL": main_model,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "API_TIMEOUT_MS": str(API_TIMEOUT_MS),
+            "CLAUDE_STREAM_IDLE_TIMEOUT_MS": str(STREAM_IDLE_TIMEOUT_MS),
+            "API_FORCE_IDLE_TIMEOUT": FORCE_IDLE_TIMEOUT,
         }
     )
     return env

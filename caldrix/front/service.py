@@ -1,11 +1,12 @@
 """The front's one code path: a :class:`ChatRequest` in, the reply's events out.
 
-Every request gets its own connection to the pool. Its prompt becomes a context
+Every reply gets its own connection to the pool. Its prompt becomes a context
 (``context.create``: the pool renders and counts it, off the member's engine thread, so counting
 never waits behind a generation), is checked against the member's window, and is generated on
 as a probe (the context is not changed, and it is dropped afterwards; the prefix store keeps
-the prompt's rows all the same). Leaving the reply early (the HTTP client went away) closes the
-connection, which cancels the generation in the pool.
+the prompt's rows all the same). Leaving the reply early closes the connection, which cancels
+the generation in the pool; :mod:`caldrix.front.resend` does that once the HTTP client that
+asked has gone and nobody asked the same again within the resend grace.
 
 How a reply ends (docs/http-front.md, Stop reasons): the model's end of turn is ``end_turn``, or
 ``tool_use`` when it made calls; a stop sequence is ``stop_sequence``; the client's own
@@ -69,6 +70,11 @@ class FrontService:
             created = await _created(client, member, request)
             await _pool(client.context_drop(created.context))
             return int(created.tokens)
+
+    async def member_name(self, model: str) -> str:
+        """The member a request for ``model`` runs on, checked to be loaded and ready."""
+        async with self._connection() as client:
+            return (await self._member(client, model)).name
 
     @contextlib.asynccontextmanager
     async def reply(self, request: ChatRequest) -> AsyncIterator[Reply]:

@@ -39,6 +39,19 @@ REQUEST_HEAD_SECS: Final = 10.0
 #: or decoding (Anthropic's clients expect one at least every 5 s while nothing else comes);
 #: ``--ping-interval`` changes it.
 PING_SECS: Final = 3.0
+#: How long a generation goes on after its client left, waiting for the same request to come
+#: again (caldrix/front/resend.py); ``--resend-grace`` changes it, 0 cancels at once. Claude
+#: Code sends a request again within a second of giving up on it the first time, and its later
+#: retries back off, doubling (18 s was the longest seen: docs/http-front.md, "A resend takes
+#: over the generation it resends"); a minute covers them, while a generation nobody comes back
+#: for holds its member a minute at most.
+RESEND_GRACE_SECS: Final = 60.0
+#: The longest ``--resend-grace`` taken: past it, a generation nobody comes back for holds its
+#: member longer than any client waits for an answer.
+MAX_RESEND_GRACE_SECS: Final = 3600.0
+#: Generations nobody follows that are kept for a resend (running, or their answers whole);
+#: past this many the oldest goes. Each holds at most one reply's text and a pool connection.
+MAX_KEPT_GENERATIONS: Final = 8
 #: HTTP connections served at once; more are answered 503 at once.
 MAX_CONNECTIONS: Final = 64
 #: System blocks that are per-request headers rather than instructions, by how they start:
@@ -84,6 +97,7 @@ class FrontSettings:
     max_body_bytes: int = MAX_BODY_BYTES
     max_connections: int = MAX_CONNECTIONS
     ping_secs: float = PING_SECS
+    resend_grace_secs: float = RESEND_GRACE_SECS
 
     def member_for(self, model: str, members: set[str]) -> str:
         """The member a request's ``model`` runs on: the first ``--model`` route whose pattern

@@ -67,7 +67,10 @@ def served(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[PoolProcess, FrontProcess, FrontProcess]]:
     folder = tmp_path_factory.mktemp("front")
-    with scripted_front(folder, SCRIPT, "--model", "claude-*-nomember=absent") as (pool, front):
+    with scripted_front(folder, SCRIPT, "--model", "claude-*-nomember=absent", "--resend-grace", "0") as (
+        pool,
+        front,
+    ):
         bounded = launch_front(folder, pool.socket_path, "--max-output-tokens", "4")
         try:
             yield pool, front, bounded
@@ -340,7 +343,7 @@ def test_a_prompt_past_what_the_pool_counts_is_still_prompt_too_long(client: ant
     )
 
 
-def test_leaving_a_stream_cancels_its_generation(
+def test_leaving_a_stream_cancels_its_generation_at_once_with_no_resend_grace(
     served: tuple[PoolProcess, FrontProcess, FrontProcess], client: anthropic.Anthropic
 ) -> None:
     pool = served[0]

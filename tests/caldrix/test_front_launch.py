@@ -98,6 +98,10 @@ def test_the_environment_claude_gets() -> None:
     assert env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == env["ANTHROPIC_SMALL_FAST_MODEL"] == "decision"
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert int(env["API_TIMEOUT_MS"]) >= 600_000
+    # Past Claude Code's default 300 s, so pings keep a slow stream going rather than a
+    # non-streamed resend replacing it.
+    assert int(env["CLAUDE_STREAM_IDLE_TIMEOUT_MS"]) > 300_000
+    assert env["API_FORCE_IDLE_TIMEOUT"] == "0"
 
 
 def test_onboarded_keeps_what_claude_json_held(tmp_path: Path) -> None:
