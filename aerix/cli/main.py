@@ -6,7 +6,7 @@ subcommands are named by the ``handler`` the parser set (``aerix.cli.sessions``,
 ``aerix.cli.profiles``). Each module is imported only when its command runs, so ``--version``,
 ``--help`` and a refused command line load none of them; and with the cycle collector held off
 (``gc_paused``): the classes, functions and models an import makes live as long as the process,
-and walking them again and again was a tenth of a request's imports.
+and walking them again and again was up to a tenth of a request's imports.
 """
 
 from __future__ import annotations
