@@ -14,7 +14,8 @@ Times, from outside, the wall clock (and the CPU time, user + system) of each of
 Each tree runs as ``python -m aerix`` / ``python -m caldrix`` with the tree first on
 ``PYTHONPATH`` (the same interpreter and libraries for both sides), in a scratch world of its
 own (temporary XDG folders, a small git project, its own scripted pool). Each command runs once
-untimed first (bytecode compiled, the pool warm), then ``--rounds`` times; the medians are printed.
+untimed first (bytecode compiled and written, even when this shell sets PYTHONDONTWRITEBYTECODE;
+the pool warm), then ``--rounds`` times; the medians are printed.
 
 ``--vs COMMIT`` checks that commit out in a temporary ``git worktree`` and runs the same beside
 this tree, paired round by round (the order alternating), and prints each side's median and the
@@ -72,6 +73,9 @@ class Tree:
     def __post_init__(self) -> None:
         self.socket = self.folder / "run" / "pool.sock"
         self.env = {**os.environ, "PYTHONPATH": str(self.source), "NO_COLOR": "1"}
+        # Bytecode written, as an installed aerix has it: inherited, this variable makes every
+        # process compile each module from source (half again a request's CPU).
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         for var, name in (
             ("XDG_DATA_HOME", "data"),
             ("XDG_STATE_HOME", "state"),

@@ -1,6 +1,7 @@
 """The quick commands import only what they need: ``aerix --version`` and ``--help`` load the
 parser alone, ``caldrix --version`` no model or protocol code, and ``caldrix pool status`` and
-``pool stop`` only the protocol's client, none of the daemon.
+``pool stop`` only the protocol's client, none of the daemon; a request builds the event models
+it records and validates no line of the log it writes.
 
 Each command runs as a real process through its console script with ``-X importtime``, whose
 lines name every module the process imported, so what is checked is what the command loaded.
@@ -9,6 +10,7 @@ lines name every module the process imported, so what is checked is what the com
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import caldrix.protocol
+from tests.aerix.request_world import make_project, make_world, start_scripted_pool
 
 BIN = Path(sys.executable).parent
 
@@ -125,6 +128,47 @@ def test_a_headless_request_loads_none_of_the_screen(tmp_path: Path) -> None:
     modules = imported_by("aerix", "-p", "", tmp_path=tmp_path)
     assert "aerix.wiring.requests" in modules
     assert loaded(modules, ("prompt_toolkit", "rich", "aerix.adapters.terminal.screen")) == []
+
+
+#: ``aerix -p`` run in a process of its own, which then says (on its last line of stderr) which
+#: event models it built and whether it built the union's validator, which reads a log's lines.
+REQUEST_PROBE = """
+import json, sys
+from aerix.cli.main import main
+code = main(sys.argv[1:])
+import aerix.domain.events as ev
+built = [cls.model_fields["type"].default for cls in ev.EVENT_TYPES if cls.__pydantic_complete__]
+validator = ev.event_adapter.cache_info().currsize > 0
+print(json.dumps({"code": code, "built": built, "validator": validator}), file=sys.stderr)
+"""
+
+
+def test_a_request_builds_the_events_it_records_and_no_validator_for_its_log(tmp_path: Path) -> None:
+    """A new session's request writes its log and its transcript follows it as it goes: nothing
+    is read back, so the union of every event type (the validator a log's lines go through) is
+    never built, nor a model of an event the request did not record."""
+    socket = tmp_path / "run" / "pool.sock"
+    world = make_world(tmp_path / "world", {"pool": {"socket": str(socket)}})
+    project = make_project(tmp_path / "proj", {"a.txt": "one\n"})
+    final = json.dumps({"thought": "Short.", "final": "a.txt holds one line."})
+    pool = start_scripted_pool(world, socket, ["answer", final])
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", REQUEST_PROBE, "-p", "What does a.txt hold?"],
+            cwd=project,
+            env=world.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        pool.terminate()
+        pool.wait(timeout=60)
+    probe = json.loads(done.stderr.splitlines()[-1])
+    assert probe["code"] == 0 and done.stdout.startswith("a.txt holds one line."), done.stderr
+    assert {"session.start", "message", "session.end"} <= set(probe["built"])  # the probe sees builds
+    assert not {"compaction", "foreign", "job"} & set(probe["built"])
+    assert probe["validator"] is False
 
 
 def test_caldrix_version_loads_no_model_or_protocol_code(tmp_path: Path) -> None:

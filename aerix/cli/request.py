@@ -19,7 +19,6 @@ from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
 from aerix.domain.prompt_bytes import decode_prompt
 from aerix.errors import AerixError
 from aerix.wiring.requests import run_headless
-from aerix.wiring.stream_session import run_stream_input
 
 
 def cmd_print(args: argparse.Namespace) -> int:
@@ -84,6 +83,8 @@ def cmd_print(args: argparse.Namespace) -> int:
     overrides = SettingsOverrides(sources, args.extra_settings, disallowed, args.tools)
     try:
         if streamed:
+            from aerix.wiring.stream_session import run_stream_input  # its modules: only for stream-json
+
             return run_stream_input(options, sys.stdin, overrides=overrides)
         return run_headless(options, args.output_format, overrides=overrides)
     except KeyboardInterrupt:

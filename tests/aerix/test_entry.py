@@ -23,7 +23,7 @@ AERIX = str(Path(sys.executable).with_name("aerix"))
         "anyio",  # the event loop's library (a piped -p loads no rich)
         "pydantic",  # the event models' library
         "aerix.domain.events",  # the slowest of aerix's own modules
-        "aerix.wiring.stream_session",  # the composition root's last module
+        "aerix.wiring.requests",  # the composition root of -p
         "aerix.cli.request",  # everything imported: -p is waiting for its prompt on stdin
     ],
 )

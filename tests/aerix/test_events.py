@@ -177,6 +177,7 @@ def test_the_pure_layers_import_no_io(package: str, allowed: set[str]) -> None:
         "contextlib",
         "dataclasses",
         "datetime",
+        "functools",
         "typing",
         "uuid",
         "json",

@@ -11,7 +11,10 @@ import pytest
 from aerix.adapters.git import profile_repo
 from aerix.adapters.git.commit_files_cache import CACHE_FOLDER
 from aerix.adapters.git.profile_repo import GitProfile, GitProfiles
+from aerix.adapters.prompts import EmbeddedPrompts
+from aerix.app.profiles.attach import ProfileRequest, attach_profile
 from aerix.app.profiles.bases import seed_main
+from aerix.domain.profile import MAIN_BRANCH, model_branch, session_branch
 from tests.aerix.profile_world import EMBEDDED, RELEASE, add_file
 
 
@@ -40,6 +43,32 @@ def test_a_later_process_reads_a_commit_without_git(monkeypatch: pytest.MonkeyPa
     later = GitProfile("default", repo.path).read(head)  # what the next aerix process does
     assert commands == ["rev-parse"]  # opening it (is it bare?); no ls-tree, no cat-file
     assert later == first and later.files == first.files
+
+
+def test_a_warm_attach_reads_its_heads_in_one_git_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request on a profile seeded for this release and model: is it bare, the heads of main,
+    the model base and the session (one ``for-each-ref``), the session's branch made; its commit
+    from the cache."""
+    request = ProfileRequest("default", "smollm2-135m", "s1", RELEASE, None, False)
+    attach_profile(GitProfiles(), request, EMBEDDED, EmbeddedPrompts())  # seeds main and the base
+    commands = _git_reads(monkeypatch)
+    attached = attach_profile(
+        GitProfiles(),
+        ProfileRequest("default", "smollm2-135m", "s2", RELEASE, None, False),
+        EMBEDDED,
+        EmbeddedPrompts(),
+    )
+    assert commands == ["rev-parse", "for-each-ref", "update-ref"]
+    repo = GitProfiles().open("default")
+    assert repo.head(session_branch("s2")) == attached.commit == repo.head(model_branch("smollm2-135m"))
+
+
+def test_heads_names_only_the_branches_asked_for_that_exist() -> None:
+    repo, main = _seeded()
+    base = model_branch("m")
+    add_file(repo, f"{base}/below", "a.txt", "a", "a branch whose name starts with the base's")
+    assert repo.heads([MAIN_BRANCH, base, "session/none"]) == {MAIN_BRANCH: main}
+    assert repo.heads([]) == {}
 
 
 def test_each_commit_has_its_own_entry(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,7 +72,7 @@ def test_the_log_survives_json_and_upcasting_unchanged(events: list[ev.EventBase
     """What a projection reads back from lines is what was written."""
     for event in events:
         line = event.model_dump_json(exclude_none=True)
-        assert ev.EVENT_ADAPTER.validate_json(line) == event
+        assert ev.event_adapter().validate_json(line) == event
 
 
 def _state(projection: Projection) -> object:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -114,7 +114,18 @@ class GitProfile:
         return output.text.strip() or None
 
     def branches(self) -> dict[str, str]:
-        listing = self._git("for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/").text
+        return self._listed_heads("refs/heads/")
+
+    def heads(self, branches: Sequence[str]) -> dict[str, str]:
+        if not branches:
+            return {}  # for-each-ref without a pattern would list every branch
+        # A pattern also matches the refs below it (``model/a`` lists ``model/a/b``): keep the
+        # branches asked for.
+        listed = self._listed_heads(*(f"refs/heads/{branch}" for branch in branches))
+        return {branch: listed[branch] for branch in branches if branch in listed}
+
+    def _listed_heads(self, *patterns: str) -> dict[str, str]:
+        listing = self._git("for-each-ref", "--format=%(objectname) %(refname)", *patterns).text
         result = {}
         for line in listing.splitlines():
             commit, _, ref = line.partition(" ")

@@ -26,7 +26,6 @@ from aerix.errors import SessionLogCorrupt, SessionSchemaTooNew
 
 _HEADER = re.compile(rb'\{"type":"([^"\\]+)","seq":(\d+)[,}]')
 _CURRENT_V = f',"v":{ev.SCHEMA_VERSION},'.encode()
-_VALIDATE_JSON = ev.EVENT_ADAPTER.validator.validate_json
 
 
 class PlainJSONMapper:
@@ -68,7 +67,7 @@ def decode_record(line: bytes) -> ev.EventBase:
     """One line → its validated, upcast record. Raises ValueError (ValidationError is one)."""
     if line.find(_CURRENT_V, 0, 96) > 0:
         # The common case: written by this schema version; pydantic parses the bytes itself.
-        return _VALIDATE_JSON(line)
+        return ev.event_adapter().validator.validate_json(line)
     decoded = json.loads(line)
     if not isinstance(decoded, dict):
         raise ValueError("a line must be a JSON object")
@@ -79,8 +78,9 @@ def decode_records(raw_lines: list[bytes]) -> list[ev.EventBase]:
     """Many lines → their records, in order. Raises ValueError at the first bad line (without
     saying which: ``decode_checked`` line by line does)."""
     # The fast path: current lines go straight to pydantic's validator, no call per line.
+    validate_json = ev.event_adapter().validator.validate_json
     return [
-        _VALIDATE_JSON(raw) if raw.find(_CURRENT_V, 0, 96) > 0 else decode_record(raw) for raw in raw_lines
+        validate_json(raw) if raw.find(_CURRENT_V, 0, 96) > 0 else decode_record(raw) for raw in raw_lines
     ]
 
 

@@ -12,7 +12,7 @@ read to the new one, or reports that it moved.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -51,6 +51,11 @@ class ProfileRepository(Protocol):
 
     def branches(self) -> dict[str, str]:
         """Every branch and the commit it points at."""
+        ...
+
+    def heads(self, branches: Sequence[str]) -> dict[str, str]:
+        """Those of ``branches`` that exist, each with the commit it points at, read at once (a
+        request's attach reads main's, its model base's and its session's)."""
         ...
 
     def has_commit(self, commit: str) -> bool: ...

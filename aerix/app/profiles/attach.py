@@ -19,7 +19,14 @@ from aerix.app.ports import PromptSource
 from aerix.app.ports.profiles import ProfileRepository, ProfileStore
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import create_branch, point_branch
-from aerix.domain.profile import ProfileSnapshot, prompt_path, session_branch, short_commit
+from aerix.domain.profile import (
+    MAIN_BRANCH,
+    ProfileSnapshot,
+    model_branch,
+    prompt_path,
+    session_branch,
+    short_commit,
+)
 from aerix.errors import ProfileError
 
 EMBEDDED_NOTE = "the embedded prompts are used"
@@ -110,12 +117,16 @@ def _attach(
     fallback: PromptSource,
     make_branch: bool,
 ) -> AttachedProfile:
-    main_head = seed_main(repo, embedded, request.release)
-    base_branch, base_head = ensure_model_base(repo, request.model, main_head)
     branch = session_branch(request.session)
+    # The three heads the attach reads, in one git call; each write reads its branch again
+    # only when its swap finds the branch moved.
+    listed = repo.heads([MAIN_BRANCH, model_branch(request.model), branch])
+    main_head = seed_main(repo, embedded, request.release, listed)
+    base_branch, base_head = ensure_model_base(repo, request.model, main_head, listed)
     notes: list[str] = []
     recorded = request.recorded_commit
-    place: Callable[[ProfileRepository, str, str], object]  # how session/<id> is put at the commit
+    # How session/<id> is put at the commit.
+    place: Callable[[ProfileRepository, str, str, Mapping[str, str]], object]
     if request.refresh or recorded is None:
         commit, place = base_head, point_branch
     elif repo.has_commit(recorded):
@@ -127,7 +138,7 @@ def _attach(
         )
         commit, place = base_head, point_branch
     if make_branch:
-        place(repo, branch, commit)
+        place(repo, branch, commit, listed)
     snapshot = repo.read(commit)
     notes.extend(_snapshot_notes(repo.name, snapshot, embedded))
     texts = {}

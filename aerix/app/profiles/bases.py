@@ -16,8 +16,14 @@ from aerix.app.profiles.writes import Write, create_branch, head_after_change
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
 
 
-def seed_main(repo: ProfileRepository, embedded: Mapping[str, str], release: str) -> str:
-    """Make or update ``main`` to this release's embedded prompts; returns main's head."""
+def seed_main(
+    repo: ProfileRepository,
+    embedded: Mapping[str, str],
+    release: str,
+    listed: Mapping[str, str] | None = None,
+) -> str:
+    """Make or update ``main`` to this release's embedded prompts; returns main's head.
+    ``listed``: heads read at once just before (``repo.heads``), for the first try."""
 
     def change(base: ProfileSnapshot) -> Write | None:
         texts = {
@@ -35,16 +41,18 @@ def seed_main(repo: ProfileRepository, embedded: Mapping[str, str], release: str
             )
         return Write(base.with_texts(texts, {}), message)
 
-    head = head_after_change(repo, MAIN_BRANCH, change)
+    head = head_after_change(repo, MAIN_BRANCH, change, listed)
     if head is None:  # the change made main or found it; never None here
         raise RuntimeError("profile main has no head after seeding")
     return head
 
 
-def ensure_model_base(repo: ProfileRepository, model: str, main_head: str) -> tuple[str, str]:
+def ensure_model_base(
+    repo: ProfileRepository, model: str, main_head: str, listed: Mapping[str, str] | None = None
+) -> tuple[str, str]:
     """``model/<model>`` (made from ``main`` when new): (its branch name, its head)."""
     branch = model_branch(model)
-    return branch, create_branch(repo, branch, main_head)
+    return branch, create_branch(repo, branch, main_head, listed)
 
 
 def iso(moment: datetime) -> str:

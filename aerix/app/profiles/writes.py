@@ -40,17 +40,22 @@ def commit_change(repo: ProfileRepository, branch: str, change: Change) -> str |
     return written
 
 
-def head_after_change(repo: ProfileRepository, branch: str, change: Change) -> str | None:
+def head_after_change(
+    repo: ProfileRepository, branch: str, change: Change, listed: Mapping[str, str] | None = None
+) -> str | None:
     """``commit_change``, then where ``branch`` is: the new commit, or the head the change was
-    given when it wrote nothing (None: still no branch). The head is the one read, not read again."""
-    written, head = _commit_change(repo, branch, change)
+    given when it wrote nothing (None: still no branch). The head is the one read, not read again.
+    ``listed``: heads read at once just before (``repo.heads``), for the first try."""
+    written, head = _commit_change(repo, branch, change, listed)
     return written or head
 
 
-def _commit_change(repo: ProfileRepository, branch: str, change: Change) -> tuple[str | None, str | None]:
+def _commit_change(
+    repo: ProfileRepository, branch: str, change: Change, listed: Mapping[str, str] | None = None
+) -> tuple[str | None, str | None]:
     """(the commit written or None, the head the last try read)."""
-    for _ in range(CAS_TRIES):
-        head = repo.head(branch)
+    for attempt in range(CAS_TRIES):
+        head = _head(repo, branch, listed, attempt)
         base = repo.read(head) if head is not None else ProfileSnapshot(None)
         write = change(base)
         if write is None:
@@ -61,10 +66,12 @@ def _commit_change(repo: ProfileRepository, branch: str, change: Change) -> tupl
     raise ProfileRace(repo.name, branch, CAS_TRIES)
 
 
-def create_branch(repo: ProfileRepository, branch: str, at: str) -> str:
+def create_branch(
+    repo: ProfileRepository, branch: str, at: str, listed: Mapping[str, str] | None = None
+) -> str:
     """``branch`` at ``at`` unless it exists already; returns where it points either way."""
-    for _ in range(CAS_TRIES):
-        head = repo.head(branch)
+    for attempt in range(CAS_TRIES):
+        head = _head(repo, branch, listed, attempt)
         if head is not None:
             return head
         if repo.move(branch, at, None):
@@ -72,10 +79,12 @@ def create_branch(repo: ProfileRepository, branch: str, at: str) -> str:
     raise ProfileRace(repo.name, branch, CAS_TRIES)
 
 
-def point_branch(repo: ProfileRepository, branch: str, at: str) -> None:
+def point_branch(
+    repo: ProfileRepository, branch: str, at: str, listed: Mapping[str, str] | None = None
+) -> None:
     """Move ``branch`` (made when missing) to ``at``, from wherever it is."""
-    for _ in range(CAS_TRIES):
-        head = repo.head(branch)
+    for attempt in range(CAS_TRIES):
+        head = _head(repo, branch, listed, attempt)
         if head == at or repo.move(branch, at, head):
             return
     raise ProfileRace(repo.name, branch, CAS_TRIES)
@@ -90,3 +99,12 @@ def delete_branch(repo: ProfileRepository, branch: str) -> bool:
         if repo.move(branch, None, head):
             return True
     raise ProfileRace(repo.name, branch, CAS_TRIES)
+
+
+def _head(repo: ProfileRepository, branch: str, listed: Mapping[str, str] | None, attempt: int) -> str | None:
+    """``branch``'s head for a write's try: the first try takes it from ``listed`` when given
+    (heads read at once, one git call for several branches; a branch missing from it has none),
+    and a retry, after the swap found the branch moved, reads it again."""
+    if attempt == 0 and listed is not None:
+        return listed.get(branch)
+    return repo.head(branch)

@@ -136,7 +136,9 @@ class LiveSession:
         writer = self.writer
         if self._transcript is None:
             claude_projects = project.settings.transcript.claude_projects
-            self._transcript = TranscriptFollower(self.deps.sessions, writer.ref, claude_projects)
+            # A session this request started holds its session.start alone: nothing to read back.
+            log = [record] if first and self.resume is None else None
+            self._transcript = TranscriptFollower(self.deps.sessions, writer.ref, claude_projects, log)
             writer.subscribe(self._transcript.seen)
         recorder = RequestRecorder(writer, observer, self._transcript)
         request = OpenRequest(

@@ -7,7 +7,9 @@ The transcript is a projection (``aerix.projections.transcript``); this follows 
 incrementally. Events are folded as they are recorded (``seen``, a subscriber of the session's
 writer), and the records they made are appended at each commit point of the log (``follow``,
 from the request's recorder) and when a hook is about to fire (``bring_up_to_date``, which also
-syncs the files to disk). The first time in a process the log is folded once: when the file on disk already
+syncs the files to disk). A session this process has just started is not read back (its
+``session.start`` and what followed are folded as they are recorded); otherwise, the first time
+in a process, the log is folded once: when the file on disk already
 holds exactly the records of the earlier events (a resumed session), only the new ones are
 appended; otherwise (no file, or one written by another version) it is written whole, once. The
 result is the same bytes ``aerix sessions rebuild`` writes from the whole log.
@@ -23,6 +25,7 @@ folder) is linked into Claude Code's projects folder at the first catch-up.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from aerix.app.ports import SessionRef, SessionStorage
@@ -33,20 +36,33 @@ from aerix.projections.transcript import ClaudeTranscript, record_line, subagent
 class TranscriptFollower:
     """The Claude Code transcript of one session, appended to as the session goes."""
 
-    def __init__(self, storage: SessionStorage, ref: SessionRef, claude_projects: bool = False) -> None:
+    def __init__(
+        self,
+        storage: SessionStorage,
+        ref: SessionRef,
+        claude_projects: bool = False,
+        log: Sequence[ev.EventBase] | None = None,
+    ) -> None:
+        """``log``: every event the session's log holds now, when the caller has them (a session
+        it has just started holds its ``session.start`` alone); the first catch-up then folds
+        those and what was recorded since, rather than reading the log back and validating what
+        this process has just written."""
         self._storage = storage
         self._ref = ref
         self._claude_projects = claude_projects
         self._projection = ClaudeTranscript()
+        self._folding = log is not None  # whether each recorded event is folded as it comes
+        if log is not None:
+            self._projection.feed(log)
         self._written: int | None = None  # records on disk; None until the first catch-up
         self._written_subagents: dict[str, int] = {}
         self._unsynced: set[str | None] = set()  # files appended to without a sync (None: main)
         self._linked = self._linked_subagents = False
 
     def seen(self, record: ev.EventBase) -> None:
-        """A session event was just recorded (before the first catch-up, which reads the log,
-        there is nothing to fold it into)."""
-        if self._written is not None:
+        """A session event was just recorded (before a first catch-up that reads the log, there
+        is nothing to fold it into)."""
+        if self._folding:
             self._projection.take(record)
 
     def follow(self) -> None:
@@ -89,7 +105,9 @@ class TranscriptFollower:
             self._unsynced.add(agent)
 
     def _catch_up(self) -> None:
-        self._projection.feed(self._storage.log.read(self._ref))
+        if not self._folding:
+            self._projection.feed(self._storage.log.read(self._ref))
+            self._folding = True
         lines = [record_line(record) for record in self._projection.records]
         count, last = self._storage.views.transcript_tail(self._ref)
         if 0 < count <= len(lines) and lines[count - 1] == last:

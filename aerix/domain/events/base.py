@@ -24,7 +24,9 @@ Verdict = Literal["pass", "fail"]
 class StrictModel(BaseModel):
     """Frozen, and no field beyond those declared: every event and every part of one."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Each model builds its validator when first used, not at import: a request records a
+    # handful of the event types and reads none of its log back (``union.event_adapter``).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class EventBase(StrictModel):

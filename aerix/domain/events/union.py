@@ -4,6 +4,7 @@ type (the agent's events, the commit points), parsing a decoded line, and the JS
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
@@ -76,12 +77,18 @@ def agent_of(record: EventBase) -> str | None:
 
 
 BY_TYPE: dict[str, type[EventBase]] = {cls.model_fields["type"].default: cls for cls in EVENT_TYPES}
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+@cache
+def event_adapter() -> TypeAdapter[Event]:
+    """The union's validator, built on first use: building it builds every event model, and a
+    command that only writes events (a request) never validates a line it did not make."""
+    return TypeAdapter(Event)
 
 
 def parse_event(line: dict[str, Any]) -> EventBase:
     """Upcast and validate one decoded line. Raises UnknownSchemaVersion or pydantic's ValidationError."""
-    return EVENT_ADAPTER.validate_python(upcast(line))
+    return event_adapter().validate_python(upcast(line))
 
 
 def event_json_schemas() -> dict[str, dict[str, Any]]:
@@ -91,6 +98,6 @@ def event_json_schemas() -> dict[str, dict[str, Any]]:
 
 def union_json_schema() -> dict[str, Any]:
     """One schema that validates any line of a session log."""
-    schema = EVENT_ADAPTER.json_schema(mode="serialization")
+    schema = event_adapter().json_schema(mode="serialization")
     schema["title"] = f"aerix session event (schema v{SCHEMA_VERSION})"
     return schema
