@@ -79,3 +79,35 @@ def test_each_projection_fed_live_equals_it_rebuilt_from_the_file(
         assert not report.problems
         assert files.views.load_index(ref.project)[ref.id] == stored_entry
         files.log.close()
+
+
+@settings(max_examples=10, deadline=None)
+@given(events=event_streams())
+def test_text_that_cannot_be_utf8_reaches_each_projection_as_it_is_written(
+    events: list[ev.EventBase],
+) -> None:
+    """A lone surrogate (a folder whose name is not UTF-8, as Python hands it over) is written
+    with U+FFFD in its place; the writer publishes the event as written, so every projection fed
+    live still equals it rebuilt from the file."""
+    start = events[0]
+    assert isinstance(start, ev.SessionStart)
+    times = iter([event.time for event in events])
+    with tempfile.TemporaryDirectory() as folder:
+        files = SessionFiles(Path(folder))
+        fields = start.model_dump(exclude=STAMPED) | {"cwd": "/work/bad\udcffname"}
+        writer = start_session(files, lambda: next(times), sync="release", **fields)
+        [opening] = writer.opening
+        assert isinstance(opening, ev.SessionStart) and opening.cwd == "/work/bad\ufffdname"
+        live = [make() for make in PROJECTIONS]
+        for projection in live:
+            projection.take(opening)
+            writer.subscribe(projection.take)
+        for event in events[1:]:
+            writer.record(type(event), **event.model_dump(exclude=STAMPED))
+        writer.close()
+        on_disk = files.log.read(files.log.find(start.session))
+        for live_projection, make in zip(live, PROJECTIONS, strict=True):
+            rebuilt = make()
+            rebuilt.feed(on_disk)
+            assert vars(live_projection) == vars(rebuilt), make.__name__
+        files.log.close()

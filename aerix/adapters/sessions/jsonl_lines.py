@@ -40,13 +40,18 @@ class PlainJSONMapper:
         self.replaced: list[tuple[int, str]] = []
 
     def to_stored_event(self, session_id: str, record: ev.EventBase) -> StoredEvent:
+        return self.written(session_id, record)[0]
+
+    def written(self, session_id: str, record: ev.EventBase) -> tuple[StoredEvent, ev.EventBase]:
+        """The stored event for ``record``, and the record as its line says: itself, or a copy
+        with U+FFFD for each lone surrogate (what a reader of the log will see)."""
         try:
             state = record.model_dump_json(exclude_none=True).encode()
         except PydanticSerializationError:
-            cleaned = type(record).model_validate(_without_surrogates(record.model_dump()))
-            state = cleaned.model_dump_json(exclude_none=True).encode()
             self.replaced.append((record.seq, record.type))
-        return StoredEvent(session_id, record.seq, record.type, state)
+            record = type(record).model_validate(_without_surrogates(record.model_dump()))
+            state = record.model_dump_json(exclude_none=True).encode()
+        return StoredEvent(session_id, record.seq, record.type, state), record
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -60,15 +60,16 @@ class SessionLogFiles:
             recorder = self._recorders[project] = SessionLogRecorder(self.root / project)
         return recorder
 
-    def append(self, ref: SessionRef, records: Sequence[EventBase], sync: bool = False) -> None:
+    def append(self, ref: SessionRef, records: Sequence[EventBase], sync: bool = False) -> list[EventBase]:
         """Write the session's new records, each as its line (eventsourcing's recorder interface,
         our recorder), synced to disk first when ``sync``; another writer's append in between is
-        ``SessionBusy``."""
-        stored = [self.mapper.to_stored_event(ref.id, record) for record in records]
+        ``SessionBusy``. Returns the records as written."""
+        pairs = [self.mapper.written(ref.id, record) for record in records]
         try:
-            self.recorder(ref.project).insert_events(stored, sync=sync)
+            self.recorder(ref.project).insert_events([stored for stored, _ in pairs], sync=sync)
         except IntegrityError as exc:
             raise SessionBusy(ref.id, "another writer appended to it") from exc
+        return [written for _, written in pairs]
 
     def notices(self) -> list[str]:
         """Crash repairs and the like since the last call, one line each."""

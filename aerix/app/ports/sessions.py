@@ -80,9 +80,13 @@ class SessionLog(Protocol):
         ...
 
     def read(self, ref: SessionRef) -> list[ev.EventBase]: ...
-    def append(self, ref: SessionRef, records: Sequence[ev.EventBase], sync: bool = False) -> None:
+    def append(
+        self, ref: SessionRef, records: Sequence[ev.EventBase], sync: bool = False
+    ) -> list[ev.EventBase]:
         """Write the session's new records, one line each, synced to disk before returning when
-        ``sync``; ``SessionBusy`` when another writer got there first."""
+        ``sync``; ``SessionBusy`` when another writer got there first. Returns the records as
+        their lines say (text that cannot be UTF-8 has U+FFFD for each lone surrogate), which
+        is what the writer publishes: a live view sees what a rebuild will read."""
         ...
 
     def sync(self, ref: SessionRef) -> None:

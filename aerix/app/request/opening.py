@@ -149,9 +149,10 @@ def open_session(
     sync = project.settings.session.sync
     if resume is None:
         writer = start_session(deps.sessions, deps.clock, sync=sync, views=views, session=session_id, **start)
-        if writer.session.start is None:  # Session.begin records it; never None here
+        [written] = writer.opening  # Session.begin records the session.start alone
+        if not isinstance(written, ev.SessionStart):
             raise RuntimeError("a new session without its session.start")
-        return writer, writer.session.start
+        return writer, written
     if options.fork_session:
         writer = fork_session(deps.sessions, deps.clock, resume.session, session_id, project.key, sync, views)
         start = {**start, "resumed_from": resume.session}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from aerix.app.ports import Clock, SessionRef, SessionStorage
 from aerix.app.ports.sessions import E
@@ -71,7 +71,10 @@ class SessionWriter:
         if last != session.version - len(session.pending):
             storage.log.release(ref)
             raise SessionBusy(ref.id, f"its log already reaches seq {last}")
-        self._publish(self._save())
+        # What opening it wrote (a new session's session.start), as written: what a subscriber
+        # added later, such as the transcript's follower, is handed instead of reading it back.
+        self.opening = self._save()
+        self._publish(self.opening)
 
     @property
     def log_path(self) -> Path:
@@ -85,15 +88,16 @@ class SessionWriter:
         self._subscribers.remove(subscriber)
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
-        """Append one event now (``seq``, ``time`` and ``v`` are filled in), then publish it."""
+        """Append one event now (``seq``, ``time`` and ``v`` are filled in), then publish it;
+        the event as written (the one every subscriber is handed)."""
         if self._closed:
             raise RuntimeError(f"session {self.ref.id} writer is closed")
         record = self.session.record(event_cls, self.clock(), **fields)
-        self._save(sync=self.sync_at_commits and isinstance(record, ev.COMMIT_EVENTS))
-        self._publish([record])
+        written = self._save(sync=self.sync_at_commits and isinstance(record, ev.COMMIT_EVENTS))
+        self._publish(written)
         if isinstance(record, ev.SessionEnd):
             store_index_entry(self.storage, self.ref, self.index)
-        return record
+        return cast(E, written[-1])
 
     def sync(self) -> None:
         """Make everything recorded so far durable now (a hook or the screen is about to report
@@ -123,9 +127,7 @@ class SessionWriter:
             self.storage.log.release(self.ref)
 
     def _save(self, sync: bool = False) -> list[ev.EventBase]:
-        records = self.session.take_new_records()
-        self.storage.log.append(self.ref, records, sync=sync)
-        return records
+        return self.storage.log.append(self.ref, self.session.take_new_records(), sync=sync)
 
     def _publish(self, records: list[ev.EventBase]) -> None:
         for record in records:
