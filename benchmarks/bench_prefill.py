@@ -3,13 +3,16 @@
 Each round runs one cold prefill of the same prompt (``--rows`` tokens of this project's own
 source, default 3,000) through each side's own caldrix: :func:`run_generation` on its
 llama.cpp engine with the served defaults (``--batch`` 256), one thread, one token asked for,
-each in a child process of its own, the order alternating each round
-(``benchmarks/_side_by_side.py``). It prints each side's median wall and CPU seconds and the
-median of the per-round ratios. CPU seconds are the figure to trust on a shared machine:
-another process's load stretches the wall time of a one-thread prefill, not its CPU time.
+each in a child process of its own, the order alternating each round so an order effect
+cancels out. With ``--llama-server`` each round first sends the same tokens to ``llama-server`` (``benchmarks/_llama_server.py``; its defaults, one slot, the same
+threads and a window just over the prompt, prompt caching off) as a ``/completion`` of one
+token: its wall is its own ``timings.prompt_ms``, its CPU the server process's over the request.
+It prints each side's median wall and CPU seconds and the median of the per-round ratios. CPU
+seconds are the figure to trust on a shared machine: another process's load stretches the wall
+time of a one-thread prefill, not its CPU time.
 
     .venv/bin/python benchmarks/bench_prefill.py [--against d8cba6a] [--rows 3000] [--rounds 3]
-                                                 [--threads 1] [--model PATH]
+                                                 [--threads 1] [--model PATH] [--llama-server]
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from _side_by_side import ROOT, paired, short_head, worktree_of
+from _llama_server import LlamaServer, start_llama_server
+from _side_by_side import ROOT, short_head, worktree_of
 
 from caldrix.models.references import resolve_model
+from tests.openai_server import free_port
 
 #: The commit before the prefill's batches were freed from the progress interval.
 BASELINE = "d8cba6a"
@@ -71,6 +78,35 @@ def prefill(root: Path, model: Path, text_file: Path, rows: int, threads: int) -
     return figures
 
 
+def post(server: LlamaServer, path: str, body: dict[str, object]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        server.url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=3600) as reply:
+        answer: dict[str, Any] = json.loads(reply.read())
+    return answer
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_prefill(server: LlamaServer, text_file: Path, rows: int) -> dict[str, float]:
+    """One cold prefill of the same tokens on llama-server (its prompt cache off)."""
+    tokens = post(server, "/tokenize", {"content": text_file.read_text()})["tokens"][:rows]
+    cpu = process_cpu_seconds(server.process.pid)
+    answer = post(server, "/completion", {"prompt": tokens, "n_predict": 1, "cache_prompt": False})
+    prompt_n = answer["timings"]["prompt_n"]
+    if prompt_n != rows:
+        raise SystemExit(f"llama-server computed {prompt_n} rows, not {rows}")
+    return {
+        "wall": answer["timings"]["prompt_ms"] / 1000.0,
+        "cpu": process_cpu_seconds(server.process.pid) - cpu,
+    }
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -84,6 +120,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model", type=Path, default=None, help="a GGUF file (default: the embedded model)")
+    parser.add_argument("--llama-server", action="store_true", help="llama-server as a third side")
     args = parser.parse_args()
     model = args.model or resolve_model("smollm2-135m").path
     with tempfile.TemporaryDirectory(prefix="bench-prefill-") as work:
@@ -93,19 +130,39 @@ def main() -> None:
             print(f"model {model.name}, {args.rows} rows, {args.threads} thread(s); load {load()}")
             runs: dict[str, list[dict[str, float]]] = {"this": [], "base": []}
 
-            def side(name: str, root: Path) -> float:
-                figures = prefill(root, model, text_file, args.rows, args.threads)
-                runs[name].append(figures)
+            def record(name: str, figures: dict[str, float]) -> float:
+                runs.setdefault(name, []).append(figures)
                 print(f"  {name}: {figures['wall']:.1f} s wall, {figures['cpu']:.1f} s CPU; load {load()}")
                 return figures["cpu"]
 
-            paired(args.rounds, lambda: side("this", ROOT), lambda: side("base", baseline))
-    print(f"\nthis tree ({short_head()}) against {args.against}, medians of {args.rounds} rounds:")
-    for key in ("wall", "cpu"):
-        this = statistics.median(r[key] for r in runs["this"])
-        base = statistics.median(r[key] for r in runs["base"])
-        ratio = statistics.median(t[key] / b[key] for t, b in zip(runs["this"], runs["base"], strict=True))
-        print(f"  {key:4}: {this:.1f} s against {base:.1f} s, ratio {ratio:.2f}")
+            def side(name: str, root: Path) -> float:
+                return record(name, prefill(root, model, text_file, args.rows, args.threads))
+
+            server = None
+            if args.llama_server:
+                port, ctx = free_port(), args.rows + 64
+                server = start_llama_server(model, Path(work), port=port, ctx=ctx, threads=args.threads)
+            try:
+                for number in range(args.rounds):
+                    # llama-server first in each round; the two caldrix sides alternate after it
+                    # (paired's order for this round's number).
+                    if server is not None:
+                        record("llama-server", server_prefill(server, text_file, args.rows))
+                    sides = [lambda: side("this", ROOT), lambda: side("base", baseline)]
+                    for run in sides if number % 2 == 0 else sides[::-1]:
+                        run()
+            finally:
+                if server is not None:
+                    server.stop()
+    print(f"\nthis tree ({short_head()}) against the others, medians of {args.rounds} rounds:")
+    for other in [name for name in runs if name != "this"]:
+        for key in ("wall", "cpu"):
+            this = statistics.median(r[key] for r in runs["this"])
+            them = statistics.median(r[key] for r in runs[other])
+            pairs = zip(runs["this"], runs[other], strict=True)
+            ratio = statistics.median(t[key] / o[key] for t, o in pairs)
+            name = args.against if other == "base" else other
+            print(f"  {key:4}: {this:.1f} s against {name}'s {them:.1f} s, ratio {ratio:.2f}")
     print(f"load {load()}")
 
 
