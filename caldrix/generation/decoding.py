@@ -55,8 +55,9 @@ FIRST_PREFILL_BATCH = 32
 #: otherwise the engine's whole batch. Progress does not depend on it (the heartbeat repeats the
 #: last figure while a batch runs); a cancel does: it is seen between batches, so this bounds how
 #: long a cancelled prefill goes on. Batches were sized to half a second before, which on a busy
-#: 2-core machine meant 16-32 rows, and llama.cpp computes small batches slower per row (with
-#: flash attention, 32-row batches took 1.6x the CPU time of 256-row ones; docs/benchmarks.md).
+#: 2-core machine meant 16-32 rows. Without flash attention (the engine's setting) that costs
+#: llama.cpp nothing per row; with it, 32-row batches took 1.6x the CPU time of 256-row ones
+#: (docs/benchmarks.md), so batch size is what flash attention would need first.
 PREFILL_BATCH_TARGET_S = 2.0
 
 
