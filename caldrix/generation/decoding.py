@@ -13,6 +13,7 @@ batch: a batched evaluation costs a fraction of one decode step per token.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,14 +41,24 @@ if TYPE_CHECKING:
 
 #: Progress frames are due at least this often while a prefill lasts (protocol: once a second).
 PROGRESS_INTERVAL_S = 1.0
-#: Smallest prefill batch when batches are shortened to keep progress frames on time.
+#: While a batch runs, the last progress figure is sent again once this long has passed since
+#: the last frame: half of :data:`PROGRESS_INTERVAL_S`, leaving the other half for a busy
+#: machine to schedule the heartbeat's thread. Only rows really computed are ever reported.
+PROGRESS_HEARTBEAT_S = PROGRESS_INTERVAL_S / 2
+#: Smallest prefill batch when batches are shortened on a slow machine.
 MIN_PREFILL_BATCH = 16
 #: Rows of a prefill's first batch, evaluated before the machine's rate is known: small enough
-#: to take well under a second on a slow, busy CPU (a full 256-row batch took 2.7 s here).
+#: to take well under :data:`PREFILL_BATCH_TARGET_S` on a slow, busy CPU (a full 256-row batch
+#: took 2.7 s here).
 FIRST_PREFILL_BATCH = 32
-#: Each later batch is sized to take about this long at the rate measured so far, leaving half
-#: of :data:`PROGRESS_INTERVAL_S` for the rate to drop (longer rows, another process's load).
-PREFILL_BATCH_TARGET_S = PROGRESS_INTERVAL_S / 2
+#: Each later batch is sized to take at most about this long at the rate measured so far, and is
+#: otherwise the engine's whole batch. Progress does not depend on it (the heartbeat repeats the
+#: last figure while a batch runs); a cancel does: it is seen between batches, so this bounds how
+#: long a cancelled prefill goes on. Batches were sized to half a second before, which on a busy
+#: 2-core machine meant 16-32 rows. Without flash attention (the engine's setting) that costs
+#: llama.cpp nothing per row; with it, 32-row batches took 1.6x the CPU time of 256-row ones
+#: (docs/benchmarks.md), so batch size is what flash attention would need first.
+PREFILL_BATCH_TARGET_S = 2.0
 
 
 class LiveRowsPolicy:
@@ -182,22 +193,69 @@ def _start_run(engine: Engine, params: GenerationParams, sink: GenerationSink) -
 
 
 def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: float) -> None:
-    """Evaluate ``prompt[start:]`` in batches, with progress before the first batch and after
-    each one. The first batch is small; each later one is sized from the rate measured on the
-    one before, so frames keep coming at least every :data:`PROGRESS_INTERVAL_S`."""
+    """Evaluate ``prompt[start:]`` in batches, with progress before the first batch, after each
+    one and, while one runs, every :data:`PROGRESS_HEARTBEAT_S` (:class:`_ProgressHeartbeat`).
+    The first batch is small; each later one is the engine's whole batch, or shorter when the
+    rate measured on the one before says that would take over :data:`PREFILL_BATCH_TARGET_S`."""
     most = max(1, engine.prefill_batch)
     batch = min(most, FIRST_PREFILL_BATCH)
     done = start
-    run.sink.progress(done, len(prompt))
-    while done < len(prompt):
-        _check_cancelled(run, started, len(prompt))
-        rows = prompt[done : _batch_end(done, batch, len(prompt), engine.capabilities.min_fill_rows)]
-        began = time.perf_counter()
-        engine.evaluate(rows)
-        elapsed = time.perf_counter() - began
-        done += len(rows)
-        run.sink.progress(done, len(prompt))
-        batch = next_prefill_batch(len(rows), elapsed, most)
+    with _ProgressHeartbeat(run.sink, done, len(prompt)) as heartbeat:
+        while done < len(prompt):
+            _check_cancelled(run, started, len(prompt))
+            rows = prompt[done : _batch_end(done, batch, len(prompt), engine.capabilities.min_fill_rows)]
+            began = time.perf_counter()
+            engine.evaluate(rows)
+            elapsed = time.perf_counter() - began
+            done += len(rows)
+            heartbeat.report(done)
+            batch = next_prefill_batch(len(rows), elapsed, most)
+
+
+class _ProgressHeartbeat:
+    """Sends ``progress`` frames for a prefill: each figure :meth:`report` is given at once,
+    and the last one again from a thread of its own while the engine computes a batch, so
+    frames keep their interval whatever a batch's size. The sink is called under a lock, so
+    frames stay in order and the figure never goes back; every sink of the pool is safe to call
+    from another thread (the pool's hands each frame to its event loop thread-safely)."""
+
+    def __init__(self, sink: GenerationSink, done: int, total: int) -> None:
+        self._sink = sink
+        self._done = done
+        self._total = total
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._last_sent = 0.0
+        self._thread = threading.Thread(target=self._beat, name="caldrix-prefill-progress", daemon=True)
+
+    def __enter__(self) -> _ProgressHeartbeat:
+        self.report(self._done)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def report(self, done: int) -> None:
+        with self._lock:
+            self._done = done
+            self._send()
+
+    def _send(self) -> None:
+        self._sink.progress(self._done, self._total)
+        self._last_sent = time.monotonic()
+
+    def _beat(self) -> None:
+        while True:
+            with self._lock:
+                wait = self._last_sent + PROGRESS_HEARTBEAT_S - time.monotonic()
+            if self._stopped.wait(max(0.0, wait)):
+                return
+            with self._lock:
+                due = time.monotonic() >= self._last_sent + PROGRESS_HEARTBEAT_S
+                if due and not self._stopped.is_set():
+                    self._send()
 
 
 def _batch_end(done: int, batch: int, total: int, min_rows: int) -> int:

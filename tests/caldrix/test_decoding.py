@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
-from caldrix.engine_seam import GenerationCancelled, GenerationParams, GenerationResult, ServingFlags
+from caldrix.engine_seam import Engine, GenerationCancelled, GenerationParams, GenerationResult, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import BadRequest, ContextOverflow
+from caldrix.generation import decoding
 from caldrix.generation._text_stream import TextStream
 from caldrix.generation.decoding import (
     FIRST_PREFILL_BATCH,
@@ -187,14 +192,17 @@ def test_a_long_prefill_reports_progress_before_the_first_token(engine: LlamaCpp
     assert all(total == len(prompt) for _, total in sink.progress_frames)
     assert result.recomputed_from == 0
     # The first batch is small, because the rate is not known yet; no batch is over --batch.
-    steps = [after - before for before, after in itertools.pairwise(dones)]
+    # (A figure repeated while a batch ran is no step.)
+    steps = [after - before for before, after in itertools.pairwise(dones) if after != before]
     assert steps[0] <= FIRST_PREFILL_BATCH
     assert all(0 < step <= BATCH for step in steps)
 
 
 def test_prefill_batches_are_sized_from_the_measured_rate() -> None:
-    # 64 rows in 2 s is 32 rows/s: a half-second batch holds 16.
-    assert next_prefill_batch(64, 2.0, most=256) == int(32 * PREFILL_BATCH_TARGET_S)
+    # 64 rows in 4 s is 16 rows/s: the batch holds what takes PREFILL_BATCH_TARGET_S.
+    assert next_prefill_batch(64, 4.0, most=256) == int(16 * PREFILL_BATCH_TARGET_S)
+    # A whole batch that took over a second stays whole: progress frames do not shorten it.
+    assert next_prefill_batch(256, 1.5, most=256) == 256
     # A fast machine gets the engine's whole batch, never more.
     assert next_prefill_batch(32, 0.01, most=256) == 256
     # A very slow one still evaluates a few rows per call, unless the engine's batch is smaller.
@@ -213,6 +221,72 @@ def test_cancelling_during_prefill_stops_between_batches(engine: LlamaCppEngine)
     assert len(engine.live_tokens) == FIRST_PREFILL_BATCH  # one batch computed, then it stopped
     assert info.value.partial.completion_tokens == 0
     assert list(engine.live_tokens) == prompt[:FIRST_PREFILL_BATCH]  # the rows stay valid for a resume
+
+
+class _Delegating:
+    """The module's engine, with ``evaluate`` replaced by the test."""
+
+    def __init__(self, engine: LlamaCppEngine) -> None:
+        self._engine = engine
+        self.batches: list[int] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._engine, name)
+
+    def evaluate(self, tokens: Sequence[int]) -> None:
+        self.batches.append(len(tokens))
+        self._engine.evaluate(tokens)
+
+
+def test_progress_keeps_coming_while_one_batch_runs(engine: LlamaCppEngine) -> None:
+    repeated = threading.Event()
+
+    class WatchingSink(Sink):
+        def progress(self, done: int, total: int) -> None:
+            if self.progress_frames and self.progress_frames[-1][0] == done:
+                repeated.set()
+            super().progress(done, total)
+
+    class WaitingEngine(_Delegating):
+        def evaluate(self, tokens: Sequence[int]) -> None:
+            # The first batch lasts until the heartbeat has sent its figure again.
+            if len(self.batches) == 0:
+                assert repeated.wait(timeout=60), "no progress frame while a batch ran"
+            super().evaluate(tokens)
+
+    prompt = _prompt(engine, "Tell me about the sea.")
+    engine.truncate(0)
+    sink = WatchingSink()
+    run_generation(cast(Engine, WaitingEngine(engine)), prompt, GenerationParams(max_new_tokens=1), sink)
+    dones = [done for done, _ in sink.progress_frames]
+    assert dones[:2] == [0, 0]  # the figure repeated: only rows really computed are reported
+    assert dones == sorted(dones) and dones[-1] == len(prompt)
+
+
+def test_prefill_batches_stay_whole_when_they_take_over_a_progress_interval(
+    engine: LlamaCppEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A machine where a whole batch takes 1.5 s (by a clock the engine moves): over the
+    # progress interval, under PREFILL_BATCH_TARGET_S, so every batch after the first is whole.
+    clock = [0.0]
+    monkeypatch.setattr(
+        decoding, "time", SimpleNamespace(perf_counter=lambda: clock[0], monotonic=time.monotonic)
+    )
+    seconds_per_row = 1.5 / BATCH
+
+    class TimedEngine(_Delegating):
+        def evaluate(self, tokens: Sequence[int]) -> None:
+            clock[0] += len(tokens) * seconds_per_row
+            super().evaluate(tokens)
+
+    text = " ".join(f"Line {i} of a long and dull document." for i in range(60))
+    prompt = _prompt(engine, text)
+    engine.truncate(0)
+    timed = TimedEngine(engine)
+    run_generation(cast(Engine, timed), prompt, GenerationParams(max_new_tokens=1), Sink())
+    assert timed.batches[0] == FIRST_PREFILL_BATCH
+    assert len(timed.batches) > 4 and all(rows == BATCH for rows in timed.batches[1:-2])
+    assert sum(timed.batches) == len(prompt)
 
 
 def test_cancelling_during_decode_stops_at_the_next_token(engine: LlamaCppEngine) -> None:
