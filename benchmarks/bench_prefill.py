@@ -4,7 +4,8 @@ Each round runs one cold prefill of the same prompt (``--rows`` tokens of this p
 source, default 3,000) through each side's own caldrix: :func:`run_generation` on its
 llama.cpp engine with the served defaults (``--batch`` 256), one thread, one token asked for,
 each in a child process of its own, the order alternating each round so an order effect
-cancels out. With ``--llama-server`` each round first sends the same tokens to ``llama-server`` (``benchmarks/_llama_server.py``; its defaults, one slot, the same
+cancels out. With ``--llama-server`` each round first sends the same tokens to
+``llama-server`` (``benchmarks/_llama_server.py``; its defaults, one slot, the same
 threads and a window just over the prompt, prompt caching off) as a ``/completion`` of one
 token: its wall is its own ``timings.prompt_ms``, its CPU the server process's over the request.
 It prints each side's median wall and CPU seconds and the median of the per-round ratios. CPU
