@@ -43,6 +43,7 @@ from caldrix.front.prompt import prompt_segments
 from caldrix.front.reply import ReplyEvent
 from caldrix.front.service import FrontService, Reply
 from caldrix.front.settings import MAX_KEPT_GENERATIONS
+from caldrix.protocol.messages import MemberObject
 
 logger = logging.getLogger("caldrix.front")
 
@@ -156,8 +157,8 @@ class Generations:
         """A follower of the generation for ``request``: a kept one with the same pool request,
         else a new one. A request the front refuses (a prompt too long, no such member) raises
         :class:`FrontError` here, before anything is sent to the client."""
-        member = await self.service.member_name(request.model)
-        key = pool_key(request, member)
+        member = await self.service.member(request.model)
+        key = pool_key(request, member.name)
         generation = self._by_key.get(key)
         if generation is not None and self.grace > 0:
             adopted = generation.followers == 0
@@ -169,7 +170,7 @@ class Generations:
             if self.grace > 0:
                 self._by_key[key] = generation
             assert self._group is not None, "follow() outside running()"
-            self._group.start_soon(self._run, generation, request)
+            self._group.start_soon(self._run, generation, request, member)
         follower = Follower(self, generation, request)
         try:
             await generation.prepared.wait()
@@ -229,12 +230,12 @@ class Generations:
         if self._by_key.get(generation.key) is generation:
             del self._by_key[generation.key]
 
-    async def _run(self, generation: Generation, request: ChatRequest) -> None:
+    async def _run(self, generation: Generation, request: ChatRequest, member: MemberObject) -> None:
         """Prepare the reply (count the prompt, check the window), then run it, keeping its
         pieces; cancelling :attr:`Generation.cancel` cancels it in the pool."""
         with generation.cancel:
             try:
-                async with self.service.reply(request) as reply:
+                async with self.service.reply(request, member) as reply:
                     generation.reply = reply
                     generation.prepared.set()
                     async with contextlib.aclosing(reply.events()) as events:

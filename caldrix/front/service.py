@@ -71,18 +71,17 @@ class FrontService:
             await _pool(client.context_drop(created.context))
             return int(created.tokens)
 
-    async def member_name(self, model: str) -> str:
+    async def member(self, model: str) -> MemberObject:
         """The member a request for ``model`` runs on, checked to be loaded and ready."""
         async with self._connection() as client:
-            return (await self._member(client, model)).name
+            return await self._member(client, model)
 
     @contextlib.asynccontextmanager
-    async def reply(self, request: ChatRequest) -> AsyncIterator[Reply]:
-        """The reply to ``request``, prepared: its prompt counted and checked against the window
-        (refusals raise :class:`FrontError` here, before anything is sent to the client). Its
-        context is dropped on the way out, however the reply ends."""
+    async def reply(self, request: ChatRequest, member: MemberObject) -> AsyncIterator[Reply]:
+        """The reply to ``request`` on ``member`` (:meth:`member`), prepared: its prompt counted
+        and checked against the window (refusals raise :class:`FrontError` here, before anything
+        is sent to the client). Its context is dropped on the way out, however the reply ends."""
         async with self._connection() as client:
-            member = await self._member(client, request.model)
             created = await _created(client, member, request)
             try:
                 yield self._prepared(client, member, request, created.context, int(created.tokens))
