@@ -169,6 +169,9 @@ _VERDICT_EXAMPLE = {
 _PLACEHOLDER = re.compile(r"<[^<>\n]{1,120}>")
 ECHOED_PLACEHOLDER = "the final only repeats the example's placeholder; write your own answer"
 ECHOED_THOUGHT = "the thought only repeats the example's placeholder; write your own reasoning"
+#: A final with no letter or digit in it ("...", "") says nothing: smollm2-135m ended a request
+#: ``done`` with the final "..." after two re-asks.
+EMPTY_FINAL = "the final says nothing (not one word in it); write your answer"
 
 
 def render_turns_section() -> str:
@@ -256,6 +259,8 @@ def _final_turn(thought: str, final: Any, verifier: bool) -> Turn:
         text = final if isinstance(final, str) else json.dumps(final, ensure_ascii=False)
         if _echoes_a_placeholder(text):
             raise TurnParseError(ECHOED_PLACEHOLDER)
+        if not any(character.isalnum() for character in text):
+            raise TurnParseError(EMPTY_FINAL)
         return Turn(thought=thought, final=text)
     if not isinstance(final, dict) or final.get("verdict") not in VERDICTS:
         raise TurnParseError(

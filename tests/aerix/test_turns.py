@@ -21,6 +21,7 @@ from aerix.domain.tools import (
 from aerix.domain.turns import (
     ECHOED_PLACEHOLDER,
     ECHOED_THOUGHT,
+    EMPTY_FINAL,
     TurnParseError,
     parse_turn,
     render_turns_section,
@@ -286,3 +287,15 @@ def test_tool_descriptions_list_every_tool_and_its_fields() -> None:
         assert re.search(rf"^- {tool.name}: ", text, re.MULTILINE)
     assert "timeout_secs (integer, optional, default 120, at most 600)" in text
     assert "repo_map" in text and "input: no input" in text
+
+
+@pytest.mark.parametrize("final", ["...", "", "  ", "—", "…?!"])
+def test_a_final_without_one_word_does_not_parse(final: str) -> None:
+    """smollm2-135m ended a request ``done`` with the final "..."; such a turn is asked again."""
+    with pytest.raises(TurnParseError) as raised:
+        parse_turn(json.dumps({"thought": "done", "final": final}), TOOLS)
+    assert raised.value.problem == EMPTY_FINAL
+
+
+def test_a_short_final_with_a_word_parses() -> None:
+    assert parse_turn(json.dumps({"thought": "done", "final": "42."}), TOOLS).final == "42."
