@@ -61,13 +61,14 @@ REPEATED_CALL_SHOWN_CHARS: Final = 120
 # A small model copies what it was shown: the re-ask note as its final, a compaction marker. Such a
 # turn is refused and asked again (``aerix.domain.runtime_words``).
 #: A final, a verdict's reason or a thought is a copy when at least this share of its characters
-#: is copied from one runtime text (a note, the # Turns section, a marker) …
+#: is copied from one runtime text (a note, the # Turns section, a marker), or from spans of
+#: several stitched together …
 COPIED_WORDS_MIN_SHARE: Final = 0.6
 #: … counting only runs of at least this many characters in common (shorter ones are phrases
 #: any answer may share with a note) …
 COPIED_RUN_MIN_CHARS: Final = 8
 #: … and at least this many copied characters in all ("The file was removed." shares
-#: " was removed." with a note, and is an answer) …
+#: " was removed." with a note, and is an answer), and as many from each text stitched in …
 COPIED_WORDS_MIN_CHARS: Final = 32
 #: … taken from one stretch of the runtime text at most this many times the answer's length: a
 #: span of it, not phrases picked from all over it.

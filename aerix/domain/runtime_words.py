@@ -12,7 +12,9 @@ A copy is measured on the texts with their whitespace collapsed and their case f
 of at least COPIED_RUN_MIN_CHARS characters the answer shares, in order, with the runtime text's
 fixed words (its placeholders match nothing) must cover COPIED_WORDS_MIN_SHARE of the answer, be
 COPIED_WORDS_MIN_CHARS or more, and come from one stretch of it at most COPIED_STRETCH_RATIO
-times the answer's length.
+times the answer's length. Spans of several texts count together: smollm2-135m ended a request
+``done`` on the final "..." after a thought stitched from two re-ask notes, neither of which made
+up 60 % of it alone.
 """
 
 from __future__ import annotations
@@ -75,40 +77,72 @@ def refuse_copies(turn: Turn, texts: Sequence[RuntimeText], *, verifier: bool = 
         raise TurnParseError(copied_thought(copied), verifier=verifier)
 
 
-def copied_final(copied: RuntimeText) -> str:
-    return f"the final copies the runtime's own words ({copied.what}); write your own answer"
+def copied_final(what: str) -> str:
+    return f"the final copies the runtime's own words ({what}); write your own answer"
 
 
-def copied_thought(copied: RuntimeText) -> str:
-    return f"the thought copies the runtime's own words ({copied.what}); write your own reasoning"
+def copied_thought(what: str) -> str:
+    return f"the thought copies the runtime's own words ({what}); write your own reasoning"
 
 
-def copied_text(text: str, texts: Sequence[RuntimeText]) -> RuntimeText | None:
-    """The first of ``texts`` that ``text`` is mostly a span of, or None."""
+def copied_text(text: str, texts: Sequence[RuntimeText]) -> str | None:
+    """What ``text`` copies: the first of ``texts`` it is mostly a span of, else the texts whose
+    spans together make up most of it (a model that saw two notes stitched them), or None."""
     plain = _plain(text).strip()
     if len(plain) < bounds.COPIED_WORDS_MIN_CHARS:
         return None
-    return next((runtime for runtime in texts if _copies(plain, runtime.template)), None)
-
-
-def _copies(plain: str, template: str) -> bool:
-    fixed = _fixed_words(template)
     needed = max(bounds.COPIED_WORDS_MIN_CHARS, bounds.COPIED_WORDS_MIN_SHARE * len(plain))
-    if len(fixed) < needed or _shared_at_most(plain, fixed) < needed:
-        return False  # too little in common to be a copy: no need to align the two
+    shared = {runtime: _shared_at_most(plain, _fixed_words(runtime.template)) for runtime in texts}
+    if sum(shared.values()) < needed:
+        return None  # too little in common with all of them together: no need to align
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for runtime in texts:
+        if shared[runtime] < bounds.COPIED_RUN_MIN_CHARS:
+            continue
+        copied = _copied_span(plain, _fixed_words(runtime.template))
+        if _covered(copied) >= needed:
+            return runtime.what
+        if copied:
+            spans.setdefault(runtime.what, []).extend(copied)
+    # The fewest texts that make up the copy, the most copied first, each adding at least
+    # COPIED_WORDS_MIN_CHARS of its own (the runtime's texts share phrases, and any answer may
+    # share a few words with each): name what was stitched.
+    named: list[str] = []
+    runs: list[tuple[int, int]] = []
+    while spans and _covered(runs) < needed:
+        what = max(spans, key=lambda name: _covered(runs + spans[name]))
+        if _covered(runs + spans[what]) - _covered(runs) < bounds.COPIED_WORDS_MIN_CHARS:
+            break
+        runs += spans.pop(what)
+        named.append(what)
+    return " and ".join(named) if _covered(runs) >= needed else None
+
+
+def _copied_span(plain: str, fixed: str) -> list[tuple[int, int]]:
+    """The runs (start in ``plain``, length) of COPIED_RUN_MIN_CHARS or more that ``plain``
+    shares with the one stretch of ``fixed``, at most COPIED_STRETCH_RATIO times ``plain``'s
+    length, that it shares the most with."""
     blocks = [
         block
         for block in SequenceMatcher(None, plain, fixed, autojunk=False).get_matching_blocks()
         if block.size >= bounds.COPIED_RUN_MIN_CHARS
     ]
-    if sum(block.size for block in blocks) < needed:
-        return False
     longest = bounds.COPIED_STRETCH_RATIO * len(plain)
+    best: list[tuple[int, int]] = []
     for first, start in enumerate(blocks):
-        within = [block for block in blocks[first:] if block.b + block.size - start.b <= longest]
-        if sum(block.size for block in within) >= needed:
-            return True
-    return False
+        within = [(b.a, b.size) for b in blocks[first:] if b.b + b.size - start.b <= longest]
+        if _covered(within) > _covered(best):
+            best = within
+    return best
+
+
+def _covered(runs: Sequence[tuple[int, int]]) -> int:
+    """How many characters the runs cover, each counted once."""
+    covered, reach = 0, 0
+    for start, size in sorted(runs):
+        covered += max(0, start + size - max(reach, start))
+        reach = max(reach, start + size)
+    return covered
 
 
 @cache

@@ -35,8 +35,7 @@ COPIED_NOTE = (
 
 
 def _what(text: str, texts: tuple[RuntimeText, ...] = TEXTS) -> str | None:
-    copied = copied_text(text, texts)
-    return copied.what if copied is not None else None
+    return copied_text(text, texts)
 
 
 def _segment(kind: SegmentKind) -> ContextSegment:
@@ -114,6 +113,36 @@ def test_phrases_picked_from_all_over_a_long_text_are_no_span_of_it() -> None:
     last = "A verifier's final is a verdict instead of text"
     assert first in section and last in section
     assert _what(f"{first}. {last}.") is None
+
+
+def test_spans_of_two_runtime_texts_stitched_together_are_a_copy() -> None:
+    """smollm2-135m's thought on "Say hello in one short sentence.": the start of the stopped-answer
+    note, then the end of the invalid-turn note; neither alone is 60 % of it."""
+    stopped = stopped_turn_note(96, "the same 3-token span repeated 20 times", 256)
+    invalid = turn_retry_message("the final says nothing (not one word in it); write your answer")
+    first = stopped[: stopped.index(" and was removed")]
+    last = invalid[invalid.index("Answer again with exactly") :]
+    thought = f"{first}. {last}"
+    # Either part with as many words of the model's own is not a copy.
+    assert _what(first + " I will greet the user with one short and friendly sentence now." * 3) is None
+    assert _what("I will greet the user with one short, friendly sentence. " * 2 + last) is None
+    assert _what(thought) == (
+        "the note after an answer that was not a valid turn and the note after a stopped answer"
+    )
+    turn = Turn(thought=thought, final="Hello!")
+    with pytest.raises(TurnParseError) as raised:
+        refuse_copies(turn, TEXTS)
+    assert raised.value.problem.startswith(
+        "the thought copies the runtime's own words (the note after an answer"
+    )
+
+
+def test_own_words_around_short_quotes_of_two_notes_are_not_a_copy() -> None:
+    thought = (
+        "My last answer was stopped because it was going nowhere, and it was not a valid turn, so "
+        "this time I read greet.py first and then answer with what its main function prints."
+    )
+    assert _what(thought) is None
 
 
 def test_the_prompts_in_use_are_the_ones_checked() -> None:
