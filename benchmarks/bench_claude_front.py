@@ -29,12 +29,13 @@ its rows prompted are its own and are reported beside it. Each request goes on a
 its own (see ``replay_on``).
 
 ``ramble`` asks Claude Code ``say hi`` on a model that does not stop (Gemma 3 270M base, no
-output cap from Claude Code: it asks ``max_tokens`` 32,000) through (a) and (b), and reports
+output cap from Claude Code: it asks ``max_tokens`` 32,000) through (a), (ab) (the front with
+``--tool-text brief``, as ``caldrix launch claude`` starts it) and (b), and reports
 how long until Claude Code printed an answer, each cut at ``--cap`` seconds.
 
     .venv/bin/python benchmarks/bench_claude_front.py record
     .venv/bin/python benchmarks/bench_claude_front.py [replay] [--threads 1] [--setups a,b,b0,bt,c]
-    .venv/bin/python benchmarks/bench_claude_front.py ramble [--cap 600] [--setups a,b]
+    .venv/bin/python benchmarks/bench_claude_front.py ramble [--cap 600] [--setups a,ab,b]
 """
 
 from __future__ import annotations
@@ -447,7 +448,11 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor:
 
 
 #: The ramble's setups, by the key ``--setups`` names them with.
-RAMBLE_SETUPS: Final = {"a": "(a) caldrix front", "b": "(b) llama-server, defaults"}
+RAMBLE_SETUPS: Final = {
+    "a": "(a) caldrix front",
+    "ab": "(a) caldrix front, --tool-text brief (as caldrix launch claude runs it)",
+    "b": "(b) llama-server, defaults",
+}
 
 
 def ramble(cap_s: float, threads: int, keys: Sequence[str]) -> None:
@@ -461,9 +466,9 @@ def ramble(cap_s: float, threads: int, keys: Sequence[str]) -> None:
         folder = work / key
         folder.mkdir()
         start = (
-            _ramble_caldrix(folder, threads)
-            if key == "a"
-            else llama_server(folder, threads, model=RAMBLE_MODEL)
+            llama_server(folder, threads, model=RAMBLE_MODEL)
+            if key == "b"
+            else _ramble_caldrix(folder, threads, *(["--tool-text", "brief"] if key == "ab" else []))
         )
         with start as (url, _):
             seconds, printed = _time_claude(url, folder, cap_s)
@@ -477,10 +482,12 @@ def ramble(cap_s: float, threads: int, keys: Sequence[str]) -> None:
 
 
 @contextlib.contextmanager
-def _ramble_caldrix(folder: Path, threads: int) -> Iterator[tuple[str, LlamaServer | None]]:
+def _ramble_caldrix(
+    folder: Path, threads: int, *front_flags: str
+) -> Iterator[tuple[str, LlamaServer | None]]:
     pool = start_pool(folder, "--load", str(RAMBLE_MODEL), "--ctx", str(WINDOW), "--threads", str(threads))
     try:
-        front: FrontProcess = launch_front(folder, pool.socket_path)
+        front: FrontProcess = launch_front(folder, pool.socket_path, *front_flags)
         try:
             yield front.url, None
         finally:
@@ -540,7 +547,7 @@ def main() -> None:
     elif args.action == "replay":
         replay(args.threads, _setups(args.setups or "a,b,b0,bt,c", SETUPS))
     else:
-        ramble(args.cap, args.threads, _setups(args.setups or "a,b", RAMBLE_SETUPS))
+        ramble(args.cap, args.threads, _setups(args.setups or "a,ab,b", RAMBLE_SETUPS))
 
 
 def _setups(text: str, known: dict[str, str]) -> list[str]:

@@ -262,8 +262,10 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         DEFAULT_HOST,
         DEFAULT_MAX_OUTPUT_TOKENS,
         DEFAULT_PORT,
+        DEFAULT_TOOL_TEXT,
         LAUNCH_MODEL,
         LAUNCH_POOL_FLAGS,
+        LAUNCH_TOOL_TEXT,
     )
 
     serve = commands.add_parser(
@@ -301,6 +303,15 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="[MEMBER=]N",
         help=f"most tokens one reply may decode (default {DEFAULT_MAX_OUTPUT_TOKENS}); "
         "MEMBER=N for one member",
+    )
+    serve.add_argument(
+        "--tool-text",
+        action="append",
+        default=[],
+        metavar="[MEMBER=]MODE",
+        help=f"how a request's tools are written into its prompt (default {DEFAULT_TOOL_TEXT}): full, "
+        "or brief (each description's first paragraph, parameters without descriptions; calls are "
+        "still held to the full schema); MEMBER=MODE for one member",
     )
     serve.add_argument(
         "--log-requests",
@@ -343,7 +354,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         default=[],
         metavar="FLAG",
-        help="pass FLAG to the front (repeatable): --serve-flag=--log-requests=DIR",
+        help="pass FLAG to the front (repeatable): --serve-flag=--log-requests=DIR; the front gets "
+        f"--tool-text {LAUNCH_TOOL_TEXT} unless a FLAG sets --tool-text",
     )
     _add_pool_finding(launch, load_default=LAUNCH_MODEL, flags_default=LAUNCH_POOL_FLAGS)
 

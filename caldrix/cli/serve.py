@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import anyio
 
@@ -33,11 +34,14 @@ from caldrix.front.request_log import RequestLog
 from caldrix.front.service import FrontService
 from caldrix.front.settings import (
     API_KEY_ENV,
+    LAUNCH_TOOL_TEXT,
     LOOPBACK_HOSTS,
     MAX_RESEND_GRACE_SECS,
     POOL_START_SECS,
+    TOOL_TEXTS,
     FrontSettings,
     ModelRoute,
+    ToolText,
 )
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 
@@ -79,6 +83,18 @@ def front_settings(args: argparse.Namespace) -> FrontSettings:
             bounds[member] = int(figure)
         else:
             default_bound = int(figure)
+    tool_texts: dict[str, ToolText] = {}
+    default_tool_text: ToolText | None = None
+    for value in args.tool_text:
+        member, _, mode = value.rpartition("=")
+        if mode not in TOOL_TEXTS:
+            raise UsageError(
+                f"--tool-text {value}: give MODE or MEMBER=MODE, MODE one of {', '.join(TOOL_TEXTS)}"
+            )
+        if member:
+            tool_texts[member] = cast(ToolText, mode)
+        else:
+            default_tool_text = cast(ToolText, mode)
     routes = []
     for value in args.model:
         pattern, sep, member = value.partition("=")
@@ -109,6 +125,8 @@ def front_settings(args: argparse.Namespace) -> FrontSettings:
         max_connections=args.max_connections or defaults.max_connections,
         ping_secs=args.ping_interval or defaults.ping_secs,
         resend_grace_secs=defaults.resend_grace_secs if grace is None else grace,
+        tool_text=default_tool_text or defaults.tool_text,
+        member_tool_text=tool_texts,
     )
 
 
@@ -124,6 +142,8 @@ def launch_command(args: argparse.Namespace, claude_args: list[str]) -> int:
     url = f"http://127.0.0.1:{port}"
     key = new_key()
     serve_args = ["--socket", str(found.socket), "--port", str(port), *args.serve_flag]
+    if not any(flag.startswith("--tool-text") for flag in args.serve_flag):
+        serve_args += ["--tool-text", LAUNCH_TOOL_TEXT]
     if args.onboarded:
         config = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home())
         print(f"caldrix launch: marked onboarded in {mark_onboarded(config)}", file=sys.stderr)

@@ -21,11 +21,13 @@ from caldrix.protocol.messages import SegmentSpec
 JOIN: Final = "\n\n"
 
 
-def prompt_segments(request: ChatRequest) -> list[SegmentSpec]:
-    """The segments of ``request``'s prompt, in order (the generation prompt is the pool's)."""
+def prompt_segments(request: ChatRequest, *, brief_tools: bool = False) -> list[SegmentSpec]:
+    """The segments of ``request``'s prompt, in order (the generation prompt is the pool's);
+    ``brief_tools``: the tools section as ``--tool-text brief`` writes it."""
     system = request.system
     if request.tools:
-        system = JOIN.join(part for part in (system, tools_section(request.tools)) if part)
+        tools = tools_section(request.tools, brief=brief_tools)
+        system = JOIN.join(part for part in (system, tools) if part)
     segments = [SegmentSpec(id="system", role="system", text=system, pinned=True)] if system else []
     for number, turn in enumerate(merged_turns(request.turns)):
         segments.append(SegmentSpec(id=f"t{number}", role=turn.role, text=turn.text))

@@ -67,7 +67,7 @@ class FrontService:
         """The pool's exact count of ``request``'s prompt (generation prompt included)."""
         async with self._connection() as client:
             member = await self._member(client, request.model)
-            created = await _created(client, member, request)
+            created = await _created(client, member, request, self.settings)
             await _pool(client.context_drop(created.context))
             return int(created.tokens)
 
@@ -82,7 +82,7 @@ class FrontService:
         and checked against the window (refusals raise :class:`FrontError` here, before anything
         is sent to the client). Its context is dropped on the way out, however the reply ends."""
         async with self._connection() as client:
-            created = await _created(client, member, request)
+            created = await _created(client, member, request, self.settings)
             try:
                 yield self._prepared(client, member, request, created.context, int(created.tokens))
             finally:
@@ -234,10 +234,12 @@ def _finish_words(done: DoneFrame) -> str:
     return f"{done.finish}: {done.reason}" if done.reason else str(done.finish)
 
 
-async def _created(client: PoolClient, member: MemberObject, request: ChatRequest) -> Any:
+async def _created(
+    client: PoolClient, member: MemberObject, request: ChatRequest, settings: FrontSettings
+) -> Any:
     """``request``'s prompt as a context on ``member``; a prompt past what the pool will count
     is Anthropic's "prompt is too long"."""
-    segments = prompt_segments(request)
+    segments = prompt_segments(request, brief_tools=settings.tool_text_for(member.name) == "brief")
     if not segments:
         raise FrontError(400, "messages: the prompt is empty; send at least one message with text")
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from caldrix.protocol.roles import MAIN_MEMBER
 
@@ -25,6 +25,17 @@ API_KEY_ENV: Final = "CALDRIX_SERVE_API_KEY"
 #: its member: Claude Code asks 32,000, which a small model that never stops turns into a
 #: quarter hour of noise. A reply cut here ends as ``end_turn`` (docs/http-front.md).
 DEFAULT_MAX_OUTPUT_TOKENS: Final = 2048
+#: How a request's tools are written into its prompt: ``full`` (each tool's description and
+#: parameter schema as sent) or ``brief`` (the description's first paragraph, the parameters
+#: without their descriptions: caldrix/front/tool_text.py). Either way a call is constrained to
+#: the full schema. ``--tool-text [MEMBER=]MODE`` changes it.
+TOOL_TEXTS: Final = ("full", "brief")
+ToolText = Literal["full", "brief"]
+DEFAULT_TOOL_TEXT: Final[ToolText] = "full"
+#: What ``caldrix launch claude`` asks of the front it starts, unless a ``--serve-flag`` names
+#: ``--tool-text``: its default member is a 135M model, for which Claude Code's tool prose (two
+#: thirds of its prompt) is minutes of prefill and little use.
+LAUNCH_TOOL_TEXT: Final[ToolText] = "brief"
 #: Rows a prompt must leave free in its member's window: a prompt that leaves fewer is "too
 #: long" (Anthropic's 400, which makes Claude Code compact), not an answer of a few tokens.
 MIN_ROOM_TOKENS: Final = 256
@@ -98,6 +109,9 @@ class FrontSettings:
     max_connections: int = MAX_CONNECTIONS
     ping_secs: float = PING_SECS
     resend_grace_secs: float = RESEND_GRACE_SECS
+    tool_text: ToolText = DEFAULT_TOOL_TEXT
+    member_tool_text: dict[str, ToolText] = field(default_factory=dict)
+    """``--tool-text MEMBER=MODE``: a member's own."""
 
     def member_for(self, model: str, members: set[str]) -> str:
         """The member a request's ``model`` runs on: the first ``--model`` route whose pattern
@@ -109,3 +123,6 @@ class FrontSettings:
 
     def output_bound(self, member: str) -> int:
         return self.member_max_output.get(member, self.max_output_tokens)
+
+    def tool_text_for(self, member: str) -> ToolText:
+        return self.member_tool_text.get(member, self.tool_text)

@@ -23,6 +23,16 @@ RESULT_OPEN: Final = "<tool_response>"
 RESULT_CLOSE: Final = "</tool_response>"
 #: The words a failed tool's result starts with.
 ERROR_MARK: Final = "Error: "
+#: The longest description ``--tool-text brief`` keeps of a tool (its first paragraph, cut at
+#: a sentence): Claude Code's twelve tool descriptions and their parameters' are two thirds of
+#: its prompt, minutes of prefill for a small member on a CPU.
+BRIEF_DESCRIPTION_CHARS: Final = 300
+#: What ``brief`` drops from a parameter schema, at every level: words for a reader.
+_PROSE_KEYS: Final = frozenset({"description", "$schema"})
+#: Where a JSON Schema holds schemas: by name, in a list, or one.
+_SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+_SCHEMA_LISTS: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SCHEMA_ONES: Final = frozenset({"items", "additionalProperties", "not", "contains"})
 
 _TOOLS_INTRO = (
     "# Tools\n\n"
@@ -44,13 +54,54 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def tools_section(tools: Sequence[Tool]) -> str:
-    """The system prompt's section that lists ``tools`` and says how to call them."""
+def tools_section(tools: Sequence[Tool], *, brief: bool = False) -> str:
+    """The system prompt's section that lists ``tools`` and says how to call them; ``brief``
+    (``--tool-text brief``) gives each tool its description's first paragraph and its
+    parameters without their descriptions."""
     signatures = "\n".join(
-        dumps({"name": tool.name, "description": tool.description, "parameters": tool.schema})
+        dumps(
+            {
+                "name": tool.name,
+                "description": brief_description(tool.description) if brief else tool.description,
+                "parameters": schema_without_descriptions(tool.schema) if brief else tool.schema,
+            }
+        )
         for tool in tools
     )
     return _TOOLS_INTRO + signatures + _TOOLS_OUTRO
+
+
+def brief_description(description: str) -> str:
+    """The first paragraph of ``description``, at most BRIEF_DESCRIPTION_CHARS: cut after its
+    last whole sentence that fits, else at a word, marked with an ellipsis."""
+    first = description.strip().split("\n\n", 1)[0].strip()
+    if len(first) <= BRIEF_DESCRIPTION_CHARS:
+        return first
+    head = first[:BRIEF_DESCRIPTION_CHARS]
+    sentence_end = max(head.rfind(". "), head.rfind(".\n"))
+    if sentence_end > 0:
+        return head[: sentence_end + 1]
+    return head.rsplit(None, 1)[0] + "…"
+
+
+def schema_without_descriptions(schema: Any) -> Any:
+    """``schema`` without the ``description`` (and ``$schema``) of it or of anything inside it
+    (a property *named* ``description``, as Bash's is, stays): the prose, not the shape."""
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _PROSE_KEYS and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            kept[key] = {name: schema_without_descriptions(inner) for name, inner in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            kept[key] = [schema_without_descriptions(inner) for inner in value]
+        elif key in _SCHEMA_ONES:
+            kept[key] = schema_without_descriptions(value)
+        else:
+            kept[key] = value
+    return kept
 
 
 def call_head(name: str) -> str:

@@ -12,13 +12,16 @@ from pathlib import Path
 import pytest
 
 from caldrix.front.launch import claude_environment, mark_onboarded
-from tests.caldrix.front_harness import claude_binary, start_scripted
+from tests.caldrix.front_harness import claude_binary, launch_front, start_scripted
 
 pytestmark = pytest.mark.e2e
 
 
 def test_launch_runs_claude_on_the_pool_through_a_keyed_front(tmp_path: Path) -> None:
-    pool = start_scripted(tmp_path, [{"text": "Launched and answering.", "when": "MARK-launch"}])
+    # Words from the second paragraph of Claude Code's Bash description: a prompt that holds them
+    # got the tools in full, where launch asks the front for --tool-text brief.
+    full_tools = {"text": "The tools came in full.", "when": "Avoid using this tool to run"}
+    pool = start_scripted(tmp_path, [full_tools, {"text": "Launched and answering.", "when": "MARK-launch"}])
     home = tmp_path / "home"
     home.mkdir()
     log = tmp_path / "requests"
@@ -61,6 +64,64 @@ def test_launch_runs_claude_on_the_pool_through_a_keyed_front(tmp_path: Path) ->
     assert (
         not (home / ".claude.json").exists()
         or "hasCompletedOnboarding" not in (home / ".claude.json").read_text()
+    )
+
+
+def test_tool_text_brief_shortens_the_prompt_for_the_members_it_names(tmp_path: Path) -> None:
+    body = {
+        "model": "main",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [
+            {
+                "name": "Bash",
+                "description": "Runs a command.\n\n" + "Quote every path that has a space in it. " * 40,
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"command": {"type": "string", "description": "The command. " * 20}},
+                },
+            }
+        ],
+    }
+    pool = start_scripted(tmp_path, [])
+    counts: dict[str, int] = {}
+    try:
+        for flags in (
+            (),
+            ("--tool-text", "brief"),
+            ("--tool-text", "main=brief"),
+            ("--tool-text", "other=brief"),
+        ):
+            front = launch_front(tmp_path, pool.socket_path, *flags)
+            try:
+                with front.client() as client:
+                    answer = client.post("/v1/messages/count_tokens", json=body)
+                assert answer.status_code == 200, answer.text
+                counts[" ".join(flags)] = answer.json()["input_tokens"]
+            finally:
+                front.stop()
+        refused = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "caldrix",
+                "serve",
+                "--socket",
+                str(pool.socket_path),
+                "--tool-text",
+                "short",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        pool.stop()
+    full = counts[""]
+    assert counts["--tool-text brief"] == counts["--tool-text main=brief"] < full / 4
+    assert counts["--tool-text other=brief"] == full
+    assert refused.returncode == 64
+    assert refused.stderr.strip() == (
+        "caldrix: --tool-text short: give MODE or MEMBER=MODE, MODE one of full, brief"
     )
 
 

@@ -24,7 +24,13 @@ from caldrix.front.request_log import RequestLog
 from caldrix.front.service import outcome_of
 from caldrix.front.settings import FrontSettings, ModelRoute
 from caldrix.front.tool_grammar import ANY_OBJECT, tool_grammar, usable_schema
-from caldrix.front.tool_text import call_text
+from caldrix.front.tool_text import (
+    BRIEF_DESCRIPTION_CHARS,
+    brief_description,
+    call_text,
+    schema_without_descriptions,
+    tools_section,
+)
 from caldrix.protocol.messages import DoneFrame, Timings
 from tests.default_model import default_model_path
 
@@ -403,3 +409,62 @@ def test_the_request_log_numbers_on_and_never_writes_credentials(tmp_path: Path)
     assert "secret" not in written.read_text()
     odd = anyio.run(log.write, "GET", "/v1/models/../\x00" + "x" * 500, "", {}, b"")
     assert odd.parent == tmp_path and odd.name.startswith("000009-GET-v1_models_.._") and len(odd.name) < 120
+
+
+# -- --tool-text brief ------------------------------------------------------------------------
+
+BASH = Tool(
+    "Bash",
+    "Executes a bash command and returns its output.\n\n- IMPORTANT: avoid cat and head.\n- Quote paths.",
+    {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "description": "The call.",
+        "properties": {
+            "command": {"type": "string", "description": "The command to run."},
+            "description": {"type": "string", "description": "What it does, in 5-10 words."},
+            "env": {
+                "type": "array",
+                "items": {"type": "object", "description": "One variable.", "properties": {"name": {}}},
+            },
+            "mode": {"anyOf": [{"type": "string", "description": "a name"}, {"type": "integer"}]},
+        },
+        "required": ["command"],
+    },
+)
+
+
+def test_brief_keeps_the_first_paragraph_and_the_shape_not_the_prose() -> None:
+    assert brief_description(BASH.description) == "Executes a bash command and returns its output."
+    assert schema_without_descriptions(BASH.schema) == {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "description": {"type": "string"},  # a parameter named description stays
+            "env": {"type": "array", "items": {"type": "object", "properties": {"name": {}}}},
+            "mode": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+        },
+        "required": ["command"],
+    }
+    full, brief = tools_section([BASH]), tools_section([BASH], brief=True)
+    assert "IMPORTANT" in full and "IMPORTANT" not in brief and len(brief) < len(full)
+    # The grammar holds a call to the schema as sent, whatever the prompt shows.
+    assert usable_schema(BASH)["properties"] == BASH.schema["properties"]
+
+
+def test_a_long_first_paragraph_is_cut_at_a_sentence_else_at_a_word() -> None:
+    sentences = "Lists agents you can message. " * 20
+    cut = brief_description(sentences)
+    assert cut.endswith("message.") and len(cut) <= BRIEF_DESCRIPTION_CHARS
+    words = "word " * 100
+    cut = brief_description(words)
+    assert cut.endswith("word…") and len(cut) <= BRIEF_DESCRIPTION_CHARS + 1
+
+
+def test_brief_tools_shorten_only_the_tools_section() -> None:
+    request = ChatRequest("m", "Be brief.", (Turn("user", "hi"),), None, tools=(BASH,))
+    full, brief = prompt_segments(request), prompt_segments(request, brief_tools=True)
+    assert full[0].text.startswith("Be brief.") and brief[0].text.startswith("Be brief.")
+    assert len(brief[0].text) < len(full[0].text) and full[1:] == brief[1:]
+    settings = FrontSettings(member_tool_text={"small": "brief"})
+    assert (settings.tool_text_for("small"), settings.tool_text_for("main")) == ("brief", "full")
