@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from tests.processes import stop_process
+from caldrix.processes import stop_process
 
 #: The llama-cpp-python release whose vendored llama.cpp is built (the one caldrix pins).
 LLAMA_CPP_PYTHON: Final = "0.3.36"

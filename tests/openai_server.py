@@ -17,8 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from caldrix.processes import stop_process
 from tests.default_model import default_model_path
-from tests.processes import stop_process
 
 #: The model id the server lists (``--model_alias``).
 SERVED_MODEL = "smol"

@@ -1,4 +1,4 @@
-"""stop_process: the one way tests and benchmarks end the servers they start."""
+"""stop_process: the one way launch, the tests and the benchmarks end the servers they start."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from tests.processes import stop_process
+from caldrix.processes import stop_process
 
 #: Prints a line once its SIGTERM handler is in place, so the test never signals too early.
 IGNORES_SIGTERM = (

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from caldrix.errors import PoolUnavailable, UsageError
+from caldrix.processes import stop_process
 
 #: Claude Code's wait for a reply, in milliseconds: a local prefill of its 20k-token prompt
 #: takes minutes on a small CPU, where its default gives up and resends.
@@ -116,13 +117,7 @@ def running_front(serve_args: Sequence[str], url: str, key: str) -> Iterator[sub
         _wait_for(front, url)
         yield front
     finally:
-        if front.poll() is None:
-            front.terminate()
-            try:
-                front.wait(timeout=FRONT_START_SECS)
-            except subprocess.TimeoutExpired:
-                front.kill()
-                front.wait()
+        stop_process(front, FRONT_START_SECS)
 
 
 def _wait_for(front: subprocess.Popen[bytes], url: str) -> None:

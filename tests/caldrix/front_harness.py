@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx2 as httpx
 
+from caldrix.processes import stop_process
 from tests.caldrix.pool_harness import DEFAULT_MODEL, PoolProcess, start_pool
 from tests.openai_server import free_port
-from tests.processes import stop_process
 
 #: How long a front may take to answer after it starts.
 FRONT_START_SECS = 60.0

@@ -22,9 +22,9 @@ from typing import Any
 
 import cbor2
 
+from caldrix.processes import stop_process
 from caldrix.protocol.client import ClientBounds
 from caldrix.protocol.framing import FrameMode, decode_payload, encode_frame
-from tests.processes import stop_process
 
 #: The embedded default model, as a user names it.
 DEFAULT_MODEL = "smollm2-135m"

@@ -1,11 +1,13 @@
-"""Ending the server processes the tests and benchmarks start (pools, fronts, llama.cpp's servers)."""
+"""Ending a child server process: the front ``caldrix launch`` starts, and the pools, fronts and
+llama.cpp servers the tests and benchmarks start."""
 
 from __future__ import annotations
 
 import subprocess
+from typing import Final
 
 #: How long a server may take to end after SIGTERM before it is killed.
-STOP_GRACE_SECS = 30.0
+STOP_GRACE_SECS: Final = 30.0
 
 
 def stop_process(process: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_SECS) -> None:
