@@ -202,6 +202,8 @@ class Run:
     name: str
     replies: list[Reply] = field(default_factory=list)
     wall_s: float = 0.0
+    floor: int = 0
+    """The floor of this setup's own prompts (each distinct token once)."""
     cut: str = ""
     """Why the run stopped before its last request (a server that went away), else empty."""
 
@@ -221,6 +223,7 @@ class Run:
 #: The setups, by the key ``--setups`` names them with, in the order they run.
 SETUPS: Final = {
     "a": "(a) caldrix front, prefix store",
+    "ab": "(ab) caldrix front, prefix store, --tool-text brief",
     "b": "(b) llama-server, defaults (RAM cache)",
     "b0": "(b0) llama-server, --cache-ram 0",
     "bt": "(bt) llama-server, a template that keeps the tools",
@@ -237,6 +240,7 @@ def replay(threads: int, keys: Sequence[str]) -> None:
     headers = [_replayed_headers(r) for r in recording["requests"]]
     agents = [agent_of(r) for r in recording["requests"]]
     floor = floor_rows(caldrix_prompts(bodies), [None] * len(bodies))
+    brief_floor = floor_rows(caldrix_prompts(bodies, brief=True), [None] * len(bodies)) if "ab" in keys else 0
     work = Path(tempfile.mkdtemp(prefix="bench-claude-replay-"))
     runs = []
     for key in keys:
@@ -244,12 +248,13 @@ def replay(threads: int, keys: Sequence[str]) -> None:
         folder.mkdir()
         with _setup(key, folder, threads) as (url, server):
             runs.append(replay_on(SETUPS[key], url, server, bodies, headers))
+        runs[-1].floor = brief_floor if key == "ab" else floor
         print(
-            f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], floor, threads),
+            f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], threads),
             file=sys.stderr,
         )
     print(f"servers' logs: {work}", file=sys.stderr)  # kept: they say why a setup was cut
-    print(report(recording, agents, runs, floor, threads))
+    print(report(recording, agents, runs, threads))
 
 
 def _setup(
@@ -257,6 +262,8 @@ def _setup(
 ) -> contextlib.AbstractContextManager[tuple[str, LlamaServer | None]]:
     if key == "a":
         return caldrix_front(folder, threads)
+    if key == "ab":
+        return caldrix_front(folder, threads, front_flags=("--tool-text", "brief"))
     if key == "b":
         return llama_server(folder, threads)
     if key == "b0":
@@ -279,11 +286,13 @@ def _scripted_front(folder: Path) -> Iterator[tuple[str, LlamaServer | None]]:
 
 
 @contextlib.contextmanager
-def caldrix_front(folder: Path, threads: int, *flags: str) -> Iterator[tuple[str, LlamaServer | None]]:
+def caldrix_front(
+    folder: Path, threads: int, *flags: str, front_flags: Sequence[str] = ()
+) -> Iterator[tuple[str, LlamaServer | None]]:
     model = str(default_model_path())
     pool = start_pool(folder, "--load", model, "--ctx", str(WINDOW), "--threads", str(threads), *flags)
     try:
-        front = launch_front(folder, pool.socket_path)
+        front = launch_front(folder, pool.socket_path, *front_flags)
         try:
             yield front.url, None
         finally:
@@ -376,9 +385,9 @@ def _replayed_headers(request: dict[str, Any]) -> dict[str, str]:
     return {**kept, "x-api-key": "x"}
 
 
-def caldrix_prompts(bodies: Sequence[dict[str, Any]]) -> list[list[int]]:
-    """Each body's prompt as caldrix's front renders it: the request read as the front reads
-    it, its segments, the model's template and tokens."""
+def caldrix_prompts(bodies: Sequence[dict[str, Any]], *, brief: bool = False) -> list[list[int]]:
+    """Each body's prompt as caldrix's front renders it (``brief``: with ``--tool-text brief``):
+    the request read as the front reads it, its segments, the model's template and tokens."""
     from caldrix.engine_seam import ServingFlags
     from caldrix.engines.llamacpp import open_llamacpp
     from caldrix.front.anthropic_in import messages_request
@@ -389,7 +398,7 @@ def caldrix_prompts(bodies: Sequence[dict[str, Any]]) -> list[list[int]]:
     try:
         prompts = []
         for body in bodies:
-            segments = [s.model_dump() for s in prompt_segments(messages_request(body))]
+            segments = [s.model_dump() for s in prompt_segments(messages_request(body), brief_tools=brief)]
             prompts.append(render_context(engine, segments).prompt_tokens)
         return prompts
     finally:
@@ -400,7 +409,7 @@ def ratio(part: float, whole: float) -> str:
     return f"{part / whole:.2f}×" if whole else "—"
 
 
-def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor: int, threads: int) -> str:
+def report(recording: dict[str, Any], agents: list[str], runs: list[Run], threads: int) -> str:
     """The per-request table and the summary table, in Markdown."""
     lines = [
         f"{len(agents)} requests of Claude Code {recording['claude_code']} ({' → '.join(agents)}), "
@@ -420,7 +429,11 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor:
         lines.append(f"| {number + 1} | {agent} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"Floor (each distinct token of caldrix's prompts once): {floor:,} rows.",
+        "Floor (each distinct token of caldrix's prompts once): "
+        + ", ".join(
+            sorted({f"{run.floor:,} rows" + (" (brief)" if "brief" in run.name else "") for run in runs})
+        )
+        + ".",
         "",
         "| setup | rows prompted | rows prefilled | × floor | sum of TTFT s | wall s "
         "| pings before first token | longest silence s |",
@@ -431,7 +444,7 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], floor:
         silence = max((r.longest_silence_s for r in run.replies), default=0.0)
         name = f"{run.name} ({run.cut})" if run.cut else run.name
         lines.append(
-            f"| {name} | {run.prompted:,} | {run.prefilled:,} | {ratio(run.prefilled, floor)} | "
+            f"| {name} | {run.prompted:,} | {run.prefilled:,} | {ratio(run.prefilled, run.floor)} | "
             f"{run.ttft_s:.1f} | {run.wall_s:.1f} | {pings} | {silence:.1f} |"
         )
     best = runs[0]
