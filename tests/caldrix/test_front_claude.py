@@ -47,13 +47,17 @@ def write_call(path: Path, content: str) -> str:
     return f'<tool_call>\n{{"name": "Write", "arguments": {arguments}}}\n</tool_call>'
 
 
-def test_claude_code_writes_a_file_through_the_front_and_resumes_its_prompt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("tool_text", ["full", "brief"])
+def test_claude_code_writes_a_file_through_the_front_and_resumes_its_prompt(
+    tmp_path: Path, tool_text: str
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
     target = work / "hello.txt"
     script = [write_call(target, "hi"), "I created hello.txt containing hi."]
     log = tmp_path / "requests"
-    with scripted_front(tmp_path, script, "--log-requests", str(log)) as (_, front):
+    flags = ("--log-requests", str(log), "--tool-text", tool_text)
+    with scripted_front(tmp_path, script, *flags) as (_, front):
         result = run_claude(
             claude_env(front, tmp_path / "home"),
             work,
@@ -68,9 +72,10 @@ def test_claude_code_writes_a_file_through_the_front_and_resumes_its_prompt(tmp_
     assert result["result"] == "I created hello.txt containing hi."
     first, second = replies(front_log)
     assert first[3] == "tool_use" and second[3] == "end_turn"
-    # Claude Code's prompt (system, tools, environment) is over 8k tokens; the second request
+    # Claude Code's prompt (system, tools, environment) is over 8k tokens, about half that with
+    # the tools brief (the call above still held to Write's full schema); the second request
     # adds the call and its result, and resumes the first one's rows.
-    assert first[0] > 8000
+    assert first[0] > 8000 if tool_text == "full" else 3000 < first[0] < 7000
     assert second[1] >= first[0] - 8, (first, second)
     usage = result["usage"]
     assert isinstance(usage, dict) and usage["cache_read_input_tokens"] == second[1]
