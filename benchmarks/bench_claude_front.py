@@ -431,7 +431,7 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], thread
         "",
         "Floor (each distinct token of caldrix's prompts once): "
         + ", ".join(
-            sorted({f"{run.floor:,} rows" + (" (brief)" if "brief" in run.name else "") for run in runs})
+            dict.fromkeys(f"{run.floor:,} rows" + (" (brief)" if "brief" in run.name else "") for run in runs)
         )
         + ".",
         "",

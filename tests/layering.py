@@ -58,6 +58,7 @@ CALDRIX_LAYERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("caldrix.limits", ()),
     ("caldrix.errors", ("caldrix.limits",)),
     ("caldrix.log", ()),
+    ("caldrix.processes", ()),
     ("caldrix.engine_thread", ()),
     ("caldrix.engine_seam", ("caldrix.limits",)),
     ("caldrix.protocol", ("caldrix", "caldrix.limits", "caldrix.errors")),
@@ -74,7 +75,10 @@ CALDRIX_LAYERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("caldrix.connection", EVERY_LAYER_BELOW),
     ("caldrix.server", EVERY_LAYER_BELOW),
     # The HTTP front is a client of the pool, never part of it: only the command line imports it.
-    ("caldrix.front", ("caldrix", "caldrix.limits", "caldrix.errors", "caldrix.protocol")),
+    (
+        "caldrix.front",
+        ("caldrix", "caldrix.limits", "caldrix.errors", "caldrix.processes", "caldrix.protocol"),
+    ),
     ("caldrix.cli", EVERY_LAYER_BELOW),
     ("caldrix.__main__", ("caldrix.cli",)),
 )

@@ -55,9 +55,11 @@ def test_the_floor_counts_each_distinct_prefix_once() -> None:
 
 
 def test_the_report_divides_by_the_floor_and_by_each_other_setup() -> None:
-    best = bench.Run("(a) best", [bench.Reply(100, 100, 2.0), bench.Reply(110, 5, 1.0)], wall_s=4.0)
-    peer = bench.Run("(b) peer", [bench.Reply(40, 40, 4.0), bench.Reply(45, 42, 8.0)], wall_s=16.0)
-    text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, peer], floor=100, threads=1)
+    best = bench.Run(
+        "(a) best", [bench.Reply(100, 100, 2.0), bench.Reply(110, 5, 1.0)], wall_s=4.0, floor=100
+    )
+    peer = bench.Run("(b) peer", [bench.Reply(40, 40, 4.0), bench.Reply(45, 42, 8.0)], wall_s=16.0, floor=100)
+    text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, peer], threads=1)
     assert "| 1 | main | 100/100 | 40/40 |" in text
     assert "| (a) best | 210 | 105 | 1.05× | 3.0 | 4.0 |" in text
     assert "| (b) peer | 85 | 82 | 0.82× | 12.0 | 16.0 |" in text
@@ -65,9 +67,13 @@ def test_the_report_divides_by_the_floor_and_by_each_other_setup() -> None:
 
 
 def test_a_run_cut_short_is_reported_with_what_it_measured() -> None:
-    best = bench.Run("(a) best", [bench.Reply(100, 100, 2.0), bench.Reply(110, 5, 1.0)], wall_s=4.0)
-    cut = bench.Run("(b) peer", [bench.Reply(40, 40, 4.0)], wall_s=5.0, cut="cut after 1 request(s): gone")
-    text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, cut], floor=100, threads=1)
+    best = bench.Run(
+        "(a) best", [bench.Reply(100, 100, 2.0), bench.Reply(110, 5, 1.0)], wall_s=4.0, floor=100
+    )
+    cut = bench.Run(
+        "(b) peer", [bench.Reply(40, 40, 4.0)], wall_s=5.0, floor=100, cut="cut after 1 request(s): gone"
+    )
+    text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, cut], threads=1)
     assert "| 2 | subagent | 5/110 | — |" in text
     assert "| (b) peer (cut after 1 request(s): gone) | 40 | 40 | 0.40× | 4.0 | 5.0 |" in text
 
@@ -85,3 +91,12 @@ def test_setups_are_named_by_their_keys_and_an_unknown_one_is_one_line() -> None
             )
         else:
             raise AssertionError(f"{wrong!r} was taken")
+
+
+def test_each_setup_is_divided_by_the_floor_of_its_own_prompts() -> None:
+    """(ab)'s prompts are shorter (brief tools): its rows against its own floor, not (a)'s."""
+    brief = bench.Run("(ab) brief", [bench.Reply(50, 50, 1.0)], wall_s=1.0, floor=50)
+    full = bench.Run("(a) full", [bench.Reply(100, 100, 2.0)], wall_s=2.0, floor=100)
+    text = bench.report({"claude_code": "2.1"}, ["main"], [brief, full], threads=1)
+    assert "| (ab) brief | 50 | 50 | 1.00× |" in text and "| (a) full | 100 | 100 | 1.00× |" in text
+    assert "50 rows (brief), 100 rows." in text

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from caldrix.protocol.roles import MAIN_MEMBER
 
@@ -29,8 +29,8 @@ DEFAULT_MAX_OUTPUT_TOKENS: Final = 2048
 #: parameter schema as sent) or ``brief`` (the description's first paragraph, the parameters
 #: without their descriptions: caldrix/front/tool_text.py). Either way a call is constrained to
 #: the full schema. ``--tool-text [MEMBER=]MODE`` changes it.
-TOOL_TEXTS: Final = ("full", "brief")
 ToolText = Literal["full", "brief"]
+TOOL_TEXTS: Final[tuple[ToolText, ...]] = get_args(ToolText)
 DEFAULT_TOOL_TEXT: Final[ToolText] = "full"
 #: What ``caldrix launch claude`` asks of the front it starts, unless a ``--serve-flag`` names
 #: ``--tool-text``: its default member is a 135M model, for which Claude Code's tool prose (two
