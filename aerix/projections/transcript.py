@@ -261,12 +261,10 @@ class ClaudeTranscript(Projection):
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": text}
         if event.is_error:
             block["is_error"] = True
-        record = self._envelope_of(agent).copy()  # a copy keeps the keys' order, cheaper than a new dict
-        record["parentUuid"] = self._last.get(agent)
+        record = self._envelope(agent, self._last.get(agent))
         record["type"] = "user"
         record["message"] = {"role": "user", "content": [block]}
-        record["uuid"] = uuid = record_uuid(self._ids, event.seq)
-        record["timestamp"] = stamp(event.time)
+        self._stamp(record, event)
         if event.tool == "agent" and event.call is not None:
             spawned = self._spawned.get((agent, event.call))
             agent_id = self.claude_agent(spawned) if spawned is not None else None
@@ -278,8 +276,7 @@ class ClaudeTranscript(Projection):
             record["toolUseResult"] = tool_use_result(tool_name, claude_input, text, event.is_error)
         if owner is not None:
             record["sourceToolAssistantUUID"] = owner
-        self._records_of(agent).append(record)
-        self._last[agent] = uuid
+        self._add(agent, record)
 
     def _compaction(self, event: ev.Compaction) -> None:
         """A ``compact_boundary``: a new root pointing back at the record before it."""
