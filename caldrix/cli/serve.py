@@ -13,8 +13,9 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import cast
+from typing import TypeVar
 
 import anyio
 
@@ -45,6 +46,8 @@ from caldrix.front.settings import (
 )
 from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
 
+T = TypeVar("T")
+
 
 def serve_command(args: argparse.Namespace) -> int:
     settings = front_settings(args)
@@ -73,28 +76,18 @@ def front_settings(args: argparse.Namespace) -> FrontSettings:
         )
     if not 0 < args.port < 65536:
         raise UsageError("--port must be from 1 to 65535")
-    bounds: dict[str, int] = {}
-    default_bound = None
-    for value in args.max_output_tokens:
-        member, _, figure = value.rpartition("=")
-        if not figure.isdigit() or int(figure) < 1:
-            raise UsageError(f"--max-output-tokens {value}: give N or MEMBER=N, N at least 1")
-        if member:
-            bounds[member] = int(figure)
-        else:
-            default_bound = int(figure)
-    tool_texts: dict[str, ToolText] = {}
-    default_tool_text: ToolText | None = None
-    for value in args.tool_text:
-        member, _, mode = value.rpartition("=")
-        if mode not in TOOL_TEXTS:
-            raise UsageError(
-                f"--tool-text {value}: give MODE or MEMBER=MODE, MODE one of {', '.join(TOOL_TEXTS)}"
-            )
-        if member:
-            tool_texts[member] = cast(ToolText, mode)
-        else:
-            default_tool_text = cast(ToolText, mode)
+    default_bound, bounds = _per_member(
+        args.max_output_tokens,
+        _output_bound,
+        "--max-output-tokens {}: give N or MEMBER=N, N at least 1",
+    )
+    tool_texts: dict[str, ToolText]  # declared: inferring T would widen the literal modes to str
+    default_tool_text: ToolText | None
+    default_tool_text, tool_texts = _per_member(
+        args.tool_text,
+        _tool_text,
+        "--tool-text {}: give MODE or MEMBER=MODE, MODE one of " + ", ".join(TOOL_TEXTS),
+    )
     routes = []
     for value in args.model:
         pattern, sep, member = value.partition("=")
@@ -128,6 +121,34 @@ def front_settings(args: argparse.Namespace) -> FrontSettings:
         tool_text=default_tool_text or defaults.tool_text,
         member_tool_text=tool_texts,
     )
+
+
+def _per_member(
+    values: Sequence[str], parse: Callable[[str], T | None], refusal: str
+) -> tuple[T | None, dict[str, T]]:
+    """A flag given as ``VALUE`` or ``MEMBER=VALUE``, repeatable: (the value for every member,
+    the members' own); ``parse`` gives None for a value it refuses, and ``refusal`` (the value
+    as given in its ``{}``) is the one line then."""
+    default: T | None = None
+    own: dict[str, T] = {}
+    for value in values:
+        member, _, text = value.rpartition("=")
+        parsed = parse(text)
+        if parsed is None:
+            raise UsageError(refusal.format(value))
+        if member:
+            own[member] = parsed
+        else:
+            default = parsed
+    return default, own
+
+
+def _output_bound(figure: str) -> int | None:
+    return int(figure) if figure.isdigit() and int(figure) >= 1 else None
+
+
+def _tool_text(mode: str) -> ToolText | None:
+    return next((known for known in TOOL_TEXTS if known == mode), None)
 
 
 def launch_command(args: argparse.Namespace, claude_args: list[str]) -> int:
