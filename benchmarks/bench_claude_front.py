@@ -139,7 +139,7 @@ def record() -> None:
         done = subprocess.run(
             [str(claude_binary()), "-p", TASK, "--output-format", "json", "--permission-mode", "acceptEdits"],
             cwd=work,
-            env=claude_env(front, folder / "home"),
+            env=claude_env(front.url, folder / "home"),
             capture_output=True,
             text=True,
             timeout=CLAUDE_SECS,
@@ -511,14 +511,7 @@ def _ramble_caldrix(
 
 def _time_claude(url: str, folder: Path, cap_s: float) -> tuple[float, str | None]:
     env = {
-        **os.environ,
-        "HOME": str(folder / "home"),
-        "CLAUDE_CONFIG_DIR": str(folder / "home" / ".claude"),
-        "ANTHROPIC_BASE_URL": url,
-        "ANTHROPIC_AUTH_TOKEN": "x",
-        "ANTHROPIC_API_KEY": "",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "ANTHROPIC_MODEL": "main",
+        **claude_env(url, folder / "home"),
         "API_TIMEOUT_MS": str(int(cap_s * 2000)),
         # As ``caldrix launch claude`` sets them: pings keep a slow stream going for 30 minutes
         # rather than 300 s, after which Claude Code asks again without streaming; and that

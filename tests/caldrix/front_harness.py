@@ -132,13 +132,14 @@ def claude_binary() -> Path:
     return Path(spec.origin).parent / "_bundled" / "claude"
 
 
-def claude_env(front: FrontProcess, home: Path, model: str = "main") -> dict[str, str]:
-    """Claude Code offline against ``front``: the environment the issue gives, HOME in tmp."""
+def claude_env(url: str, home: Path, model: str = "main") -> dict[str, str]:
+    """Claude Code offline against the server at ``url``: the environment the issue gives, HOME
+    in tmp."""
     return {
         **os.environ,
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "ANTHROPIC_BASE_URL": front.url,
+        "ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_AUTH_TOKEN": "x",
         "ANTHROPIC_API_KEY": "",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -59,7 +59,7 @@ def test_claude_code_writes_a_file_through_the_front_and_resumes_its_prompt(
     flags = ("--log-requests", str(log), "--tool-text", tool_text)
     with scripted_front(tmp_path, script, *flags) as (_, front):
         result = run_claude(
-            claude_env(front, tmp_path / "home"),
+            claude_env(front.url, tmp_path / "home"),
             work,
             "Create hello.txt containing hi",
             "--permission-mode",
@@ -107,7 +107,8 @@ def test_claude_code_runs_a_subagent_through_the_front(tmp_path: Path) -> None:
         {"text": "The subagent said hello.", "when": "SUBTASK-RESULT-7"},
     ]
     with scripted_front(tmp_path, script) as (_, front):
-        result = run_claude(claude_env(front, tmp_path / "home"), work, "Delegate the greeting to a subagent")
+        env = claude_env(front.url, tmp_path / "home")
+        result = run_claude(env, work, "Delegate the greeting to a subagent")
         front_log = front.log()
 
     assert result["result"] == "The subagent said hello."
