@@ -20,6 +20,7 @@ from aerix.adapters.terminal.live_region import LiveState, live_lines
 from aerix.adapters.terminal.startup_block import StartupView, profile_text, startup_block
 from aerix.adapters.terminal.transcript import Transcript, depth_of, prompt_echo, short_result
 from aerix.app.ports import StartupNote
+from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.diffs import FileStat, RequestDiff
 from aerix.domain.repeats import unchanged_result
@@ -456,6 +457,15 @@ def test_plans_compactions_jobs_and_parse_errors_have_their_lines() -> None:
         event(
             ev.Message, agent="a1", role="assistant", turn=4, text="oops", parse_error="no JSON object found"
         ),
+        event(
+            ev.Message,
+            agent="a1",
+            role="assistant",
+            turn=4,
+            text="oops",
+            parse_error="no JSON object found",
+            attempt=bounds.TURN_RETRIES,
+        ),
     ]
     printed = [render(line) for record in lines for line in transcript.lines(record)]
     assert printed == [
@@ -463,6 +473,7 @@ def test_plans_compactions_jobs_and_parse_errors_have_their_lines() -> None:
         "compacted 0 segments (1,738 → ≈431 tokens)",
         "job j1 exited 0 · make test",
         "turn 4 did not parse: no JSON object found; asked again",
+        "turn 4 did not parse: no JSON object found",  # the last attempt: the agent fails next
     ]
 
 

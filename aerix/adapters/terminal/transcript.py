@@ -22,6 +22,7 @@ from rich.text import Text
 
 from aerix.adapters.terminal.theme import CALL_MARK, DIM, EMBER, ERROR, OK, PROMPT_MARK, TURN_MARK
 from aerix.domain import events as ev
+from aerix.domain.bounds import TURN_RETRIES
 from aerix.domain.segments import ROOT_AGENT
 
 #: Columns each level of delegation is indented by.
@@ -165,7 +166,9 @@ class Transcript:
             line = _call_text(tool, argument, result, record.is_error)
             return [_indented(record.agent, line)]
         if record.parse_error is not None:
-            text = Text(f"turn {record.turn} did not parse: {record.parse_error}; asked again", style=EMBER)
+            # The last attempt is not asked again: the agent's failed line follows it.
+            again = "; asked again" if record.attempt < TURN_RETRIES else ""
+            text = Text(f"turn {record.turn} did not parse: {record.parse_error}{again}", style=EMBER)
             return [_indented(record.agent, text)]
         out: list[RenderableType] = []
         if record.thought:
