@@ -11,6 +11,8 @@ order, gzipped, in ``benchmarks/recordings/claude_front.json.gz``.
 (``max_tokens: 1``, everything else as Claude Code sent it, billing header included), to:
 
 - (a) caldrix's front on a pool with its prefix store (the default ``--context-budget``);
+  (ab) with ``--tool-text brief``; (af) and (abf) the same two on a pool with
+  ``--flash-attention``;
 - (b) ``llama-server``'s ``/v1/messages`` with its defaults (one slot; its RAM prompt cache is
   on by default, ``--cache-ram 8192``);
 - (b0) the same with ``--cache-ram 0``: only the slot's own rows are reused;
@@ -224,6 +226,8 @@ class Run:
 SETUPS: Final = {
     "a": "(a) caldrix front, prefix store",
     "ab": "(ab) caldrix front, prefix store, --tool-text brief",
+    "af": "(af) caldrix front, prefix store, --flash-attention",
+    "abf": "(abf) caldrix front, prefix store, --tool-text brief, --flash-attention",
     "b": "(b) llama-server, defaults (RAM cache)",
     "b0": "(b0) llama-server, --cache-ram 0",
     "bt": "(bt) llama-server, a template that keeps the tools",
@@ -240,7 +244,10 @@ def replay(threads: int, keys: Sequence[str]) -> None:
     headers = [_replayed_headers(r) for r in recording["requests"]]
     agents = [agent_of(r) for r in recording["requests"]]
     floor = floor_rows(caldrix_prompts(bodies), [None] * len(bodies))
-    brief_floor = floor_rows(caldrix_prompts(bodies, brief=True), [None] * len(bodies)) if "ab" in keys else 0
+    brief = {"ab", "abf"}
+    brief_floor = 0
+    if brief & set(keys):
+        brief_floor = floor_rows(caldrix_prompts(bodies, brief=True), [None] * len(bodies))
     work = Path(tempfile.mkdtemp(prefix="bench-claude-replay-"))
     runs = []
     for key in keys:
@@ -248,7 +255,7 @@ def replay(threads: int, keys: Sequence[str]) -> None:
         folder.mkdir()
         with _setup(key, folder, threads) as (url, server):
             runs.append(replay_on(SETUPS[key], url, server, bodies, headers))
-        runs[-1].floor = brief_floor if key == "ab" else floor
+        runs[-1].floor = brief_floor if key in brief else floor
         print(
             f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], threads),
             file=sys.stderr,
@@ -264,6 +271,10 @@ def _setup(
         return caldrix_front(folder, threads)
     if key == "ab":
         return caldrix_front(folder, threads, front_flags=("--tool-text", "brief"))
+    if key == "af":
+        return caldrix_front(folder, threads, "--flash-attention")
+    if key == "abf":
+        return caldrix_front(folder, threads, "--flash-attention", front_flags=("--tool-text", "brief"))
     if key == "b":
         return llama_server(folder, threads)
     if key == "b0":
@@ -543,7 +554,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
     parser.add_argument(
         "--setups",
-        help="which setups, in this order: replay's of a,b,b0,bt,c,cs (default a,b,b0,bt,c), "
+        help="which setups, in this order: replay's of a,ab,af,abf,b,b0,bt,c,cs (default a,b,b0,bt,c), "
         "ramble's of a,b (default a,b)",
     )
     parser.add_argument("--cap", type=float, default=600.0, help="ramble: seconds before a run is cut (600)")

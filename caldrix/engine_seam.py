@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from caldrix.limits import DEFAULT_BATCH
+from caldrix.limits import DEFAULT_BATCH, FLASH_ATTENTION_EXACT_ROWS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,12 +66,29 @@ class ServingFlags(BaseModel):
     """The ``scripted`` engine loads the weights too and computes every row with llama.cpp, so
     prefill, decode and the prefix store cost what the real model costs; the tokens chosen
     still come from ``script``."""
+    flash_attention: bool = False
+    """llama.cpp's flash attention: a long prefill is 1.2-1.4x faster on the CPU, and every batch,
+    resumed tail and kept answer then holds at least ``FLASH_ATTENTION_EXACT_ROWS`` rows (the
+    fewest it computes exactly), so each resume recomputes up to that many rows. Off by default:
+    a session of short turns pays more for those rows than it gains."""
 
     @field_validator("max_batch")
     @classmethod
     def _single_stream(cls, value: int) -> int:
         if value != 1:
             raise ValueError("only 1 (the single-stream loop) is served")
+        return value
+
+    @field_validator("flash_attention")
+    @classmethod
+    def _room_for_exact_batches(cls, value: bool, info: ValidationInfo) -> bool:
+        # Two whole exact batches must fit in one: a prompt's last two batches are split so
+        # that neither is shorter than FLASH_ATTENTION_EXACT_ROWS (batch_end).
+        batch = info.data.get("batch", DEFAULT_BATCH)
+        if value and batch < 2 * FLASH_ATTENTION_EXACT_ROWS:
+            raise ValueError(f"needs --batch {2 * FLASH_ATTENTION_EXACT_ROWS} or more (it is {batch})")
+        if value and info.data.get("engine") == "ctransformers":
+            raise ValueError("only llama.cpp members have it, not ctransformers")
         return value
 
 
@@ -84,10 +101,12 @@ class EngineCapabilities:
     """Whether :meth:`Engine.save_rows` / :meth:`Engine.load_rows` work (the prefix store)."""
     lane: Literal["cpu", "gpu"] = "cpu"
     min_fill_rows: int = MIN_FILL_ROWS
-    """The fewest prompt rows to compute after resuming from kept rows, so that the logits and
-    the rows kept are what a whole prefill computes: 2 where a one-row batch takes another
-    compute path (llama.cpp), 1 where it computes what a longer batch does (at least the
-    prompt's last row is always computed: its logits are not part of the kept rows)."""
+    """The fewest rows any batch computes where the prompt allows (the first batch, a resumed
+    tail, a kept answer recomputed), so that the logits and the rows kept are what a whole
+    prefill computes: 2 where a one-row batch takes another compute path (llama.cpp),
+    ``FLASH_ATTENTION_EXACT_ROWS`` with flash attention, 1 where every batch computes what a
+    longer one does (at least the prompt's last row is always computed: its logits are not part
+    of the kept rows)."""
 
 
 @dataclass(frozen=True)

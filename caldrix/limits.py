@@ -76,3 +76,8 @@ GUARD_SPAN_LIMIT_TOKENS: Final = 1024
 DEFAULT_CTX: Final = 8192
 #: Rows evaluated per batch during a prefill; small enough that progress is reported often.
 DEFAULT_BATCH: Final = 256
+#: With flash attention (``--flash-attention``), llama.cpp's CPU attention computes the same rows
+#: and logits for any split of a prompt whose batches all hold at least this many rows, and other
+#: ones below it (measured on SmolLM2-135M, docs/benchmarks.md): such a member's batches, resumed
+#: tails and recomputed answers never hold fewer, so a resume still answers as a cold prefill.
+FLASH_ATTENTION_EXACT_ROWS: Final = 64

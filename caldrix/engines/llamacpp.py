@@ -29,13 +29,14 @@ from llama_cpp import Llama
 from llguidance import LLTokenizer
 
 from caldrix.engine_seam import (
+    MIN_FILL_ROWS,
     ChatTemplateSource,
     EngineCapabilities,
     ServingFlags,
 )
 from caldrix.engines._llama import LlamaVocabulary, LoadLog
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
-from caldrix.limits import DEFAULT_CTX
+from caldrix.limits import DEFAULT_CTX, FLASH_ATTENTION_EXACT_ROWS
 from caldrix.models.files import native_path, open_model_file
 
 #: The one sequence a member serves (``--max-batch 1``).
@@ -96,6 +97,7 @@ def _load_llama(native: str, name: str, n_ctx: int, flags: ServingFlags) -> tupl
                 n_ubatch=flags.batch,
                 n_threads=flags.threads,
                 n_threads_batch=flags.threads,
+                flash_attn=flags.flash_attention,
                 logits_all=False,
                 verbose=False,
             )
@@ -110,9 +112,12 @@ def _load_llama(native: str, name: str, n_ctx: int, flags: ServingFlags) -> tupl
 class LlamaCppEngine:
     """A loaded GGUF model serving one sequence; see :class:`caldrix.engine_seam.Engine`."""
 
-    capabilities = EngineCapabilities(snapshots=True, lane="cpu")
-
     def __init__(self, llm: Llama, flags: ServingFlags, compute_bytes: int | None = None) -> None:
+        self.capabilities = EngineCapabilities(
+            snapshots=True,
+            lane="cpu",
+            min_fill_rows=FLASH_ATTENTION_EXACT_ROWS if flags.flash_attention else MIN_FILL_ROWS,
+        )
         self._llm = llm
         self._compute_bytes = compute_bytes
         self._flags = flags

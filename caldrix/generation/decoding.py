@@ -55,9 +55,9 @@ FIRST_PREFILL_BATCH = 32
 #: otherwise the engine's whole batch. Progress does not depend on it (the heartbeat repeats the
 #: last figure while a batch runs); a cancel does: it is seen between batches, so this bounds how
 #: long a cancelled prefill goes on. Batches were sized to half a second before, which on a busy
-#: 2-core machine meant 16-32 rows. Without flash attention (the engine's setting) that costs
-#: llama.cpp nothing per row; with it, 32-row batches took 1.6x the CPU time of 256-row ones
-#: (docs/benchmarks.md), so batch size is what flash attention would need first.
+#: 2-core machine meant 16-32 rows. Without flash attention (the default) that costs llama.cpp
+#: nothing per row; with it, 32-row batches took 1.6x the CPU time of 256-row ones
+#: (docs/benchmarks.md), and its batches never go below ``min_fill_rows`` anyway.
 PREFILL_BATCH_TARGET_S = 2.0
 
 
@@ -196,20 +196,22 @@ def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: 
     """Evaluate ``prompt[start:]`` in batches, with progress before the first batch, after each
     one and, while one runs, every :data:`PROGRESS_HEARTBEAT_S` (:class:`_ProgressHeartbeat`).
     The first batch is small; each later one is the engine's whole batch, or shorter when the
-    rate measured on the one before says that would take over :data:`PREFILL_BATCH_TARGET_S`."""
-    most = max(1, engine.prefill_batch)
-    batch = min(most, FIRST_PREFILL_BATCH)
+    rate measured on the one before says that would take over :data:`PREFILL_BATCH_TARGET_S`;
+    none is shorter than the engine's ``min_fill_rows`` where the prompt has that many left."""
+    least = engine.capabilities.min_fill_rows
+    most = max(1, least, engine.prefill_batch)
+    batch = min(most, max(least, FIRST_PREFILL_BATCH))
     done = start
     with _ProgressHeartbeat(run.sink, done, len(prompt)) as heartbeat:
         while done < len(prompt):
             _check_cancelled(run, started, len(prompt))
-            rows = prompt[done : _batch_end(done, batch, len(prompt), engine.capabilities.min_fill_rows)]
+            rows = prompt[done : batch_end(done, batch, len(prompt), least)]
             began = time.perf_counter()
             engine.evaluate(rows)
             elapsed = time.perf_counter() - began
             done += len(rows)
             heartbeat.report(done)
-            batch = next_prefill_batch(len(rows), elapsed, most)
+            batch = max(least, next_prefill_batch(len(rows), elapsed, most))
 
 
 class _ProgressHeartbeat:
@@ -258,13 +260,15 @@ class _ProgressHeartbeat:
                     self._send()
 
 
-def _batch_end(done: int, batch: int, total: int, min_rows: int) -> int:
-    """Where a prefill batch starting at ``done`` ends: ``batch`` rows on, but never leaving a
-    last batch smaller than ``min_rows`` — this one shrinks instead, so a prompt never ends on
-    llama.cpp's one-row path (slightly different logits) and no batch exceeds the engine's."""
+def batch_end(done: int, batch: int, total: int, min_rows: int) -> int:
+    """Where a batch of the rows ``done:total`` ends: ``batch`` rows on, but never leaving a last
+    batch shorter than ``min_rows``: this one shrinks instead, or takes the rest when shrinking
+    would make it the short one. So no batch is shorter than ``min_rows`` where the rows allow:
+    llama.cpp computes a one-row batch (with flash attention, any under
+    ``FLASH_ATTENTION_EXACT_ROWS``) otherwise than a prefill's, with slightly different logits."""
     end = min(done + batch, total)
     if 0 < total - end < min_rows:
-        end = max(total - min_rows, done + 1) if total - done > min_rows else total
+        end = total - min_rows if total - min_rows - done >= min_rows else total
     return end
 
 

@@ -36,7 +36,7 @@ from caldrix.engine_seam import (
     GenerationResult,
     GenerationSink,
 )
-from caldrix.generation.decoding import common_prefix_length, run_generation
+from caldrix.generation.decoding import batch_end, common_prefix_length, run_generation
 from caldrix.store.resume_cost import Candidate, MemberRates, ResumeDecision, decide
 from caldrix.store.trie import TokenTrie
 
@@ -82,18 +82,15 @@ class _LastStart:
 
 
 def evaluate_in_batches(engine: Engine, tokens: Sequence[int]) -> None:
-    """Evaluate ``tokens`` in batches of the engine's prefill size, never leaving a last batch
-    shorter than the engine's ``min_fill_rows`` (see :data:`~caldrix.engine_seam.MIN_FILL_ROWS`)."""
+    """Evaluate ``tokens`` in batches of the engine's prefill size, none shorter than the
+    engine's ``min_fill_rows`` where there are that many (``batch_end``)."""
     fill = engine.capabilities.min_fill_rows
     size = max(fill, engine.prefill_batch)
     done = 0
     while done < len(tokens):
-        rest = len(tokens) - done
-        take = min(size, rest)
-        if 0 < rest - take < fill:
-            take = rest - fill  # leave a whole last batch rather than a shorter one
-        engine.evaluate(tokens[done : done + take])
-        done += take
+        end = batch_end(done, size, len(tokens), fill)
+        engine.evaluate(tokens[done:end])
+        done = end
 
 
 class PrefixStore:

@@ -23,7 +23,7 @@ from caldrix.generation.decoding import (
     MIN_PREFILL_BATCH,
     PREFILL_BATCH_TARGET_S,
     LiveRowsPolicy,
-    _batch_end,
+    batch_end,
     next_prefill_batch,
     run_generation,
 )
@@ -348,4 +348,20 @@ def test_bad_requests_fail_before_any_work(engine: LlamaCppEngine) -> None:
     ],
 )
 def test_a_prefill_never_ends_on_a_one_row_batch(done: int, batch: int, total: int, end: int) -> None:
-    assert _batch_end(done, batch, total, min_rows=2) == end
+    assert batch_end(done, batch, total, min_rows=2) == end
+
+
+@pytest.mark.parametrize("batch", [64, 100, 128, 256])
+@pytest.mark.parametrize("total", [1, 63, 64, 65, 127, 128, 129, 200, 320, 321, 700])
+def test_no_batch_is_shorter_than_the_engine_computes_exactly(batch: int, total: int) -> None:
+    # With flash attention every batch needs 64 rows (FLASH_ATTENTION_EXACT_ROWS); the engine's
+    # batch is at least twice that (ServingFlags), and a batch may grow past ``batch`` only to
+    # take a short rest along.
+    sizes, done = [], 0
+    while done < total:
+        end = batch_end(done, batch, total, min_rows=64)
+        sizes.append(end - done)
+        done = end
+    assert sum(sizes) == total
+    assert min(sizes) >= min(64, total)
+    assert max(sizes) < max(batch, 64) + 64

@@ -43,6 +43,7 @@ def test_flag_defaults_of_caldrix_pool() -> None:
     assert settings.idle_timeout == 1800.0
     assert settings.frames == "cbor"
     assert flags.max_batch == 1
+    assert flags.flash_attention is False
     assert settings.loads == []
 
 
@@ -68,12 +69,13 @@ def test_load_and_decision_get_their_member_names_and_the_serving_flags() -> Non
             "123456789",
             "--context-budget",
             "1000",
+            "--flash-attention",
         ]
     )
     flags = serving_flags_from(args)
     settings = server_settings(args, flags, default_socket_path())
     assert settings.loads == [("main", "a.gguf"), ("member2", "b.gguf"), ("decision", "c.gguf")]
-    assert (flags.ctx, flags.threads) == (512, 1)
+    assert (flags.ctx, flags.threads, flags.flash_attention) == (512, 1, True)
     assert settings.idle_timeout == 0.0 and settings.frames == "json"
     assert (settings.plan.limit, settings.plan.context_budget) == (123456789, 1000)
 

@@ -79,6 +79,17 @@ def test_a_bad_serving_flag_is_one_line_naming_it(flag: str, value: str) -> None
     assert_one_line_error(caldrix("run", MODEL, flag, value, "-p", "hi"), f"{flag}: ", code=64)
 
 
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--batch", "64"], "--flash-attention: needs --batch 128 or more (it is 64)"),
+        (["--engine", "ctransformers"], "--flash-attention: only llama.cpp members have it"),
+    ],
+)
+def test_flash_attention_without_room_for_exact_batches_is_one_line(flags: list[str], says: str) -> None:
+    assert_one_line_error(caldrix("run", MODEL, "--flash-attention", *flags, "-p", "hi"), says, code=64)
+
+
 def test_a_model_over_the_memory_limit_is_refused_with_figures() -> None:
     done = caldrix("run", MODEL, "--memory-limit", "1000000", "-p", "hi")
     assert_one_line_error(done, "over the 1 MiB memory limit")
