@@ -38,12 +38,20 @@ class MemberFlags(_Section):
     api_key_env: str | None = Field(
         default=None, description="for an openai+http(s):// model: the variable holding the server's API key"
     )
+    flash_attention: bool | None = Field(
+        default=None, description="llama.cpp's flash attention: faster long prefills, 64-row resumes"
+    )
 
     def as_cli_args(self) -> list[str]:
-        """``--ctx 8192 --threads 2 …`` for the autostart command line."""
+        """``--ctx 8192 --threads 2 …`` for the autostart command line; a switch such as
+        ``flash_attention`` is its flag alone when true, and nothing when false."""
         args: list[str] = []
         for name, value in self.model_dump(exclude_none=True).items():
-            args += [f"--{name.replace('_', '-')}", str(value)]
+            flag = f"--{name.replace('_', '-')}"
+            if isinstance(value, bool):
+                args += [flag] if value else []
+            else:
+                args += [flag, str(value)]
         return args
 
     def as_load_flags(self) -> dict[str, Any]:

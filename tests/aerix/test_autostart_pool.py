@@ -168,6 +168,18 @@ def test_member_flags_become_the_autostart_command() -> None:
     assert start_command(PoolSettings(max_connections=2), Path("/s"))[-2:] == ["--max-connections", "2"]
 
 
+@pytest.mark.parametrize("on", [True, False])
+def test_a_switch_in_member_flags_is_a_flag_caldrix_pool_reads(on: bool) -> None:
+    from aerix.adapters.pool.autostart import start_command
+    from caldrix.cli.main import build_parser, serving_flags_from
+
+    settings = PoolSettings(main="m.gguf", main_flags=MemberFlags(flash_attention=on))
+    command = start_command(settings, Path("/s"))
+    assert ("--flash-attention" in command) is on
+    assert serving_flags_from(build_parser().parse_args(command[1:])).flash_attention is on
+    assert MemberFlags(flash_attention=on).as_load_flags() == {"flash_attention": on}
+
+
 def test_a_pool_that_cannot_start_is_one_line_with_its_reason(tmp_path: Path) -> None:
     """The pool's own last line says why; the log keeps each start's header on its own line even
     when the pool's last message had no newline."""
