@@ -78,9 +78,11 @@ POOL_LOAD_SECS: Final = 900.0
 POOL_START_SECS: Final = 300.0
 #: What ``caldrix launch`` loads when it starts a pool and is not told otherwise: the embedded
 #: default model, with a window that holds Claude Code's prompt (12k to 28k tokens; the
-#: model's own 8,192 would make every request "too long").
+#: model's own 8,192 would make every request "too long"), and flash attention: Claude Code's
+#: prompts are thousands of rows and each request adds hundreds, so its 64-row resumes cost
+#: little, and its replay's prefills took 0.73x the time (docs/benchmarks.md).
 LAUNCH_MODEL: Final = "smollm2-135m"
-LAUNCH_POOL_FLAGS: Final = "--ctx 32768"
+LAUNCH_POOL_FLAGS: Final = "--ctx 32768 --flash-attention"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -163,6 +164,20 @@ def test_the_environment_claude_gets() -> None:
     # non-streamed resend replacing it.
     assert int(env["CLAUDE_STREAM_IDLE_TIMEOUT_MS"]) > 300_000
     assert env["API_FORCE_IDLE_TIMEOUT"] == "0"
+
+
+def test_a_pool_launch_starts_has_a_window_for_claude_code_and_flash_attention() -> None:
+    from caldrix.cli.main import build_parser, serving_flags_from
+
+    launched = build_parser().parse_args(["launch", "claude"])
+    pool = build_parser().parse_args(["pool", *shlex.split(launched.pool_flags)])
+    flags = serving_flags_from(pool)
+    assert flags.ctx == 32768 and flags.flash_attention
+    # --pool-flags replaces the default whole, flash attention included.
+    launched = build_parser().parse_args(["launch", "claude", "--pool-flags", "--ctx 16384"])
+    assert not serving_flags_from(
+        build_parser().parse_args(["pool", *shlex.split(launched.pool_flags)])
+    ).flash_attention
 
 
 def test_onboarded_keeps_what_claude_json_held(tmp_path: Path) -> None:
