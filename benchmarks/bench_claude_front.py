@@ -295,7 +295,7 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], thread
         f"each replayed with max_tokens 1; SmolLM2-135M Q4_1, window {WINDOW}, {threads} thread(s), "
         f"load {os.getloadavg()[0]:.1f}",
         "",
-        "| # | agent | " + " | ".join(f"{r.name[:4].strip()} prefilled/prompted" for r in runs) + " |",
+        "| # | agent | " + " | ".join(f"{_key(r.name)} prefilled/prompted" for r in runs) + " |",
         "|---|---|" + "---|" * len(runs),
     ]
     for number, agent in enumerate(agents):
@@ -327,13 +327,18 @@ def report(recording: dict[str, Any], agents: list[str], runs: list[Run], thread
             f"{run.ttft_s:.1f} | {run.wall_s:.1f} | {pings} | {silence:.1f} |"
         )
     best = runs[0]
-    lines += ["", "(a) against each: rows prefilled, sum of TTFT, wall", ""]
+    lines += ["", f"{_key(best.name)} against each: rows prefilled, sum of TTFT, wall", ""]
     for run in runs[1:]:
         lines.append(
             f"- {run.name}: {ratio(best.prefilled, run.prefilled)} rows, "
             f"{ratio(best.ttft_s, run.ttft_s)} TTFT, {ratio(best.wall_s, run.wall_s)} wall"
         )
     return "\n".join(lines)
+
+
+def _key(name: str) -> str:
+    """A setup's key as its name starts: ``(abf)``."""
+    return name.split(" ", 1)[0]
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ session) through a pool, with a recording proxy on the socket between them: for 
 ``generate`` it asks the pool for that context's segments and keeps them, with the request's
 fields (constraint, max_new_tokens, append …). The recording is ``benchmarks/recordings/aerix_request.json``.
 
-``replay`` (the default) sends those generations, in order, to four setups in one run, each
+``replay`` (the default) sends those generations, in order, to five setups in one run, each
 setup once a round, the order reversed every other round:
 
 - (a) caldrix with its prefix store (the default ``--context-budget``);
@@ -14,7 +14,9 @@ setup once a round, the order reversed every other round:
   longest common prefix, the way llama-server's ``cache_prompt`` does: the setup of a user who
   points Claude Code or OpenCode at a local server. Messages go to ``/v1/chat/completions``;
 - (c) the same server with its RAM prompt cache on (``--cache true``);
-- (d) caldrix with ``--context-budget 0`` (no prefix store; only the live rows are reused).
+- (d) caldrix with ``--context-budget 0`` (no prefix store; only the live rows are reused);
+- (e) (a) on a pool with ``--flash-attention``: faster rows, and at least 64 of them computed
+  after each resume.
 
 For each: the rows prefilled over the rows prompted, the sum of the times to first token, and
 the whole replay's wall time, and the ratio of (a) to each. Rows prefilled come from caldrix's
@@ -81,12 +83,13 @@ class Figures:
     wall_s: float = 0.0
 
 
-#: The four setups, in the order of the first round (later rounds alternate it).
+#: The setups, in the order of the first round (later rounds alternate it).
 SETUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("(a) caldrix, prefix store", "caldrix", ()),
     ("(b) llama-cpp-python server", "server", ()),
     ("(c) same server, --cache (RAM)", "server", ("--cache", "true")),
     ("(d) caldrix, --context-budget 0", "caldrix", ("--context-budget", "0")),
+    ("(e) caldrix, prefix store, --flash-attention", "caldrix", ("--flash-attention",)),
 )
 
 
@@ -342,7 +345,7 @@ def main() -> None:
     parser.add_argument("--script", help="with --prompt: answer from this scripted-engine script (prefilled)")
     parser.add_argument("--max-turns", type=int, default=6, help="the recorded request's turn budget")
     parser.add_argument("--threads", type=int, default=1, help="threads for every setup (default 1)")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of the four setups (default 2)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the five setups (default 2)")
     args = parser.parse_args()
     action: Callable[[], None] = (
         (lambda: record_request(args.prompt, args.script, args.max_turns))
