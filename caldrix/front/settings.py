@@ -78,9 +78,10 @@ POOL_LOAD_SECS: Final = 900.0
 POOL_START_SECS: Final = 300.0
 #: What ``caldrix launch`` loads when it starts a pool and is not told otherwise: the embedded
 #: default model, with a window that holds Claude Code's prompt (12k to 28k tokens; the
-#: model's own 8,192 would make every request "too long"), and flash attention: Claude Code's
-#: prompts are thousands of rows and each request adds hundreds, so its 64-row resumes cost
-#: little, and its replay's prefills took 0.73x the time (docs/benchmarks.md).
+#: model's own 8,192 would make every request "too long"), and flash attention: a first request
+#: of Claude Code's is thousands of rows, prefilled 1.4x faster with it, which outweighs the
+#: slower decoding of its answers (0.74x a token at 6,000 rows) for dozens of requests
+#: (docs/benchmarks.md, "Flash attention in the pool").
 LAUNCH_MODEL: Final = "smollm2-135m"
 LAUNCH_POOL_FLAGS: Final = "--ctx 32768 --flash-attention"
 
