@@ -100,6 +100,8 @@ class EngineCapabilities:
     snapshots: bool = False
     """Whether :meth:`Engine.save_rows` / :meth:`Engine.load_rows` work (the prefix store)."""
     lane: Literal["cpu", "gpu"] = "cpu"
+    flash_attention: bool = False
+    """Whether the engine computes with llama.cpp's flash attention (``--flash-attention``)."""
     min_fill_rows: int = MIN_FILL_ROWS
     """The fewest rows any batch computes where the prompt allows (the first batch, a resumed
     tail, a kept answer recomputed), so that the logits and the rows kept are what a whole

@@ -82,6 +82,7 @@ class Member:
             remote=RemoteInfo.model_validate(engine.describe())
             if isinstance(engine, StreamingModel)
             else None,
+            flash_attention=True if engine is not None and engine.capabilities.flash_attention else None,
         )
 
     @property

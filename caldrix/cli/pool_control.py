@@ -104,9 +104,10 @@ def status_lines(status: PoolStatusResult, socket_path: Path) -> list[str]:
     for member in status.members:
         footprint = member.footprint_bytes
         size = f"{-(-footprint // MIB)} MiB" if footprint is not None else "footprint unknown"
+        lane = f"{member.lane}, flash attention" if member.flash_attention else member.lane
         lines.append(
             f"  {member.name}: {member.state}, {member.model}, n_ctx {member.n_ctx}, {size}, "
-            f"{member.lane}, queue {member.queue}"
+            f"{lane}, queue {member.queue}"
         )
         store = status.prefix_store.get(member.name)
         if store:

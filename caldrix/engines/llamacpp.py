@@ -116,6 +116,7 @@ class LlamaCppEngine:
         self.capabilities = EngineCapabilities(
             snapshots=True,
             lane="cpu",
+            flash_attention=flags.flash_attention,
             min_fill_rows=FLASH_ATTENTION_EXACT_ROWS if flags.flash_attention else MIN_FILL_ROWS,
         )
         self._llm = llm

@@ -107,11 +107,13 @@ class MemberObject(_Reply):
     """Why a ``failed`` member failed; sent only then (an extra field of this pool)."""
     remote: RemoteInfo | None = None
     """Where the model runs, sent only for a remote member (an added field)."""
+    flash_attention: bool | None = None
+    """``true`` when the member computes with flash attention, sent only then (an added field)."""
 
     @model_serializer(mode="wrap")
     def _optional_fields_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         fields: dict[str, Any] = handler(self)
-        for name in ("error", "remote"):
+        for name in ("error", "remote", "flash_attention"):
             if fields.get(name) is None:
                 fields.pop(name, None)
         return fields

@@ -11,8 +11,11 @@ are long enough for that with a tail of ``FLASH_ATTENTION_EXACT_ROWS``.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
+import anyio
 import pytest
 
 from caldrix.engine_seam import GenerationParams, GenerationResult, ServingFlags
@@ -20,7 +23,15 @@ from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.generation.decoding import common_prefix_length
 from caldrix.generation.templates import render_context
 from caldrix.limits import FLASH_ATTENTION_EXACT_ROWS
+from caldrix.protocol import connect
 from caldrix.store.prefix_store import PrefixStore
+from tests.caldrix.pool_harness import (
+    CLIENT_BOUNDS,
+    DEFAULT_MODEL,
+    EXIT_TIMEOUT_SECS,
+    pool_command,
+    start_pool,
+)
 from tests.caldrix.sinks import CollectingSink
 from tests.default_model import default_model_path
 
@@ -141,3 +152,45 @@ def test_every_prefill_batch_holds_the_exact_rows(engine: LlamaCppEngine, batche
     prefill = batches.sizes[: batches.sizes.index(1)]
     assert sum(prefill) == len(prompt)
     assert min(prefill) >= FLASH_ATTENTION_EXACT_ROWS
+
+
+@pytest.mark.e2e
+def test_the_pool_serves_flash_attention_and_says_so(tmp_path: Path) -> None:
+    pool = start_pool(
+        tmp_path,
+        "--load",
+        DEFAULT_MODEL,
+        "--ctx",
+        "512",
+        "--threads",
+        "1",
+        "--flash-attention",
+        "--idle-timeout",
+        "0",
+    )
+    try:
+        status = subprocess.run(
+            pool_command("status", "--socket", str(pool.socket_path)),
+            capture_output=True,
+            text=True,
+            timeout=EXIT_TIMEOUT_SECS,
+        )
+        assert "main: ready, smollm2-135m, n_ctx 512" in status.stdout
+        assert ", cpu, flash attention, queue 0" in status.stdout
+
+        async def scenario() -> tuple[bool | None, bool | None, list[dict[str, object]]]:
+            async with await connect(pool.socket_path, bounds=CLIENT_BOUNDS) as client:
+                plain = await client.member_load("plain", DEFAULT_MODEL, {"ctx": 256})
+                flash = await client.member_load(
+                    "flash", DEFAULT_MODEL, {"ctx": 256, "flash_attention": True}
+                )
+                listed = (await client.member_list()).model_dump()["members"]
+                return plain.member.flash_attention, flash.member.flash_attention, listed
+
+        plain, flash, listed = anyio.run(scenario)
+        assert (plain, flash) == (None, True)
+        sent = {member["name"]: member for member in listed}
+        assert "flash_attention" not in sent["plain"] and sent["flash"]["flash_attention"] is True
+        assert sent["main"]["flash_attention"] is True
+    finally:
+        pool.stop()

@@ -129,9 +129,11 @@ def test_status_command(two_members: PoolProcess) -> None:
     assert f"pid {two_members.process.pid}" in result.stdout
     assert "main: ready, smollm2-135m, n_ctx 512" in result.stdout
     assert "decision: ready" in result.stdout
+    assert "flash attention" not in result.stdout
     as_json = _run("status", "--json", "--socket", str(two_members.socket_path))
     status = json.loads(as_json.stdout)
     assert set(status["prefix_store"]) == {"main", "decision"}
+    assert all("flash_attention" not in member for member in status["members"])
 
 
 def test_stop_and_status_without_a_pool(tmp_path: Path) -> None:
