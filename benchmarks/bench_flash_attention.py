@@ -8,7 +8,7 @@ batches (``evaluate_in_batches``: the served ``--batch`` 256, none under the eng
 generation does. It prints each side's median rates and the ratios (with / without).
 
     .venv/bin/python benchmarks/bench_flash_attention.py [--rows 4000] [--decode 64] [--rounds 2]
-                                                         [--threads 2] [--model PATH]
+                                                         [--threads 2] [--batch 256] [--model PATH]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from caldrix.engine_seam import ServingFlags
 from caldrix.engines.llamacpp import open_llamacpp
+from caldrix.limits import DEFAULT_BATCH
 from caldrix.store.prefix_store import evaluate_in_batches
 from tests.default_model import default_model_path
 
@@ -35,12 +36,11 @@ SOURCES = ("caldrix/generation/decoding.py", "caldrix/store/prefix_store.py", "c
 
 
 def one_side(
-    model: Path, tokens_text: str, rows: int, decode: int, threads: int, flash: bool
+    model: Path, tokens_text: str, rows: int, decode: int, threads: int, flash: bool, batch: int
 ) -> tuple[float, float]:
     """Prefill rows/s and decode tokens/s of one fresh engine."""
-    engine = open_llamacpp(
-        model, ServingFlags(ctx=rows + decode + 16, threads=threads, flash_attention=flash)
-    )
+    flags = ServingFlags(ctx=rows + decode + 16, threads=threads, flash_attention=flash, batch=batch)
+    engine = open_llamacpp(model, flags)
     try:
         prompt = engine.tokenize(tokens_text)[:rows]
         if len(prompt) < rows:
@@ -63,6 +63,9 @@ def main() -> None:
     parser.add_argument("--decode", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--batch", type=int, default=DEFAULT_BATCH, help="rows per batch (default %(default)s)"
+    )
     parser.add_argument("--model", type=Path, default=None, help="a GGUF file (default: the embedded model)")
     args = parser.parse_args()
     model = args.model or default_model_path()
@@ -71,8 +74,11 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for number in range(args.rounds):
         for flash in (False, True) if number % 2 == 0 else (True, False):
-            rates[flash].append(one_side(model, text, args.rows, args.decode, args.threads, flash))
-    shape = f"{args.rows} rows then {args.decode} tokens, {args.threads} thread(s)"
+            side = one_side(model, text, args.rows, args.decode, args.threads, flash, args.batch)
+            rates[flash].append(side)
+    shape = (
+        f"{args.rows} rows in {args.batch}-row batches then {args.decode} tokens, {args.threads} thread(s)"
+    )
     print(f"{model.name}, {shape}, medians of {args.rounds}:")
     medians = {}
     for flash, runs in rates.items():
