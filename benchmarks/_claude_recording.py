@@ -100,6 +100,6 @@ def load_recording(path: Path = RECORDING) -> dict[str, Any]:
     return recording
 
 
-def one_token_bodies(recording: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each recorded body as sent, asking for one token."""
-    return [{**r["body"], "max_tokens": 1} for r in recording["requests"]]
+def replayed_bodies(recording: dict[str, Any], answer_tokens: int = 1) -> list[dict[str, Any]]:
+    """Each recorded body as sent, asking for ``answer_tokens`` tokens (one: the prefill alone)."""
+    return [{**r["body"], "max_tokens": answer_tokens} for r in recording["requests"]]

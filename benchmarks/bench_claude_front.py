@@ -37,6 +37,7 @@ how long until Claude Code printed an answer, each cut at ``--cap`` seconds.
 
     .venv/bin/python benchmarks/bench_claude_front.py record
     .venv/bin/python benchmarks/bench_claude_front.py [replay] [--threads 1] [--setups a,b,b0,bt,c]
+                                                         [--answer-tokens 1]
     .venv/bin/python benchmarks/bench_claude_front.py ramble [--cap 600] [--setups a,ab,b]
 """
 
@@ -62,7 +63,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _aerix_recording import floor_rows  # noqa: E402
 from _claude_ramble import RAMBLE_SETUPS, ramble  # noqa: E402
-from _claude_recording import agent_of, load_recording, one_token_bodies, record  # noqa: E402
+from _claude_recording import agent_of, load_recording, record, replayed_bodies  # noqa: E402
 from _claude_servers import WINDOW, caldrix_front, llama_server  # noqa: E402
 from _llama_server import LlamaServer  # noqa: E402
 from bench_vs_servers import last_prompt_eval  # noqa: E402
@@ -133,11 +134,12 @@ SETUPS: Final = {
 }
 
 
-def replay(threads: int, keys: Sequence[str]) -> None:
+def replay(threads: int, keys: Sequence[str], answer_tokens: int = 1) -> None:
     """Each setup in turn; its table row is printed (to stderr) as soon as it is done, so a
-    run cut short on a busy machine still says what it measured."""
+    run cut short on a busy machine still says what it measured. With ``answer_tokens`` over
+    one, each answer is decoded that far too (the wall column then holds its decoding)."""
     recording = load_recording()
-    bodies = one_token_bodies(recording)
+    bodies = replayed_bodies(recording, answer_tokens)
     headers = [_replayed_headers(r) for r in recording["requests"]]
     agents = [agent_of(r) for r in recording["requests"]]
     floor = floor_rows(caldrix_prompts(bodies), [None] * len(bodies))
@@ -154,11 +156,11 @@ def replay(threads: int, keys: Sequence[str]) -> None:
             runs.append(replay_on(SETUPS[key], url, server, bodies, headers))
         runs[-1].floor = brief_floor if key in brief else floor
         print(
-            f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], threads),
+            f"load {os.getloadavg()[0]:.1f}: " + report(recording, agents, runs[-1:], threads, answer_tokens),
             file=sys.stderr,
         )
     print(f"servers' logs: {work}", file=sys.stderr)  # kept: they say why a setup was cut
-    print(report(recording, agents, runs, threads))
+    print(report(recording, agents, runs, threads, answer_tokens))
 
 
 def _setup(
@@ -288,11 +290,14 @@ def ratio(part: float, whole: float) -> str:
     return f"{part / whole:.2f}×" if whole else "—"
 
 
-def report(recording: dict[str, Any], agents: list[str], runs: list[Run], threads: int) -> str:
+def report(
+    recording: dict[str, Any], agents: list[str], runs: list[Run], threads: int, answer_tokens: int = 1
+) -> str:
     """The per-request table and the summary table, in Markdown."""
     lines = [
         f"{len(agents)} requests of Claude Code {recording['claude_code']} ({' → '.join(agents)}), "
-        f"each replayed with max_tokens 1; SmolLM2-135M Q4_1, window {WINDOW}, {threads} thread(s), "
+        f"each replayed with max_tokens {answer_tokens}; SmolLM2-135M Q4_1, window {WINDOW}, "
+        f"{threads} thread(s), "
         f"load {os.getloadavg()[0]:.1f}",
         "",
         "| # | agent | " + " | ".join(f"{_key(r.name)} prefilled/prompted" for r in runs) + " |",
@@ -353,11 +358,17 @@ def main() -> None:
         "ramble's of a,ab,abf,b (default a,ab,b)",
     )
     parser.add_argument("--cap", type=float, default=600.0, help="ramble: seconds before a run is cut (600)")
+    parser.add_argument(
+        "--answer-tokens",
+        type=int,
+        default=1,
+        help="replay: max_tokens of every request (default 1: the prefill alone; more decodes answers too)",
+    )
     args = parser.parse_args()
     if args.action == "record":
         record()
     elif args.action == "replay":
-        replay(args.threads, _setups(args.setups or "a,b,b0,bt,c", SETUPS))
+        replay(args.threads, _setups(args.setups or "a,b,b0,bt,c", SETUPS), args.answer_tokens)
     else:
         ramble(args.cap, args.threads, _setups(args.setups or "a,ab,b", RAMBLE_SETUPS))
 

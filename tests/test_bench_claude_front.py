@@ -40,13 +40,14 @@ def test_the_recording_holds_claude_codes_requests_with_a_subagent_between_main_
     assert len(requests[0]["body"]["tools"]) > 5  # Claude Code's own tool table
 
 
-def test_replayed_bodies_ask_one_token_and_are_otherwise_as_sent() -> None:
+def test_replayed_bodies_ask_one_token_unless_told_and_are_otherwise_as_sent() -> None:
     recording = bench.load_recording()
-    for request, body in zip(recording["requests"], bench.one_token_bodies(recording), strict=True):
-        assert body["max_tokens"] == 1
-        assert {k: v for k, v in body.items() if k != "max_tokens"} == {
-            k: v for k, v in request["body"].items() if k != "max_tokens"
-        }
+    for tokens, bodies in ((1, bench.replayed_bodies(recording)), (64, bench.replayed_bodies(recording, 64))):
+        for request, body in zip(recording["requests"], bodies, strict=True):
+            assert body["max_tokens"] == tokens
+            assert {k: v for k, v in body.items() if k != "max_tokens"} == {
+                k: v for k, v in request["body"].items() if k != "max_tokens"
+            }
 
 
 def test_the_floor_counts_each_distinct_prefix_once() -> None:
