@@ -12,7 +12,7 @@ counted on the event loop's worker threads while a generation runs).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkable
 
@@ -198,6 +198,23 @@ class Engine(ServedModel, Protocol):
         """Replace the live rows with a snapshot holding ``tokens``. The logits are stale
         afterwards: evaluate at least one more token before reading them."""
         ...
+
+
+@runtime_checkable
+class AbortsInBatch(Protocol):
+    """An engine that can stop a batch while it computes (llama.cpp's abort callback): a
+    cancelled prefill ends within one step of the model's graph, whatever the batch's size, so
+    its batches need not be kept short for a cancel's sake."""
+
+    def abort_when(self, check: Callable[[], bool] | None) -> None:
+        """From now on, stop a batch as soon as ``check()`` is true (``None``: never); the stopped
+        :meth:`Engine.evaluate` raises :class:`EvaluationAborted` and keeps none of its rows."""
+        ...
+
+
+class EvaluationAborted(Exception):
+    """:meth:`Engine.evaluate` stopped by the check given to :meth:`AbortsInBatch.abort_when`;
+    the live rows are those before the batch."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ Two things about llama.cpp shape this module:
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from caldrix.engine_seam import (
     MIN_FILL_ROWS,
     ChatTemplateSource,
     EngineCapabilities,
+    EvaluationAborted,
     ServingFlags,
 )
 from caldrix.engines._llama import LlamaVocabulary, LoadLog
@@ -120,6 +121,10 @@ class LlamaCppEngine:
             min_fill_rows=FLASH_ATTENTION_EXACT_ROWS if flags.flash_attention else MIN_FILL_ROWS,
         )
         self._llm = llm
+        #: What stops a batch while it computes (``abort_when``), and the callback llama.cpp
+        #: calls with it: kept here, as ctypes needs the callback object alive while it is set.
+        self._abort_check: Callable[[], bool] | None = None
+        self._abort_callback = _llama_c.ggml_abort_callback(self._should_abort)
         self._compute_bytes = compute_bytes
         self._flags = flags
         self._vocabulary = LlamaVocabulary(llm._model.vocab)
@@ -202,8 +207,22 @@ class LlamaCppEngine:
         except RuntimeError as exc:
             # The KV may hold part of the batch now; forget it rather than guess.
             self.truncate(len(self._live))
+            if self._should_abort(None):
+                raise EvaluationAborted(f"{len(tokens)} rows stopped while computed") from exc
             raise InternalError(f"llama.cpp failed to evaluate {len(tokens)} tokens: {exc}") from exc
         self._live.extend(int(t) for t in tokens)
+
+    def abort_when(self, check: Callable[[], bool] | None) -> None:
+        """See :class:`caldrix.engine_seam.AbortsInBatch`. llama.cpp calls the check after each
+        node of the model's graph (about 500 a batch), taking the GIL each time, so it is set
+        only while a prefill runs, not for the one-row decode steps."""
+        self._abort_check = check
+        callback = self._abort_callback if check is not None else _llama_c.ggml_abort_callback()
+        _llama_c.llama_set_abort_callback(self._llm._ctx.ctx, callback, None)
+
+    def _should_abort(self, _data: object) -> bool:
+        check = self._abort_check
+        return check is not None and check()
 
     def logits(self) -> npt.NDArray[np.float32]:
         row = self._llm._ctx.get_logits_ith(-1)

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from caldrix.engine_seam import (
+    AbortsInBatch,
     Engine,
+    EvaluationAborted,
     Finish,
     GenerationCancelled,
     GenerationParams,
@@ -201,17 +204,37 @@ def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: 
     least = engine.capabilities.min_fill_rows
     most = max(1, least, engine.prefill_batch)
     batch = min(most, max(least, FIRST_PREFILL_BATCH))
+    aborts = engine if isinstance(engine, AbortsInBatch) else None
     done = start
-    with _ProgressHeartbeat(run.sink, done, len(prompt)) as heartbeat:
+    with _ProgressHeartbeat(run.sink, done, len(prompt)) as heartbeat, _aborting(aborts, run.sink):
         while done < len(prompt):
             _check_cancelled(run, started, len(prompt))
             rows = prompt[done : batch_end(done, batch, len(prompt), least)]
             began = time.perf_counter()
-            engine.evaluate(rows)
+            try:
+                engine.evaluate(rows)
+            except EvaluationAborted:
+                _check_cancelled(run, started, len(prompt))
+                raise  # only a cancel stops a batch: anything else is the engine's failure
             elapsed = time.perf_counter() - began
             done += len(rows)
             heartbeat.report(done)
-            batch = max(least, next_prefill_batch(len(rows), elapsed, most))
+            # A cancel stops an engine that aborts in a batch at once, so its batches stay whole
+            # (with flash attention, short ones late in a long prompt cost more a row).
+            batch = most if aborts is not None else max(least, next_prefill_batch(len(rows), elapsed, most))
+
+
+@contextmanager
+def _aborting(engine: AbortsInBatch | None, sink: GenerationSink) -> Iterator[None]:
+    """While a prefill runs, ``engine`` stops a batch as soon as the sink is cancelled."""
+    if engine is None:
+        yield
+        return
+    engine.abort_when(sink.cancelled)
+    try:
+        yield
+    finally:
+        engine.abort_when(None)
 
 
 class _ProgressHeartbeat:

@@ -38,16 +38,22 @@ BATCH = 128
 
 
 class Sink:
-    """Records everything; cancels once ``cancel_after`` tokens or progress frames were seen."""
+    """Records everything; cancels once ``cancel_after_tokens`` tokens were seen, or once a
+    progress frame said ``cancel_after_rows`` rows were computed and ``cancelled`` had been asked
+    ``checks_before_cancel`` more times (the engine asks while it computes a batch)."""
 
     def __init__(
-        self, cancel_after_tokens: int | None = None, cancel_after_progress: int | None = None
+        self,
+        cancel_after_tokens: int | None = None,
+        cancel_after_rows: int | None = None,
+        checks_before_cancel: int = 0,
     ) -> None:
         self.pieces: list[str] = []
         self.progress_frames: list[tuple[int, int]] = []
         self.events: list[str] = []
         self._cancel_tokens = cancel_after_tokens
-        self._cancel_progress = cancel_after_progress
+        self._cancel_rows = cancel_after_rows
+        self._checks_left = checks_before_cancel
 
     def progress(self, done: int, total: int) -> None:
         self.progress_frames.append((done, total))
@@ -60,7 +66,12 @@ class Sink:
     def cancelled(self) -> bool:
         if self._cancel_tokens is not None and len(self.pieces) >= self._cancel_tokens:
             return True
-        return self._cancel_progress is not None and len(self.progress_frames) >= self._cancel_progress
+        if self._cancel_rows is None or not any(
+            done >= self._cancel_rows for done, _ in self.progress_frames
+        ):
+            return False
+        self._checks_left -= 1
+        return self._checks_left < 0
 
 
 @pytest.fixture(scope="module")
@@ -210,17 +221,37 @@ def test_prefill_batches_are_sized_from_the_measured_rate() -> None:
     assert next_prefill_batch(4, 10.0, most=8) == 8
 
 
-def test_cancelling_during_prefill_stops_between_batches(engine: LlamaCppEngine) -> None:
+def test_cancelling_during_prefill_stops_before_the_next_batch(engine: LlamaCppEngine) -> None:
     text = " ".join(f"Line {i} of a long and dull document." for i in range(100))
     prompt = _prompt(engine, text)
     engine.truncate(0)
-    sink = Sink(cancel_after_progress=2)
+    sink = Sink(cancel_after_rows=FIRST_PREFILL_BATCH)
     with pytest.raises(GenerationCancelled) as info:
         run_generation(engine, prompt, GenerationParams(max_new_tokens=50), sink)
     assert sink.pieces == []
     assert len(engine.live_tokens) == FIRST_PREFILL_BATCH  # one batch computed, then it stopped
     assert info.value.partial.completion_tokens == 0
     assert list(engine.live_tokens) == prompt[:FIRST_PREFILL_BATCH]  # the rows stay valid for a resume
+
+
+def test_cancelling_while_a_batch_computes_stops_it_and_keeps_none_of_its_rows(
+    engine: LlamaCppEngine,
+) -> None:
+    text = " ".join(f"Line {i} of a long and dull document." for i in range(100))
+    prompt = _prompt(engine, text)
+    assert len(prompt) > FIRST_PREFILL_BATCH + 2 * BATCH
+    engine.truncate(0)
+    # The check before the second batch says go on; llama.cpp's next checks, inside it, say stop.
+    sink = Sink(cancel_after_rows=FIRST_PREFILL_BATCH, checks_before_cancel=3)
+    with pytest.raises(GenerationCancelled):
+        run_generation(engine, prompt, GenerationParams(max_new_tokens=8), sink)
+    assert list(engine.live_tokens) == prompt[:FIRST_PREFILL_BATCH]  # not the stopped batch's rows
+    assert sink.progress_frames[-1][0] == FIRST_PREFILL_BATCH
+    # What is left is consistent: resuming from it answers as a cold prefill does.
+    resumed = _run(engine, prompt, GenerationParams(max_new_tokens=8, logprobs=2))
+    assert resumed.recomputed_from == FIRST_PREFILL_BATCH
+    engine.truncate(0)
+    assert _run(engine, prompt, GenerationParams(max_new_tokens=8, logprobs=2)).logprobs == resumed.logprobs
 
 
 class _Delegating:
@@ -236,6 +267,15 @@ class _Delegating:
     def evaluate(self, tokens: Sequence[int]) -> None:
         self.batches.append(len(tokens))
         self._engine.evaluate(tokens)
+
+
+class _NoAbort(_Delegating):
+    """The module's engine without ``abort_when``: a cancel is seen only between batches."""
+
+    def __getattr__(self, name: str) -> object:
+        if name == "abort_when":
+            raise AttributeError(name)
+        return super().__getattr__(name)
 
 
 def test_progress_keeps_coming_while_one_batch_runs(engine: LlamaCppEngine) -> None:
@@ -286,6 +326,35 @@ def test_prefill_batches_stay_whole_when_they_take_over_a_progress_interval(
     run_generation(cast(Engine, timed), prompt, GenerationParams(max_new_tokens=1), Sink())
     assert timed.batches[0] == FIRST_PREFILL_BATCH
     assert len(timed.batches) > 4 and all(rows == BATCH for rows in timed.batches[1:-2])
+    assert sum(timed.batches) == len(prompt)
+
+
+@pytest.mark.parametrize("aborts", [True, False])
+def test_batches_shorten_for_a_cancel_only_where_the_engine_cannot_stop_inside_one(
+    engine: LlamaCppEngine, monkeypatch: pytest.MonkeyPatch, aborts: bool
+) -> None:
+    # A machine where a whole batch takes 8 s, four times PREFILL_BATCH_TARGET_S.
+    clock = [0.0]
+    monkeypatch.setattr(
+        decoding, "time", SimpleNamespace(perf_counter=lambda: clock[0], monotonic=time.monotonic)
+    )
+    seconds_per_row = 8.0 / BATCH
+    base = _Delegating if aborts else _NoAbort
+
+    class TimedEngine(base):  # type: ignore[valid-type, misc]
+        def evaluate(self, tokens: Sequence[int]) -> None:
+            clock[0] += len(tokens) * seconds_per_row
+            super().evaluate(tokens)
+
+    prompt = _prompt(engine, " ".join(f"Line {i} of a long and dull document." for i in range(60)))
+    engine.truncate(0)
+    timed = TimedEngine(engine)
+    run_generation(cast(Engine, timed), prompt, GenerationParams(max_new_tokens=1), Sink())
+    assert timed.batches[0] == FIRST_PREFILL_BATCH
+    if aborts:
+        assert all(rows == BATCH for rows in timed.batches[1:-2])
+    else:
+        assert all(rows == int(BATCH / 8.0 * PREFILL_BATCH_TARGET_S) for rows in timed.batches[1:-2])
     assert sum(timed.batches) == len(prompt)
 
 
