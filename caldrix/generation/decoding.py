@@ -48,19 +48,18 @@ PROGRESS_INTERVAL_S = 1.0
 #: the last frame: half of :data:`PROGRESS_INTERVAL_S`, leaving the other half for a busy
 #: machine to schedule the heartbeat's thread. Only rows really computed are ever reported.
 PROGRESS_HEARTBEAT_S = PROGRESS_INTERVAL_S / 2
-#: Smallest prefill batch when batches are shortened on a slow machine.
+#: Smallest prefill batch when batches are shortened on a slow machine (``PREFILL_BATCH_TARGET_S``).
 MIN_PREFILL_BATCH = 16
 #: Rows of a prefill's first batch, evaluated before the machine's rate is known: small enough
 #: to take well under :data:`PREFILL_BATCH_TARGET_S` on a slow, busy CPU (a full 256-row batch
 #: took 2.7 s here).
 FIRST_PREFILL_BATCH = 32
-#: Each later batch is sized to take at most about this long at the rate measured so far, and is
-#: otherwise the engine's whole batch. Progress does not depend on it (the heartbeat repeats the
-#: last figure while a batch runs); a cancel does: it is seen between batches, so this bounds how
-#: long a cancelled prefill goes on. Batches were sized to half a second before, which on a busy
-#: 2-core machine meant 16-32 rows. Without flash attention (the default) that costs llama.cpp
-#: nothing per row; with it, 32-row batches took 1.6x the CPU time of 256-row ones
-#: (docs/benchmarks.md), and its batches never go below ``min_fill_rows`` anyway.
+#: On an engine that cannot stop inside a batch (``AbortsInBatch``), each later batch is sized to
+#: take at most about this long at the rate measured so far, and is otherwise the engine's whole
+#: batch: a cancel is seen between its batches, so this bounds how long a cancelled prefill goes
+#: on. Progress does not depend on it (the heartbeat repeats the last figure while a batch runs).
+#: llama.cpp stops inside a batch, so its batches are always whole: with flash attention, short
+#: ones late in a long prompt cost more a row (docs/benchmarks.md).
 PREFILL_BATCH_TARGET_S = 2.0
 
 
@@ -198,9 +197,10 @@ def _start_run(engine: Engine, params: GenerationParams, sink: GenerationSink) -
 def _prefill(engine: Engine, prompt: list[int], start: int, run: _Run, started: float) -> None:
     """Evaluate ``prompt[start:]`` in batches, with progress before the first batch, after each
     one and, while one runs, every :data:`PROGRESS_HEARTBEAT_S` (:class:`_ProgressHeartbeat`).
-    The first batch is small; each later one is the engine's whole batch, or shorter when the
-    rate measured on the one before says that would take over :data:`PREFILL_BATCH_TARGET_S`;
-    none is shorter than the engine's ``min_fill_rows`` where the prompt has that many left."""
+    The first batch is small; each later one is the engine's whole batch, or, on an engine that
+    cannot stop inside a batch, shorter when the rate measured on the one before says that would
+    take over :data:`PREFILL_BATCH_TARGET_S`; none is shorter than the engine's
+    ``min_fill_rows`` where the prompt has that many left."""
     least = engine.capabilities.min_fill_rows
     most = max(1, least, engine.prefill_batch)
     batch = min(most, max(least, FIRST_PREFILL_BATCH))
