@@ -12,6 +12,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def project_source(copies: int) -> str:
+    """This project's own source (caldrix's modules), ``copies`` times over: prompt text for the
+    prefill benchmarks, tens of thousands of tokens a time, the same on every machine."""
+    return "\n".join(path.read_text() for path in sorted((ROOT / "caldrix").rglob("*.py"))) * copies
+
+
 @contextmanager
 def worktree_of(commit: str, folder: Path) -> Iterator[Path]:
     """A detached worktree of ``commit`` (of this checkout's repository) in ``folder``, removed

@@ -24,15 +24,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
+from _side_by_side import project_source
+
 from caldrix.engine_seam import ServingFlags
 from caldrix.engines.llamacpp import open_llamacpp
 from caldrix.limits import DEFAULT_BATCH
 from caldrix.store.prefix_store import evaluate_in_batches
 from tests.default_model import default_model_path
-
-ROOT = Path(__file__).resolve().parents[1]
-#: The text the prompt is cut from: enough of this project's source for 8,000 rows and more.
-SOURCES = ("caldrix/generation/decoding.py", "caldrix/store/prefix_store.py", "caldrix/engines/llamacpp.py")
 
 
 def one_side(
@@ -69,7 +67,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="a GGUF file (default: the embedded model)")
     args = parser.parse_args()
     model = args.model or default_model_path()
-    text = "\n".join((ROOT / name).read_text() for name in SOURCES) * 3
+    text = project_source(copies=1)
     rates: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for number in range(args.rounds):

@@ -32,15 +32,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from _llama_server import LlamaServer, start_llama_server
-from _side_by_side import ROOT, short_head, worktree_of
+from _side_by_side import ROOT, project_source, short_head, worktree_of
 
 from caldrix.models.references import resolve_model
 from tests.openai_server import free_port
 
 #: The commit before the prefill's batches were freed from the progress interval.
 BASELINE = "d8cba6a"
-#: The prompt's text: this project's source, repeated until it holds ``--rows`` tokens.
-SOURCES = sorted((ROOT / "caldrix").rglob("*.py"))
 
 #: Runs in the child, with the side's tree first on ``sys.path``: one cold prefill; prints
 #: its wall (the result's ``prefill_ms``) and the process's CPU seconds over it, as JSON.
@@ -126,7 +124,7 @@ def main() -> None:
     model = args.model or resolve_model("smollm2-135m").path
     with tempfile.TemporaryDirectory(prefix="bench-prefill-") as work:
         text_file = Path(work) / "prompt.txt"
-        text_file.write_text("\n".join(p.read_text() for p in SOURCES) * 2)
+        text_file.write_text(project_source(copies=2))
         with worktree_of(args.against, Path(work) / "baseline") as baseline:
             print(f"model {model.name}, {args.rows} rows, {args.threads} thread(s); load {load()}")
             runs: dict[str, list[dict[str, float]]] = {"this": [], "base": []}
