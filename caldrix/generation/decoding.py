@@ -54,12 +54,12 @@ MIN_PREFILL_BATCH = 16
 #: to take well under :data:`PREFILL_BATCH_TARGET_S` on a slow, busy CPU (a full 256-row batch
 #: took 2.7 s here).
 FIRST_PREFILL_BATCH = 32
-#: On an engine that cannot stop inside a batch (``AbortsInBatch``), each later batch is sized to
-#: take at most about this long at the rate measured so far, and is otherwise the engine's whole
-#: batch: a cancel is seen between its batches, so this bounds how long a cancelled prefill goes
-#: on. Progress does not depend on it (the heartbeat repeats the last figure while a batch runs).
-#: llama.cpp stops inside a batch, so its batches are always whole: with flash attention, short
-#: ones late in a long prompt cost more a row (docs/benchmarks.md).
+#: On an engine that cannot stop inside a batch (one that is not ``AbortsInBatch``), each later
+#: batch is sized to take at most about this long at the rate measured so far, and is otherwise
+#: the engine's whole batch: a cancel is seen between its batches, so this bounds how long a
+#: cancelled prefill goes on. Progress does not depend on it (the heartbeat repeats the last
+#: figure while a batch runs). llama.cpp stops inside a batch, so its batches are always whole:
+#: with flash attention, short ones late in a long prompt cost more a row (docs/benchmarks.md).
 PREFILL_BATCH_TARGET_S = 2.0
 
 
