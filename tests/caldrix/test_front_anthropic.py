@@ -59,6 +59,8 @@ SCRIPT = [
     {"text": " ".join(f"word{n}" for n in range(3000)), "when": "MARK-leave"},
     {"text": "Here is the answer. " + "The loop goes on and on. " * 400, "when": "MARK-loop"},
     {"text": "After the history.", "when": "MARK-history"},
+    {"text": "The main agent's answer.", "when": "MARK-main-agent"},
+    {"text": "The subagent's answer.", "when": "MARK-subagent"},
 ]
 
 
@@ -263,6 +265,28 @@ def test_count_tokens_is_the_pools_exact_count(client: anthropic.Anthropic) -> N
     tooled = client.messages.count_tokens(model="claude-x", messages=ask("MARK-count a"), tools=[WEATHER])
     longer = client.messages.count_tokens(model="claude-x", messages=ask("MARK-count a a a a"))
     assert 0 < plain.input_tokens < longer.input_tokens < tooled.input_tokens
+
+
+def test_a_subagent_resumes_the_main_agents_tools_though_its_system_text_differs(
+    client: anthropic.Anthropic,
+) -> None:
+    """The tools come before the system text, so two agents that list the same tools (Claude
+    Code's main agent and its subagent) share those rows, however their system prompts differ."""
+    main = "You are the main agent of MARK-main-agent."
+    sub = "You are a subagent, started for MARK-subagent."
+    with_tools = client.messages.count_tokens(
+        model="claude-x", system=main, tools=[WEATHER, TIME], messages=ask("go")
+    )
+    without = client.messages.count_tokens(model="claude-x", system=main, messages=ask("go"))
+    tools_rows = with_tools.input_tokens - without.input_tokens
+    client.messages.create(
+        model="claude-x", max_tokens=32, system=main, tools=[WEATHER, TIME], messages=ask("go")
+    )
+    answer = client.messages.create(
+        model="claude-x", max_tokens=32, system=sub, tools=[WEATHER, TIME], messages=ask("look")
+    )
+    assert answer.content[0].text == "The subagent's answer."  # type: ignore[union-attr]
+    assert tools_rows > 100 and (answer.usage.cache_read_input_tokens or 0) >= tools_rows - 3
 
 
 def test_a_body_that_is_not_json_is_400(served: tuple[PoolProcess, FrontProcess, FrontProcess]) -> None:

@@ -31,6 +31,7 @@ from caldrix.front.tool_text import (
     schema_without_descriptions,
     tools_section,
 )
+from caldrix.generation.decoding import common_prefix_length
 from caldrix.protocol.messages import DoneFrame, Timings
 from tests.default_model import default_model_path
 
@@ -167,14 +168,26 @@ def test_the_billing_header_is_dropped_so_the_prompt_starts_the_same() -> None:
     ]
     one = prompt_segments(messages_request(claude_code_like(first, "a1b")))
     two = prompt_segments(messages_request(claude_code_like(second, "9f0")))
-    assert "x-anthropic-billing-header" not in one[0].text and one[0].text.startswith("You are Claude Code.")
-    assert "<tools>" in one[0].text and '"name": "Write"' in one[0].text
+    assert "x-anthropic-billing-header" not in one[0].text
+    assert one[0].text.endswith("\n\nYou are Claude Code.")
+    assert one[0].text.startswith("# Tools") and '"name": "Write"' in one[0].text
     assert [s.role for s in one] == ["system", "user"]  # the system entry is user text, joined
     assert one[1].text.endswith("Create hello.txt\n\n# Environment\ncwd: /w")
     assert two[: len(one)] == one  # the second request starts exactly as the first
     assert [s.role for s in two] == ["system", "user", "assistant", "user"]
     assert two[2].text == call_text("Write", {"file_path": "/w/hello.txt", "content": "hi"})
     assert two[3].text == "<tool_response>\nok\n</tool_response>"
+
+
+def test_agents_with_their_own_system_text_share_the_tools_they_list_alike() -> None:
+    """Claude Code's subagent has a system prompt of its own and most of the main agent's tools:
+    its system segment starts with the main agent's up to the first tool they do not share."""
+    main = ChatRequest("m", "You are the main agent.", (Turn("user", "go"),), None, tools=(READ, BASH, WRITE))
+    sub = ChatRequest("m", "You are a subagent.", (Turn("user", "look"),), None, tools=(READ, WRITE))
+    main_system, sub_system = prompt_segments(main)[0].text, prompt_segments(sub)[0].text
+    shared = common_prefix_length(main_system, sub_system)
+    read_line = tools_section((READ,)).split("\n<tools>\n", 1)[1].split("\n", 1)[0]
+    assert main_system[:shared].endswith(read_line + '\n{"name": "')  # they part at Bash / Write
 
 
 def test_the_same_conversation_renders_the_same_in_both_dialects() -> None:
@@ -464,7 +477,7 @@ def test_a_long_first_paragraph_is_cut_at_a_sentence_else_at_a_word() -> None:
 def test_brief_tools_shorten_only_the_tools_section() -> None:
     request = ChatRequest("m", "Be brief.", (Turn("user", "hi"),), None, tools=(BASH,))
     full, brief = prompt_segments(request), prompt_segments(request, brief_tools=True)
-    assert full[0].text.startswith("Be brief.") and brief[0].text.startswith("Be brief.")
+    assert full[0].text.endswith("\n\nBe brief.") and brief[0].text.endswith("\n\nBe brief.")
     assert len(brief[0].text) < len(full[0].text) and full[1:] == brief[1:]
     settings = FrontSettings(member_tool_text={"small": "brief"})
     assert (settings.tool_text_for("small"), settings.tool_text_for("main")) == ("brief", "full")
