@@ -290,6 +290,10 @@ def ratio(part: float, whole: float) -> str:
     return f"{part / whole:.2f}×" if whole else "—"
 
 
+def _request_cell(reply: Reply) -> str:
+    return f"{reply.prefilled:,}/{reply.prompted:,}, {reply.ttft_s:.1f} s"
+
+
 def report(
     recording: dict[str, Any], agents: list[str], runs: list[Run], threads: int, answer_tokens: int = 1
 ) -> str:
@@ -300,16 +304,11 @@ def report(
         f"{threads} thread(s), "
         f"load {os.getloadavg()[0]:.1f}",
         "",
-        "| # | agent | " + " | ".join(f"{_key(r.name)} prefilled/prompted" for r in runs) + " |",
+        "| # | agent | " + " | ".join(f"{_key(r.name)} prefilled/prompted, TTFT" for r in runs) + " |",
         "|---|---|" + "---|" * len(runs),
     ]
     for number, agent in enumerate(agents):
-        cells = [
-            f"{r.replies[number].prefilled:,}/{r.replies[number].prompted:,}"
-            if number < len(r.replies)
-            else "—"
-            for r in runs
-        ]
+        cells = [_request_cell(r.replies[number]) if number < len(r.replies) else "—" for r in runs]
         lines.append(f"| {number + 1} | {agent} | " + " | ".join(cells) + " |")
     lines += [
         "",

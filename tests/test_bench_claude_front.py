@@ -61,7 +61,7 @@ def test_the_report_divides_by_the_floor_and_by_each_other_setup() -> None:
     )
     peer = bench.Run("(b) peer", [bench.Reply(40, 40, 4.0), bench.Reply(45, 42, 8.0)], wall_s=16.0, floor=100)
     text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, peer], threads=1)
-    assert "| 1 | main | 100/100 | 40/40 |" in text
+    assert "| 1 | main | 100/100, 2.0 s | 40/40, 4.0 s |" in text
     assert "| (a) best | 210 | 105 | 1.05× | 3.0 | 4.0 |" in text
     assert "| (b) peer | 85 | 82 | 0.82× | 12.0 | 16.0 |" in text
     assert "- (b) peer: 1.28× rows, 0.25× TTFT, 0.25× wall" in text
@@ -75,7 +75,7 @@ def test_a_run_cut_short_is_reported_with_what_it_measured() -> None:
         "(b) peer", [bench.Reply(40, 40, 4.0)], wall_s=5.0, floor=100, cut="cut after 1 request(s): gone"
     )
     text = bench.report({"claude_code": "2.1"}, ["main", "subagent"], [best, cut], threads=1)
-    assert "| 2 | subagent | 5/110 | — |" in text
+    assert "| 2 | subagent | 5/110, 1.0 s | — |" in text
     assert "| (b) peer (cut after 1 request(s): gone) | 40 | 40 | 0.40× | 4.0 | 5.0 |" in text
 
 

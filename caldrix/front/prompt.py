@@ -5,7 +5,7 @@ the request has tools, then its system text: the part every request of a session
 prefix store resumes it. The tools come first because a client's agents differ in their system
 text more than in their tools: Claude Code's subagent has a system prompt of its own but most of
 the main agent's tools, in the same order, so its first request resumes the main agent's rows up
-to the first tool they do not share (4,329 of its 8,380 rows on Claude Code 2.1's traffic)
+to the first tool they do not share (4,332 of its 8,380 rows on Claude Code 2.1's traffic)
 rather than from the chat header. A ``system`` entry among the messages (Claude Code sends its
 environment so) is shown to the model as user text, and consecutive turns of one role are
 joined: chat templates that insist on alternating user and assistant turns (Gemma's) accept
