@@ -62,6 +62,8 @@ class _Writer:
     log_fd: int | None  # None until a new log's first line is written
     last_seq: int
     has_lines: bool
+    #: Nothing written since the log's last fsync: syncing it again has nothing to make durable.
+    synced: bool = False
 
 
 class SessionLogRecorder(AggregateRecorder):
@@ -113,8 +115,8 @@ class SessionLogRecorder(AggregateRecorder):
         """Make what this process wrote to the session's log durable (a no-op when it is not
         writing it)."""
         writer = self._writers.get(session_id)
-        if writer is not None and writer.log_fd is not None:
-            os.fsync(writer.log_fd)
+        if writer is not None:
+            _fsync(writer)
 
     def release(self, session_id: str) -> None:
         """Stop writing this session: flush it to disk and drop the lock (and the lock's file,
@@ -124,7 +126,7 @@ class SessionLogRecorder(AggregateRecorder):
             return
         try:
             if writer.log_fd is not None:
-                os.fsync(writer.log_fd)
+                _fsync(writer)
                 os.close(writer.log_fd)
             elif not self.log_path(session_id).exists():
                 self._sibling(session_id, LOCK_SUFFIX).unlink(missing_ok=True)
@@ -155,13 +157,14 @@ class SessionLogRecorder(AggregateRecorder):
                     )
                 last, seen = stored.originator_version, True
         for session_id, batch in batches.items():
-            log_fd = self._append(session_id, batch)
+            self._append(session_id, batch)
             if kwargs.get("sync"):
-                os.fsync(log_fd)
+                _fsync(self._writers[session_id])
         return None
 
-    def _append(self, session_id: str, batch: list[StoredEvent]) -> int:
+    def _append(self, session_id: str, batch: list[StoredEvent]) -> None:
         writer = self._writers[session_id]
+        writer.synced = False
         data = b"".join(encode_line(stored) for stored in batch)
         try:
             if writer.log_fd is not None:
@@ -175,7 +178,6 @@ class SessionLogRecorder(AggregateRecorder):
             raise OSError(exc.errno, exc.strerror, str(self.log_path(session_id))) from exc
         writer.last_seq = batch[-1].originator_version
         writer.has_lines = True
-        return writer.log_fd
 
     def _create_log(self, session_id: str, data: bytes) -> int:
         """Make a new log with its first lines; if they cannot be written whole (a full disk, a
@@ -207,6 +209,7 @@ class SessionLogRecorder(AggregateRecorder):
         if writer.log_fd is not None:
             os.close(writer.log_fd)
         writer.log_fd = os.open(path, os.O_WRONLY | os.O_APPEND, 0o600)
+        writer.synced = False
         writer.last_seq, writer.has_lines = (versions[-1], True) if versions else (0, False)
 
     # ---- reading -----------------------------------------------------------------------------
@@ -303,3 +306,11 @@ class SessionLogRecorder(AggregateRecorder):
             f"{path}:{line_number}: an unfinished last line ({len(tail)} bytes, a crash mid-write) "
             f"was set aside in {torn.name}"
         )
+
+
+def _fsync(writer: _Writer) -> None:
+    """Sync the log's writes to disk, unless every one of them is synced already (a commit
+    point's sync, then the release: the second would wait on the disk for nothing)."""
+    if writer.log_fd is not None and not writer.synced:
+        os.fsync(writer.log_fd)
+        writer.synced = True

@@ -4,7 +4,8 @@ The agent loop records through ``SessionWriter``; every ``record`` is one line o
 returns. The writer is the session's one publisher: it validates and appends each event, then
 hands that same event to each subscriber in the order they subscribed (the request's transcript
 follower, usage totals and observer; the session's index entry, a projection it keeps itself and
-writes to ``index.json`` at the session's end and when it closes, without reading the log back).
+writes to ``index.json`` at the session's end and when it closes, without reading the log back;
+closing right after the end, as ``aerix -p`` does, writes it once).
 
 Starting a session writes its ``session.start``; reopening one (``--resume``, ``--continue``)
 becomes its only writer before reading it, so nothing is appended in between; forking one
@@ -64,6 +65,10 @@ class SessionWriter:
         self._closed = False
         self._subscribers: list[Subscriber] = []
         self.index = IndexEntry()
+        #: Whether ``index.json`` holds the entry as it is now (stored at a session.end, nothing
+        #: recorded since): closing then has nothing to add, and each write of the index is
+        #: three syncs to disk.
+        self._index_stored = False
         for view in (self.index, *views):
             view.feed(history)
             self.subscribe(view.take)
@@ -93,10 +98,12 @@ class SessionWriter:
         if self._closed:
             raise RuntimeError(f"session {self.ref.id} writer is closed")
         record = self.session.record(event_cls, self.clock(), **fields)
+        self._index_stored = False
         written = self._save(sync=self.sync_at_commits and isinstance(record, ev.COMMIT_EVENTS))
         self._publish(written)
         if isinstance(record, ev.SessionEnd):
             store_index_entry(self.storage, self.ref, self.index)
+            self._index_stored = True
         return cast(E, written[-1])
 
     def sync(self) -> None:
@@ -123,7 +130,8 @@ class SessionWriter:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            store_index_entry(self.storage, self.ref, self.index)
+            if not self._index_stored:
+                store_index_entry(self.storage, self.ref, self.index)
             self.storage.log.release(self.ref)
 
     def _save(self, sync: bool = False) -> list[ev.EventBase]:
