@@ -131,22 +131,39 @@ def test_a_headless_request_loads_none_of_the_screen(tmp_path: Path) -> None:
 
 
 #: ``aerix -p`` run in a process of its own, which then says (on its last line of stderr) which
-#: event models it built and whether it built the union's validator, which reads a log's lines.
+#: event models it built, whether it built the union's validator, which reads a log's lines, and
+#: which modules it had loaded by its end.
 REQUEST_PROBE = """
 import json, sys
 from aerix.cli.main import main
 code = main(sys.argv[1:])
+modules = sorted(sys.modules)
 import aerix.domain.events as ev
 built = [cls.model_fields["type"].default for cls in ev.EVENT_TYPES if cls.__pydantic_complete__]
 validator = ev.event_adapter.cache_info().currsize > 0
-print(json.dumps({"code": code, "built": built, "validator": validator}), file=sys.stderr)
+print(json.dumps({"code": code, "built": built, "validator": validator, "modules": modules}), file=sys.stderr)
 """
+
+#: What a piped request that answers without delegating never uses: the screen, rich (only a
+#: terminal's status line and a coloured diff draw with it), the status line's figures, and a
+#: piece's modules (loaded at the first ``agent`` call).
+UNUSED_BY_A_PIPED_ANSWER = (
+    "prompt_toolkit",
+    "rich",
+    "aerix.adapters.terminal.screen",
+    "aerix.adapters.terminal.live_lines",
+    "aerix.projections.status",
+    "aerix.app.delegation.piece",
+    "aerix.wiring.screen",
+    "aerix.wiring.stream_session",
+)
 
 
 def test_a_request_builds_the_events_it_records_and_no_validator_for_its_log(tmp_path: Path) -> None:
     """A new session's request writes its log and its transcript follows it as it goes: nothing
     is read back, so the union of every event type (the validator a log's lines go through) is
-    never built, nor a model of an event the request did not record."""
+    never built, nor a model of an event the request did not record. Piped, and answered without
+    a piece, it loads none of the modules only a terminal or a delegation needs."""
     socket = tmp_path / "run" / "pool.sock"
     world = make_world(tmp_path / "world", {"pool": {"socket": str(socket)}})
     project = make_project(tmp_path / "proj", {"a.txt": "one\n"})
@@ -169,6 +186,8 @@ def test_a_request_builds_the_events_it_records_and_no_validator_for_its_log(tmp
     assert {"session.start", "message", "session.end"} <= set(probe["built"])  # the probe sees builds
     assert not {"compaction", "foreign", "job"} & set(probe["built"])
     assert probe["validator"] is False
+    assert "aerix.app.delegation" in probe["modules"]  # the probe sees the request's modules
+    assert loaded(set(probe["modules"]), UNUSED_BY_A_PIPED_ANSWER) == []
 
 
 def test_caldrix_version_loads_no_model_or_protocol_code(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from aerix.adapters.project.project import ProjectFiles
 from aerix.adapters.project.settings_files import SettingsOverrides
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.adapters.terminal.stderr_status import StderrStatus
+from aerix.adapters.terminal.stderr_status import StderrStatus, is_terminal
 from aerix.adapters.tools import LocalToolsFactory
 from aerix.adapters.tools.hook_runner import SubprocessHooks
 from aerix.app.ports import HookRunner, RequestResult
@@ -29,7 +29,6 @@ from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.reported import reported
 from aerix.app.request.run import run_request
 from aerix.projections.claude_stream import ClaudeStream
-from aerix.projections.status import StatusFigures
 
 
 def subprocess_hooks(project_dir: Path) -> HookRunner:
@@ -64,8 +63,12 @@ def run_headless(
     """``aerix -p``: run one request, print it in ``fmt``, return the exit code. On a terminal's
     stderr the screen's status line shows meanwhile."""
     err = err or sys.stderr
-    status = StderrStatus(err, StatusFigures())
-    shown = status if status.enabled else None
+    shown = None
+    if is_terminal(err):
+        # The line's figures (their module's dataclasses) are made only where the line shows.
+        from aerix.projections.status import StatusFigures
+
+        shown = StderrStatus(err, StatusFigures())
     output = HeadlessOutput(fmt, out or sys.stdout, err, ClaudeStream(), shown)
     return anyio.run(run_one, options, output, overrides, shown)
 

@@ -27,7 +27,7 @@ class StderrStatus:
     ) -> None:
         self.stream = stream
         self.clock = clock
-        self.enabled = _is_terminal(stream)
+        self.enabled = is_terminal(stream)
         self.figures = figures
         self.began = clock()
         self.streaming = 0
@@ -90,7 +90,7 @@ class StderrStatus:
             self.draw()
 
 
-def _is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError):

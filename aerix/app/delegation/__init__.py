@@ -18,7 +18,6 @@ import anyio
 
 from aerix.app.agent.env import AgentEnvironment
 from aerix.app.delegation.members import MemberPicker
-from aerix.app.delegation.piece import Piece
 from aerix.app.ports import AgentDefinitionSource, Caller, ToolHooks
 from aerix.domain.pieces import PieceResult
 from aerix.domain.turns import ToolCall
@@ -41,6 +40,10 @@ class Delegation:
         env = self.env
         if env is None:
             raise RuntimeError("Delegation.run_calls before delegating() attached it to an environment")
+        # A piece's modules load at the first agent call: a request that delegates nothing
+        # (most answers) makes none of their classes.
+        from aerix.app.delegation.piece import Piece
+
         results = [""] * len(calls)
         limiter = anyio.CapacityLimiter(env.settings.delegation.parallel)
 
