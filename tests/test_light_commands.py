@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import aerix.app.ports
 import caldrix.protocol
 from tests.aerix.request_world import make_project, make_world, start_scripted_pool
 
@@ -144,14 +145,16 @@ validator = ev.event_adapter.cache_info().currsize > 0
 print(json.dumps({"code": code, "built": built, "validator": validator, "modules": modules}), file=sys.stderr)
 """
 
-#: What a piped request that answers without delegating never uses: the screen, rich (only a
-#: terminal's status line and a coloured diff draw with it), the status line's figures, and a
-#: piece's modules (loaded at the first ``agent`` call).
+#: What a piped request that answers without delegating never uses: the screen and its ports,
+#: rich (only a terminal's status line and a coloured diff draw with it), the status line's
+#: figures, a piece's modules (loaded at the first ``agent`` call) and the profile commands' ports.
 UNUSED_BY_A_PIPED_ANSWER = (
     "prompt_toolkit",
     "rich",
     "aerix.adapters.terminal.screen",
     "aerix.adapters.terminal.live_lines",
+    "aerix.app.ports.screen",
+    "aerix.app.ports.profiles",
     "aerix.projections.status",
     "aerix.app.delegation.piece",
     "aerix.wiring.screen",
@@ -219,3 +222,11 @@ def test_every_name_of_the_protocol_package_is_its_home_module_s() -> None:
     assert sorted(caldrix.protocol._HOMES) == sorted(caldrix.protocol.__all__)
     with pytest.raises(AttributeError):
         _ = caldrix.protocol.no_such_name  # type: ignore[attr-defined]
+
+
+def test_every_name_of_the_ports_package_is_its_home_module_s() -> None:
+    """The ports package loads each name on first use; each is the object its module defines."""
+    for name in aerix.app.ports.__all__:
+        home = importlib.import_module(aerix.app.ports._HOMES[name])
+        assert getattr(aerix.app.ports, name) is getattr(home, name)
+    assert sorted(aerix.app.ports._HOMES) == sorted(aerix.app.ports.__all__)

@@ -34,16 +34,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
 
 from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.closed_pipe import discard_output
-from aerix.app.ports import LiveProjection, RequestResult, StatusView, StreamOutput, StreamView
+from aerix.app.ports import LiveProjection, RequestResult, StreamOutput, StreamView
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_CANCELLED
 from aerix.domain.claude_format import ModelTally, claude_usage, claude_usage_totals
 from aerix.domain.diffs import RequestDiff
 from aerix.errors import OutputClosed
+
+if TYPE_CHECKING:
+    # Named in annotations only: a headless request does not load the screen's ports.
+    from aerix.app.ports.screen import StatusView
 
 #: Claude Code's result subtypes, by aerix outcome.
 RESULT_SUBTYPES: Final = {

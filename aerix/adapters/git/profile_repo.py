@@ -19,14 +19,17 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aerix.adapters.git.commit_files_cache import CommitFilesCache
 from aerix.adapters.git.git_runner import GitFailed, GitOutput, call_git
 from aerix.adapters.paths import data_home
-from aerix.app.ports.profiles import ProfileCommit
 from aerix.domain import bounds
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, short_commit
 from aerix.errors import ProfileError, ProfileGitFailed, ProfileUnusable
+
+if TYPE_CHECKING:
+    from aerix.app.ports.profiles import ProfileCommit
 
 #: Who the commits aerix writes are by (a hand edit through git keeps the user's own identity).
 AUTHOR_ENV = {
@@ -213,6 +216,10 @@ class GitProfile:
             return self._git(*command, env=AUTHOR_ENV).text.strip()
 
     def log(self, branch: str, limit: int) -> list[ProfileCommit]:
+        # Here, not at the top: ``aerix profile log`` is the one command that lists commits, and a
+        # request loads none of the profile ports' module.
+        from aerix.app.ports.profiles import ProfileCommit
+
         fmt = f"%H%n%cI%n%B{_LOG_SEPARATOR}"
         out = self._git("log", f"--format={fmt}", f"--max-count={limit}", f"refs/heads/{branch}", "--").text
         commits = []

@@ -7,13 +7,16 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 import anyio
 
 from aerix.adapters.terminal.theme import THINKING_FRAME_SECS
-from aerix.app.ports import StatusView
 from aerix.domain import events as ev
+
+if TYPE_CHECKING:
+    # Named in annotations only: a headless request does not load the screen's ports.
+    from aerix.app.ports.screen import StatusView
 
 #: Carriage return, then erase to the end of the line.
 CLEAR_LINE: Final = "\r\x1b[K"

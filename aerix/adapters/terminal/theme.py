@@ -6,9 +6,11 @@ when the output is not a terminal), so nothing here checks the terminal itself.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from aerix.app.ports import NoteLevel
+if TYPE_CHECKING:
+    # Named in annotations only: a headless request does not load the screen's ports.
+    from aerix.app.ports.screen import NoteLevel
 
 #: The brand colour: the peak mark, warnings, the prompt marker.
 EMBER: Final = "#e8743b"

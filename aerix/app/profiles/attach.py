@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aerix.app.ports import PromptSource
-from aerix.app.ports.profiles import ProfileRepository, ProfileStore
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import create_branch, point_branch
 from aerix.domain.profile import (
@@ -28,6 +27,11 @@ from aerix.domain.profile import (
     short_commit,
 )
 from aerix.errors import ProfileError
+
+if TYPE_CHECKING:
+    # Named in annotations only: a request does not load the profile ports' module (with what
+    # the profile commands report).
+    from aerix.app.ports.profiles import ProfileRepository, ProfileStore
 
 EMBEDDED_NOTE = "the embedded prompts are used"
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from aerix.app.ports.profiles import ProfileRepository
 from aerix.app.profiles.writes import Write, create_branch, head_after_change
 from aerix.domain.profile import MAIN_BRANCH, ProfileSnapshot, model_branch, prompt_path
+
+if TYPE_CHECKING:
+    # Named in annotations only: a request does not load the profile ports' module (with what
+    # the profile commands report).
+    from aerix.app.ports.profiles import ProfileRepository
 
 
 def seed_main(

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from aerix.app.ports.profiles import ProfileRepository
 from aerix.domain.bounds import CAS_RETRIES
 from aerix.domain.profile import ProfileSnapshot
 from aerix.errors import ProfileRace
+
+if TYPE_CHECKING:
+    # Named in annotations only: a request does not load the profile ports' module (with what
+    # the profile commands report).
+    from aerix.app.ports.profiles import ProfileRepository
 
 #: Every try of a write: the first, then CAS_RETRIES more.
 CAS_TRIES = CAS_RETRIES + 1

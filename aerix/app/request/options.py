@@ -6,18 +6,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aerix.app.ports import (
     Clock,
     DiffSource,
     HookRunnerFactory,
     PoolStarter,
-    ProfileStore,
     ProjectSource,
     PromptSource,
     SessionStorage,
     ToolRunnerFactory,
 )
+
+if TYPE_CHECKING:
+    # Named in annotations only: its module, with what the profile commands report, is not
+    # loaded by a request (``aerix.app.ports`` loads each name's module on first use).
+    from aerix.app.ports.profiles import ProfileStore
 
 
 @dataclass(frozen=True)
