@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -151,6 +151,12 @@ class ServedModel(Protocol):
     def close(self) -> None: ...
 
 
+#: A snapshot of an engine's live rows, as :meth:`Engine.save_rows` gives it and
+#: :meth:`Engine.load_rows` takes it back. An engine may fill a ``bytearray`` in place: a long
+#: context's snapshot is hundreds of MB, and making ``bytes`` of it is one more copy.
+RowsSnapshot: TypeAlias = bytes | bytearray
+
+
 @runtime_checkable
 class Engine(ServedModel, Protocol):
     """One loaded model with the KV rows of one sequence."""
@@ -190,11 +196,11 @@ class Engine(ServedModel, Protocol):
         """Next-token logits after the last evaluated row (a copy, shape ``(n_vocab,)``)."""
         ...
 
-    def save_rows(self) -> bytes:
+    def save_rows(self) -> RowsSnapshot:
         """A snapshot of the live rows (only with ``capabilities.snapshots``)."""
         ...
 
-    def load_rows(self, data: bytes, tokens: Sequence[int]) -> None:
+    def load_rows(self, data: RowsSnapshot, tokens: Sequence[int]) -> None:
         """Replace the live rows with a snapshot holding ``tokens``. The logits are stale
         afterwards: evaluate at least one more token before reading them."""
         ...

@@ -31,6 +31,7 @@ from caldrix.engine_seam import (
     ALL_CONSTRAINTS,
     ChatTemplateSource,
     EngineCapabilities,
+    RowsSnapshot,
     ServingFlags,
 )
 from caldrix.engines._native_stderr import native_stderr_captured
@@ -323,10 +324,10 @@ class CtransformersEngine:
         row = np.ctypeslib.as_array(data, shape=(size,))[size - self._n_vocab :]
         return row.astype(np.float32, copy=True)
 
-    def save_rows(self) -> bytes:
+    def save_rows(self) -> RowsSnapshot:
         raise InternalError("the ctransformers engine keeps no KV snapshots (live rows only)")
 
-    def load_rows(self, data: bytes, tokens: Sequence[int]) -> None:
+    def load_rows(self, data: RowsSnapshot, tokens: Sequence[int]) -> None:
         raise InternalError("the ctransformers engine keeps no KV snapshots (live rows only)")
 
     def close(self) -> None:

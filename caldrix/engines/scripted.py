@@ -51,6 +51,7 @@ from caldrix.engine_seam import (
     ChatTemplateSource,
     ConstraintKind,
     EngineCapabilities,
+    RowsSnapshot,
     ServingFlags,
 )
 from caldrix.engines._llama import LlamaVocabulary, LoadLog
@@ -280,12 +281,12 @@ class ScriptedEngine:
         assert self._target is not None
         return self._steer(self._target[self._position(self._target) :])
 
-    def save_rows(self) -> bytes:
+    def save_rows(self) -> RowsSnapshot:
         if self._rows is None:
             raise InternalError("the scripted engine keeps no snapshots (capabilities.snapshots is False)")
         return self._rows.save_rows()
 
-    def load_rows(self, data: bytes, tokens: Sequence[int]) -> None:
+    def load_rows(self, data: RowsSnapshot, tokens: Sequence[int]) -> None:
         if self._rows is None:
             raise InternalError("the scripted engine keeps no snapshots (capabilities.snapshots is False)")
         self._rows.load_rows(data, tokens)

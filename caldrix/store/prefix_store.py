@@ -35,6 +35,7 @@ from caldrix.engine_seam import (
     GenerationParams,
     GenerationResult,
     GenerationSink,
+    RowsSnapshot,
 )
 from caldrix.generation.decoding import batch_end, common_prefix_length, run_generation
 from caldrix.store.resume_cost import Candidate, MemberRates, ResumeDecision, decide
@@ -65,7 +66,7 @@ def default_context_budget(memory_limit_bytes: int) -> int:
 @dataclass(eq=False)
 class _Entry:
     tokens: tuple[int, ...]
-    data: bytes
+    data: RowsSnapshot
 
     @property
     def nbytes(self) -> int:
