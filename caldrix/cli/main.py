@@ -318,8 +318,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         metavar="[MEMBER=]MODE",
         help=f"how a request's tools are written into its prompt (default {DEFAULT_TOOL_TEXT}): full, "
-        "or brief (each description's first paragraph, parameters without descriptions; calls are "
-        "still held to the full schema); MEMBER=MODE for one member",
+        "or brief (each description's first paragraph, the parameters' shape without their words; "
+        "calls are still held to the full schema); MEMBER=MODE for one member",
     )
     serve.add_argument(
         "--log-requests",

@@ -26,8 +26,8 @@ API_KEY_ENV: Final = "CALDRIX_SERVE_API_KEY"
 #: quarter hour of noise. A reply cut here ends as ``end_turn`` (docs/http-front.md).
 DEFAULT_MAX_OUTPUT_TOKENS: Final = 2048
 #: How a request's tools are written into its prompt: ``full`` (each tool's description and
-#: parameter schema as sent) or ``brief`` (the description's first paragraph, the parameters
-#: without their descriptions: caldrix/front/tool_text.py). Either way a call is constrained to
+#: parameter schema as sent) or ``brief`` (the description's first paragraph, the parameters'
+#: shape without their words: caldrix/front/tool_text.py). Either way a call is constrained to
 #: the full schema. ``--tool-text [MEMBER=]MODE`` changes it.
 ToolText = Literal["full", "brief"]
 TOOL_TEXTS: Final[tuple[ToolText, ...]] = get_args(ToolText)

@@ -29,6 +29,10 @@ ERROR_MARK: Final = "Error: "
 BRIEF_DESCRIPTION_CHARS: Final = 300
 #: What ``brief`` drops from a parameter schema, at every level: words for a reader.
 _PROSE_KEYS: Final = frozenset({"description", "$schema"})
+#: Integer bounds that say no more than "an integer": zod, which writes Claude Code's schemas,
+#: puts JavaScript's safe-integer limits (2^53 - 1) on every ``.int()``, about ten rows each.
+_SAFE_INTEGER: Final = 2**53 - 1
+_BOUND_KEYS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 #: Where a JSON Schema holds schemas: by name, in a list, or one.
 _SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 _SCHEMA_LISTS: Final = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
@@ -57,13 +61,13 @@ def dumps(value: Any) -> str:
 def tools_section(tools: Sequence[Tool], *, brief: bool = False) -> str:
     """The system prompt's section that lists ``tools`` and says how to call them; ``brief``
     (``--tool-text brief``) gives each tool its description's first paragraph and its
-    parameters without their descriptions."""
+    parameters as :func:`brief_schema` writes them."""
     signatures = "\n".join(
         dumps(
             {
                 "name": tool.name,
                 "description": brief_description(tool.description) if brief else tool.description,
-                "parameters": schema_without_descriptions(tool.schema) if brief else tool.schema,
+                "parameters": brief_schema(tool.schema) if brief else tool.schema,
             }
         )
         for tool in tools
@@ -84,24 +88,37 @@ def brief_description(description: str) -> str:
     return head.rsplit(None, 1)[0] + "…"
 
 
-def schema_without_descriptions(schema: Any) -> Any:
-    """``schema`` without the ``description`` (and ``$schema``) of it or of anything inside it
-    (a property *named* ``description``, as Bash's is, stays): the prose, not the shape."""
+def brief_schema(schema: Any) -> Any:
+    """``schema`` as ``brief`` writes it, at every level: without its ``description`` and
+    ``$schema`` (a property *named* ``description``, as Bash's is, stays), without
+    ``additionalProperties: false`` and without the safe-integer bounds zod writes on every
+    integer. The shape a reader needs stays: types, enums, required fields, real bounds. The
+    grammar holds a call to the schema as sent, the dropped parts included."""
     if not isinstance(schema, dict):
         return schema
     kept: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in _PROSE_KEYS and isinstance(value, str):
+        if _says_nothing_to_a_reader(key, value):
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
-            kept[key] = {name: schema_without_descriptions(inner) for name, inner in value.items()}
+            kept[key] = {name: brief_schema(inner) for name, inner in value.items()}
         elif key in _SCHEMA_LISTS and isinstance(value, list):
-            kept[key] = [schema_without_descriptions(inner) for inner in value]
+            kept[key] = [brief_schema(inner) for inner in value]
         elif key in _SCHEMA_ONES:
-            kept[key] = schema_without_descriptions(value)
+            kept[key] = brief_schema(value)
         else:
             kept[key] = value
     return kept
+
+
+def _says_nothing_to_a_reader(key: str, value: Any) -> bool:
+    if key in _PROSE_KEYS:
+        return isinstance(value, str)
+    if key == "additionalProperties":
+        return value is False
+    if key in _BOUND_KEYS:
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) == _SAFE_INTEGER
+    return False
 
 
 def call_head(name: str) -> str:

@@ -27,11 +27,10 @@ from caldrix.front.tool_grammar import ANY_OBJECT, tool_grammar, usable_schema
 from caldrix.front.tool_text import (
     BRIEF_DESCRIPTION_CHARS,
     brief_description,
+    brief_schema,
     call_text,
-    schema_without_descriptions,
     tools_section,
 )
-from caldrix.generation.decoding import common_prefix_length
 from caldrix.protocol.messages import DoneFrame, Timings
 from tests.default_model import default_model_path
 
@@ -185,7 +184,7 @@ def test_agents_with_their_own_system_text_share_the_tools_they_list_alike() -> 
     main = ChatRequest("m", "You are the main agent.", (Turn("user", "go"),), None, tools=(READ, BASH, WRITE))
     sub = ChatRequest("m", "You are a subagent.", (Turn("user", "look"),), None, tools=(READ, WRITE))
     main_system, sub_system = prompt_segments(main)[0].text, prompt_segments(sub)[0].text
-    shared = common_prefix_length(main_system, sub_system)
+    shared = next(n for n, (a, b) in enumerate(zip(main_system, sub_system, strict=False)) if a != b)
     read_line = tools_section((READ,)).split("\n<tools>\n", 1)[1].split("\n", 1)[0]
     assert main_system[:shared].endswith(read_line + '\n{"name": "')  # they part at Bash / Write
 
@@ -441,21 +440,29 @@ BASH = Tool(
                 "items": {"type": "object", "description": "One variable.", "properties": {"name": {}}},
             },
             "mode": {"anyOf": [{"type": "string", "description": "a name"}, {"type": "integer"}]},
+            "timeout": {"type": "integer", "exclusiveMinimum": 0, "maximum": 9007199254740991},
+            "line": {"type": "integer", "minimum": -9007199254740991, "maximum": 600000},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
         },
         "required": ["command"],
+        "additionalProperties": False,
     },
 )
 
 
 def test_brief_keeps_the_first_paragraph_and_the_shape_not_the_prose() -> None:
     assert brief_description(BASH.description) == "Executes a bash command and returns its output."
-    assert schema_without_descriptions(BASH.schema) == {
+    assert brief_schema(BASH.schema) == {
         "type": "object",
         "properties": {
             "command": {"type": "string"},
             "description": {"type": "string"},  # a parameter named description stays
             "env": {"type": "array", "items": {"type": "object", "properties": {"name": {}}}},
             "mode": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            # zod's safe-integer bounds say only "an integer"; real bounds stay
+            "timeout": {"type": "integer", "exclusiveMinimum": 0},
+            "line": {"type": "integer", "maximum": 600000},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},  # a schema stays
         },
         "required": ["command"],
     }
