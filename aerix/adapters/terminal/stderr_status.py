@@ -23,14 +23,14 @@ CLEAR_LINE: Final = "\r\x1b[K"
 
 
 class StderrStatus:
-    """The status line on a terminal's stderr (``enabled`` is False elsewhere)."""
+    """The status line on a terminal's stderr: made only for one (:func:`is_terminal`), so a
+    piped request builds neither it nor its figures."""
 
     def __init__(
         self, stream: TextIO, figures: StatusView, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.stream = stream
         self.clock = clock
-        self.enabled = is_terminal(stream)
         self.figures = figures
         self.began = clock()
         self.streaming = 0
@@ -38,8 +38,6 @@ class StderrStatus:
 
     def event(self, record: ev.EventBase) -> None:
         """Draw the line again for ``record`` (the session's writer fed it to ``figures``)."""
-        if not self.enabled:
-            return
         if isinstance(record, ev.Message) and record.agent == "a1" and record.role == "assistant":
             self.streaming = 0
         self.draw()
@@ -65,13 +63,12 @@ class StderrStatus:
         return render_ansi(line, width).rstrip("\n")
 
     def draw(self) -> None:
-        if self.enabled:
-            self.stream.write(CLEAR_LINE + self.line())
-            self.stream.flush()
-            self._shown = True
+        self.stream.write(CLEAR_LINE + self.line())
+        self.stream.flush()
+        self._shown = True
 
     def clear(self) -> None:
-        if self.enabled and self._shown:
+        if self._shown:
             self.stream.write(CLEAR_LINE)
             self.stream.flush()
             self._shown = False
@@ -86,8 +83,6 @@ class StderrStatus:
 
     async def tick(self) -> None:
         """Redraw for the clock and the thinking icon until cancelled."""
-        if not self.enabled:
-            return
         while True:
             await anyio.sleep(THINKING_FRAME_SECS * 5)
             self.draw()
