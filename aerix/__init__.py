@@ -32,7 +32,10 @@ def _run_as(command: str) -> bool:
     return _os.path.basename(_sys.argv[0]) == command or run_module == [command]
 
 
-if _run_as("aerix"):
+#: Whether this process is the ``aerix`` command (and not a program that imports the package).
+RUN_AS_COMMAND = _run_as("aerix")
+
+if RUN_AS_COMMAND:
     # _signal, not signal: signal.py imports enum first, and every millisecond before this line
     # is one where Ctrl-C is a traceback.
     import _signal  # type: ignore[import-not-found]
