@@ -32,9 +32,11 @@ _returned: int | None = None
 def main() -> int:
     global _returned
     signal.signal(signal.SIGINT, leave_at_once)  # already, when the package saw it is the command
-    if RUN_AS_COMMAND:
-        # Registered before the command's modules are imported: exit handlers run last in, first
-        # out, so every handler the command registers runs before this one.
+    # Exit handlers run last in, first out: registered before the command's modules are
+    # imported, this one runs after every handler the command registers. A handler registered
+    # before it (a coverage run saving its data, a sitecustomize's) would never run: then the
+    # process ends the ordinary way.
+    if RUN_AS_COMMAND and atexit._ncallbacks() == 0:
         atexit.register(_end_without_teardown)
     from aerix.cli.main import main as cli_main
 

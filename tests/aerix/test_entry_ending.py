@@ -94,3 +94,21 @@ def test_a_command_left_by_an_exception_ends_as_python_ends_it(tmp_path: Path) -
     )
     assert ended.returncode == 0 and ended.stdout.startswith("aerix ")
     assert "torn down" in ended.stderr
+
+
+def test_a_handler_registered_before_the_command_runs_and_the_ending_is_pythons(tmp_path: Path) -> None:
+    """A coverage run or a sitecustomize registers its exit handler before aerix starts: it runs
+    after aerix's would, so aerix leaves the ending to Python."""
+    program = tmp_path / "aerix"
+    early = "import atexit, sys\natexit.register(lambda: sys.stderr.write('early handler ran\\n'))\n"
+    program.write_text(early + PROGRAM)
+    ended = subprocess.run(
+        [sys.executable, str(program), "sessions", "list"],
+        capture_output=True,
+        text=True,
+        env=_isolated_env(tmp_path),
+        timeout=120,
+    )
+    assert ended.returncode == 0, ended.stderr
+    assert "early handler ran" in ended.stderr and "handler ran" in ended.stderr
+    assert "torn down" in ended.stderr
