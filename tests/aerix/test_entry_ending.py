@@ -44,6 +44,19 @@ def _isolated_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _run_program(tmp_path: Path, *args: str, before: str = "") -> subprocess.CompletedProcess[str]:
+    """The stand-in ``aerix`` run with ``args``; ``before`` runs ahead of everything in it."""
+    program = tmp_path / "aerix"
+    program.write_text(before + PROGRAM)
+    return subprocess.run(
+        [sys.executable, str(program), *args],
+        capture_output=True,
+        text=True,
+        env=_isolated_env(tmp_path),
+        timeout=120,
+    )
+
+
 def test_a_long_output_through_a_pipe_is_whole_and_the_status_zero(tmp_path: Path) -> None:
     ended = subprocess.run(
         [AERIX, "sessions", "schema"], capture_output=True, env=_isolated_env(tmp_path), timeout=120
@@ -66,15 +79,7 @@ def test_a_failing_command_keeps_its_status_and_its_line(tmp_path: Path) -> None
 
 
 def test_the_commands_exit_handlers_run_and_the_teardown_does_not(tmp_path: Path) -> None:
-    program = tmp_path / "aerix"
-    program.write_text(PROGRAM)
-    ended = subprocess.run(
-        [sys.executable, str(program), "sessions", "list"],
-        capture_output=True,
-        text=True,
-        env=_isolated_env(tmp_path),
-        timeout=120,
-    )
+    ended = _run_program(tmp_path, "sessions", "list")
     assert ended.returncode == 0, ended.stderr
     assert "handler ran" in ended.stderr
     assert "torn down" not in ended.stderr
@@ -83,15 +88,7 @@ def test_the_commands_exit_handlers_run_and_the_teardown_does_not(tmp_path: Path
 def test_a_command_left_by_an_exception_ends_as_python_ends_it(tmp_path: Path) -> None:
     """--version leaves through argparse's SystemExit: no status was returned, so the teardown
     runs as usual (and the finalizer speaks)."""
-    program = tmp_path / "aerix"
-    program.write_text(PROGRAM)
-    ended = subprocess.run(
-        [sys.executable, str(program), "--version"],
-        capture_output=True,
-        text=True,
-        env=_isolated_env(tmp_path),
-        timeout=120,
-    )
+    ended = _run_program(tmp_path, "--version")
     assert ended.returncode == 0 and ended.stdout.startswith("aerix ")
     assert "torn down" in ended.stderr
 
@@ -99,16 +96,8 @@ def test_a_command_left_by_an_exception_ends_as_python_ends_it(tmp_path: Path) -
 def test_a_handler_registered_before_the_command_runs_and_the_ending_is_pythons(tmp_path: Path) -> None:
     """A coverage run or a sitecustomize registers its exit handler before aerix starts: it runs
     after aerix's would, so aerix leaves the ending to Python."""
-    program = tmp_path / "aerix"
     early = "import atexit, sys\natexit.register(lambda: sys.stderr.write('early handler ran\\n'))\n"
-    program.write_text(early + PROGRAM)
-    ended = subprocess.run(
-        [sys.executable, str(program), "sessions", "list"],
-        capture_output=True,
-        text=True,
-        env=_isolated_env(tmp_path),
-        timeout=120,
-    )
+    ended = _run_program(tmp_path, "sessions", "list", before=early)
     assert ended.returncode == 0, ended.stderr
     assert "early handler ran" in ended.stderr and "handler ran" in ended.stderr
     assert "torn down" in ended.stderr
