@@ -35,7 +35,9 @@ make on Python 3.11, every generated method compiled on its own).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from caldrix.protocol.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from aerix.app.ports.agents import AgentLifecycle, Caller, Delegator, ToolHooks
@@ -225,15 +227,7 @@ _HOMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # __import__, the import statement's own hook (importlib.import_module bypasses the hook that
-    # -X importtime reports through, and the start-up tests read that report).
-    value = getattr(__import__(home, fromlist=[name]), name)
-    globals()[name] = value  # once: the next use is a plain global
-    return value
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 __all__ = [
