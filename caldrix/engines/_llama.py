@@ -1,14 +1,17 @@
-"""What both llama.cpp engines share: a model's vocabulary, and the log taken while a file loads.
+"""What both llama.cpp engines share: a model's vocabulary, the log taken while a file loads,
+and the check that this llama.cpp build can run on this CPU at all.
 
 The llama.cpp engine (:mod:`caldrix.engines.llamacpp`) loads a whole model; the scripted engine
 (:mod:`caldrix.engines.scripted`) loads only the vocabulary of the same kind of file. Both
 tokenize, build the llguidance tokenizer, find the end-of-generation tokens and resolve the chat
-template the same way, here.
+template the same way, here, and both refuse a build made for another CPU before llama.cpp runs
+any of its CPU code (:func:`refuse_foreign_build`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import re
 import threading
 import warnings
@@ -20,11 +23,39 @@ from llguidance import LLTokenizer
 from llguidance.llamacpp import lltokenizer_from_vocab
 
 from caldrix.engine_seam import ChatTemplateSource
-from caldrix.errors import InternalError
+from caldrix.engines.cpu_kernels import build_features_of, missing_for_build
+from caldrix.errors import InternalError, PrecheckFailed
 from caldrix.generation.templates import template_source_for
 
 #: ggml's level for errors in its log callback.
 GGML_LOG_LEVEL_ERROR = 3
+#: How to get a build this CPU runs, after the names of what the installed one needs.
+REBUILD_ADVICE = (
+    "rebuild it here: scripts/setup, or pip install --force-reinstall --no-deps --no-cache-dir "
+    "llama-cpp-python==0.3.36 with CMAKE_ARGS from docs/engine.md"
+)
+
+
+@functools.cache
+def built_cpu_features() -> frozenset[str]:
+    """The x86 extensions this llama.cpp build was compiled with (``AVX2``, ``AVX512``, ...),
+    read without running any of its CPU code (:func:`build_features_of`)."""
+    return build_features_of(_llama_c._lib)
+
+
+def refuse_foreign_build(cpu_flags: frozenset[str] | None) -> None:
+    """Raise :class:`PrecheckFailed`, in one line, when this llama.cpp build uses x86
+    extensions a CPU with ``cpu_flags`` (``/proc/cpuinfo``'s) lacks: a venv copied from another
+    machine would otherwise die of an illegal instruction on its first model load. ``None``
+    (flags unknown, not Linux) checks nothing."""
+    if cpu_flags is None:
+        return
+    missing = missing_for_build(built_cpu_features(), cpu_flags)
+    if missing:
+        raise PrecheckFailed(
+            f"this llama.cpp build uses {', '.join(missing)}, which this CPU lacks "
+            f"(a venv copied from another machine?); {REBUILD_ADVICE}"
+        )
 
 
 class LlamaVocabulary:

@@ -3,8 +3,12 @@
 Only primitives live here (tokenize, evaluate, logits, truncate, snapshots); the generation
 loop itself is :func:`caldrix.generation.decoding.run_generation`, shared with every engine.
 
-Two things about llama.cpp shape this module:
+Three things about llama.cpp shape this module:
 
+- A build uses the x86 extensions it was compiled for, and dies of an illegal instruction on a
+  CPU without them: :func:`open_llamacpp` refuses such a build (a venv copied from another
+  machine) with one line before llama.cpp runs any CPU code
+  (:func:`caldrix.engines._llama.refuse_foreign_build`).
 - Its AMX matmul path (an "extra buffer type") crashes on some Xeon CPUs at the first
   evaluation. Every model is therefore loaded with extra buffer types off, the same as
   llama.cpp's ``--no-repack``: :func:`disable_extra_buffer_types` is called before each load
@@ -36,7 +40,8 @@ from caldrix.engine_seam import (
     RowsSnapshot,
     ServingFlags,
 )
-from caldrix.engines._llama import LlamaVocabulary, LoadLog
+from caldrix.engines._llama import LlamaVocabulary, LoadLog, refuse_foreign_build
+from caldrix.engines.cpu_kernels import this_cpu_flags
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
 from caldrix.limits import DEFAULT_CTX, FLASH_ATTENTION_EXACT_ROWS
 from caldrix.models.files import native_path, open_model_file
@@ -67,11 +72,20 @@ def disable_extra_buffer_types() -> None:
     _llama_c.llama_model_default_params = params_without_extra_bufts
 
 
-def open_llamacpp(path: Path, flags: ServingFlags) -> LlamaCppEngine:
+def open_llamacpp(
+    path: Path,
+    flags: ServingFlags,
+    *,
+    cpu_flags: Callable[[], frozenset[str] | None] = this_cpu_flags,
+) -> LlamaCppEngine:
     """Load the GGUF file at ``path`` with ``flags``; errors are one line each.
 
-    llama.cpp opens the file through the descriptor caldrix holds open, so the name cannot be
-    swapped for a named pipe (whose open would never return) after it was checked."""
+    First the build is checked against this CPU's flags (``cpu_flags``, ``/proc/cpuinfo``'s;
+    None skips the check): a build using extensions the CPU lacks is refused before it can
+    crash the process. llama.cpp opens the file through the descriptor caldrix holds open, so
+    the name cannot be swapped for a named pipe (whose open would never return) after it was
+    checked."""
+    refuse_foreign_build(cpu_flags())
     with open_model_file(path) as handle:
         native = native_path(handle, path)
         n_ctx = flags.ctx or DEFAULT_CTX

@@ -54,7 +54,8 @@ from caldrix.engine_seam import (
     RowsSnapshot,
     ServingFlags,
 )
-from caldrix.engines._llama import LlamaVocabulary, LoadLog
+from caldrix.engines._llama import LlamaVocabulary, LoadLog, refuse_foreign_build
+from caldrix.engines.cpu_kernels import this_cpu_flags
 from caldrix.engines.llamacpp import LlamaCppEngine, open_llamacpp
 from caldrix.errors import (
     BadRequest,
@@ -160,6 +161,8 @@ class _VocabularyFile:
 
     @classmethod
     def load(cls, path: Path, chat_template: str | None) -> _VocabularyFile:
+        # Even a vocabulary-only load registers ggml's CPU backend, which runs its CPU code.
+        refuse_foreign_build(this_cpu_flags())
         params = _llama_c.llama_model_default_params()
         params.vocab_only = True
         params.use_extra_bufts = False
