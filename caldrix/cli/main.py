@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = _Parser(
         prog="caldrix",
         description="caldrix serves local models: a pool daemon on a Unix socket, or one model in a shell.",
-        epilog="Model references: a path to a .gguf file, the embedded name smollm2-135m, "
+        epilog="Model references: a path to a .gguf file, an embedded name (smollm2-135m, "
+        "qwen2.5-coder-0.5b, qwen2.5-coder-1.5b), "
         "an https:// URL, hf:owner/repo/file.gguf, or a model on an OpenAI-compatible server, "
         "openai+http://HOST:PORT/v1#MODEL. Downloads go to $XDG_CACHE_HOME/caldrix/models.",
     )

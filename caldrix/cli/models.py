@@ -17,7 +17,13 @@ from caldrix.models.embedded import DEFAULT_MODEL_NAME
 from caldrix.models.fit import MIB, check_fit, default_memory_limit, estimate_footprint, kv_bytes, window_for
 from caldrix.models.gguf import ModelInfo, precheck
 from caldrix.models.paths import model_cache_dir
-from caldrix.models.references import list_cached, parse_reference, pull_reference, resolve_model
+from caldrix.models.references import (
+    embedded_not_cached,
+    list_cached,
+    parse_reference,
+    pull_reference,
+    resolve_model,
+)
 
 #: Leading hex digits of a sha256 shown in the listing.
 SHA_SHOWN = 12
@@ -38,16 +44,19 @@ def _list(console: Console) -> int:
     if not cached:
         hint = f"caldrix models pull {DEFAULT_MODEL_NAME}"
         console.print(f"the model cache ({model_cache_dir()}) is empty; try: {hint}")
-        return 0
-    table = Table(box=None, pad_edge=False)
-    for column in ("model", "size", "sha256", "state"):
-        table.add_column(column, justify="right" if column == "size" else "left")
-    for entry in cached:
-        state = "ready" if entry.complete else "partial (resumes on the next pull)"
-        sha = entry.sha256[:SHA_SHOWN] if entry.sha256 else "-"
-        table.add_row(entry.reference, _size(entry.size), sha, state)
-    console.print(table)
-    console.print(f"cache: {model_cache_dir()}")
+    else:
+        table = Table(box=None, pad_edge=False)
+        for column in ("model", "size", "sha256", "state"):
+            table.add_column(column, justify="right" if column == "size" else "left")
+        for entry in cached:
+            state = "ready" if entry.complete else "partial (resumes on the next pull)"
+            sha = entry.sha256[:SHA_SHOWN] if entry.sha256 else "-"
+            table.add_row(entry.reference, _size(entry.size), sha, state)
+        console.print(table)
+        console.print(f"cache: {model_cache_dir()}")
+    if pullable := embedded_not_cached(cached):
+        names = ", ".join(f"{model.name} ({_size(model.size)})" for model in pullable)
+        console.print(f"embedded, not in the cache: {names}; caldrix models pull NAME")
     return 0
 
 

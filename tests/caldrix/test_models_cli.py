@@ -34,9 +34,11 @@ def models(cache_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_an_empty_cache_says_how_to_fill_it(cache_home: Path) -> None:
     done = models(cache_home, "list")
     assert done.returncode == 0
-    assert done.stdout.strip() == (
-        f"the model cache ({cache_home}/caldrix/models) is empty; try: caldrix models pull smollm2-135m"
-    )
+    assert done.stdout.splitlines() == [
+        f"the model cache ({cache_home}/caldrix/models) is empty; try: caldrix models pull smollm2-135m",
+        "embedded, not in the cache: smollm2-135m (93.8 MiB), qwen2.5-coder-0.5b (468.6 MiB), "
+        "qwen2.5-coder-1.5b (1065.6 MiB); caldrix models pull NAME",
+    ]
 
 
 def test_pull_puts_the_installed_model_in_the_cache_and_list_shows_it(cache_home: Path) -> None:
@@ -50,6 +52,10 @@ def test_pull_puts_the_installed_model_in_the_cache_and_list_shows_it(cache_home
     listed = models(cache_home, "list").stdout.splitlines()
     assert listed[0].split() == ["model", "size", "sha256", "state"]
     assert listed[1].split() == ["smollm2-135m", "93.8", "MiB", SMOLLM2_135M.sha256[:12], "ready"]
+    assert listed[3] == (
+        "embedded, not in the cache: qwen2.5-coder-0.5b (468.6 MiB), qwen2.5-coder-1.5b (1065.6 MiB); "
+        "caldrix models pull NAME"
+    )
 
 
 def test_list_shows_a_partial_download(cache_home: Path) -> None:
@@ -103,7 +109,10 @@ def test_check_of_a_damaged_file_is_one_line(cache_home: Path, tmp_path: Path) -
 def test_pull_of_an_unknown_name_is_one_line(cache_home: Path) -> None:
     done = models(cache_home, "pull", "llama-9000")
     assert done.returncode == 1
-    assert done.stderr.startswith("caldrix: unknown model 'llama-9000' (embedded names: smollm2-135m)")
+    assert done.stderr.startswith(
+        "caldrix: unknown model 'llama-9000' (embedded names: smollm2-135m, qwen2.5-coder-0.5b, "
+        "qwen2.5-coder-1.5b)"
+    )
     assert len(done.stderr.splitlines()) == 1
 
 
@@ -122,6 +131,7 @@ def test_a_pull_from_the_installed_wheel_is_a_copy_not_a_link(tmp_path: Path, ca
     """The cache entry and the installed package's file are two files: writing one leaves the
     other as it was (a hard link would change both)."""
     site = tmp_path / "site"
+    assert SMOLLM2_135M.package is not None
     package = site / SMOLLM2_135M.package
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
