@@ -44,7 +44,8 @@ class ServingFlags(BaseModel):
     ctx: Annotated[int | None, Field(ge=1)] = None
     """The window in tokens; ``None`` is the model's training window, at most ``DEFAULT_CTX``."""
     threads: Annotated[int | None, Field(ge=1)] = None
-    """CPU threads for the engine; ``None`` lets the engine choose."""
+    """CPU threads for the engine; ``None``: every CPU this process may run on, for a llama.cpp
+    engine (:mod:`caldrix.engines.cpu_threads`), ctransformers' own choice for a legacy one."""
     batch: Annotated[int, Field(ge=1)] = DEFAULT_BATCH
     """Rows evaluated per batch during a prefill."""
     max_batch: int = 1

@@ -54,7 +54,12 @@ def add_serving_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--ctx", type=int, metavar="N", help="context window in tokens (default: the model's, at most 8192)"
     )
-    group.add_argument("--threads", type=int, metavar="N", help="CPU threads for the engine")
+    group.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads for the engine (default: every CPU this process may run on)",
+    )
     group.add_argument(
         "--batch", type=int, metavar="N", help="rows evaluated per prefill batch (default 256)"
     )

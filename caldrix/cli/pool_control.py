@@ -104,7 +104,11 @@ def status_lines(status: PoolStatusResult, socket_path: Path) -> list[str]:
     for member in status.members:
         footprint = member.footprint_bytes
         size = f"{-(-footprint // MIB)} MiB" if footprint is not None else "footprint unknown"
-        lane = f"{member.lane}, flash attention" if member.flash_attention else member.lane
+        lane: str = member.lane
+        if member.threads is not None:
+            lane += f", {member.threads} thread{'' if member.threads == 1 else 's'}"
+        if member.flash_attention:
+            lane += ", flash attention"
         lines.append(
             f"  {member.name}: {member.state}, {member.model}, n_ctx {member.n_ctx}, {size}, "
             f"{lane}, queue {member.queue}"

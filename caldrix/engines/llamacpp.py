@@ -42,6 +42,7 @@ from caldrix.engine_seam import (
 )
 from caldrix.engines._llama import LlamaVocabulary, LoadLog, refuse_foreign_build
 from caldrix.engines.cpu_kernels import this_cpu_flags
+from caldrix.engines.cpu_threads import engine_threads, usable_cpus
 from caldrix.errors import ContextOverflow, InternalError, PrecheckFailed
 from caldrix.limits import DEFAULT_CTX, FLASH_ATTENTION_EXACT_ROWS
 from caldrix.models.files import native_path, open_model_file
@@ -104,6 +105,7 @@ def _load_llama(native: str, name: str, n_ctx: int, flags: ServingFlags) -> tupl
     """The loaded model (the file at ``native``, named ``name`` to people) and the compute +
     output buffer bytes llama.cpp reported, if any."""
     disable_extra_buffer_types()
+    threads = engine_threads(flags.threads, usable_cpus())
     with LoadLog() as log:
         try:
             llm = Llama(
@@ -111,8 +113,8 @@ def _load_llama(native: str, name: str, n_ctx: int, flags: ServingFlags) -> tupl
                 n_ctx=n_ctx,
                 n_batch=flags.batch,
                 n_ubatch=flags.batch,
-                n_threads=flags.threads,
-                n_threads_batch=flags.threads,
+                n_threads=threads,
+                n_threads_batch=threads,
                 flash_attn=flags.flash_attention,
                 logits_all=False,
                 verbose=False,

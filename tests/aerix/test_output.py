@@ -234,6 +234,15 @@ def test_stream_json_lines_shape_turns_like_claude_code() -> None:
     }
 
 
+@pytest.mark.parametrize(("threads", "words"), [(2, ", 2 threads"), (1, ", 1 thread"), (None, "")])
+def test_the_banner_names_the_threads_the_main_member_computes_on(threads: int | None, words: str) -> None:
+    """The figure ``member.list`` reported, recorded in ``session.start``; none when unknown."""
+    err = io.StringIO()
+    start = START.model_copy(update={"threads": threads, "request": 1, "resumed": False})
+    show(HeadlessOutput("text", io.StringIO(), err, ClaudeStream()), start)
+    assert err.getvalue() == f"aerix 0.1.0 · m, 8192 tokens{words} · session s1 (new)\n"
+
+
 def test_the_banner_is_one_line_on_stderr_and_init_names_claudes_fields() -> None:
     out, err = io.StringIO(), io.StringIO()
     show(HeadlessOutput("stream-json", out, err, ClaudeStream()), START)

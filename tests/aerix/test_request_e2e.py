@@ -11,6 +11,7 @@ template and constraints.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,11 @@ def test_the_first_request_started_the_pool(world: World, first: dict[str, Any])
     log = world.pool_start_log.read_text()
     assert log.count(" starts: ") == 1
     assert f"pool --socket {world.socket} --load smollm2-135m --ctx 4096" in log
+    # Started without --threads, its member computes on every CPU it may run on; the banner says so.
+    threads = len(os.sched_getaffinity(0))
+    [start] = by_type(session_events(world, first["session_id"]), "session.start")
+    assert start["threads"] == threads
+    assert f"smollm2-135m, 4096 tokens, {threads} thread" in first["_stderr"]
 
 
 def test_a_new_session_in_the_same_directory_resumes_after_the_shared_prefix(

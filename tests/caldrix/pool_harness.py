@@ -14,7 +14,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +57,9 @@ class PoolProcess:
         stop_process(self.process, EXIT_TIMEOUT_SECS)
 
 
-def pool_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "caldrix", "pool", *args]
+def pool_command(*args: str, prefix: Sequence[str] = ()) -> list[str]:
+    """``caldrix pool`` with ``args``, run through ``prefix`` when given (``taskset -c 0``)."""
+    return [*prefix, sys.executable, "-m", "caldrix", "pool", *args]
 
 
 def hostile_frame(message: dict[str, Any], mode: FrameMode) -> bytes:
@@ -113,14 +114,15 @@ def launch_pool(
     socket_path: Path | None = None,
     memory_bound: int | None = None,
     env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> PoolProcess:
     """Start a pool without waiting for it; ``memory_bound`` caps its address space, ``env``
-    adds to its environment."""
+    adds to its environment, ``prefix`` is a command it runs through (``taskset -c 0``)."""
     path = socket_path or folder / "run" / "pool.sock"
     log_path = folder / f"pool-{time.monotonic_ns()}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            pool_command("--socket", str(path), "--frames", frames, *args),
+            pool_command("--socket", str(path), "--frames", frames, *args, prefix=prefix),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -137,10 +139,17 @@ def start_pool(
     socket_path: Path | None = None,
     memory_bound: int | None = None,
     env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> PoolProcess:
     """Start a pool and wait until its socket answers (it binds only once loaded)."""
     pool = launch_pool(
-        folder, *args, frames=frames, socket_path=socket_path, memory_bound=memory_bound, env=env
+        folder,
+        *args,
+        frames=frames,
+        socket_path=socket_path,
+        memory_bound=memory_bound,
+        env=env,
+        prefix=prefix,
     )
     deadline = time.monotonic() + START_TIMEOUT_SECS
     while time.monotonic() < deadline:

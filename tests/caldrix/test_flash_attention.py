@@ -176,7 +176,7 @@ def test_the_pool_serves_flash_attention_and_says_so(tmp_path: Path) -> None:
             timeout=EXIT_TIMEOUT_SECS,
         )
         assert "main: ready, smollm2-135m, n_ctx 512" in status.stdout
-        assert ", cpu, flash attention, queue 0" in status.stdout
+        assert ", cpu, 1 thread, flash attention, queue 0" in status.stdout  # --threads 1 kept
 
         async def scenario() -> tuple[bool | None, bool | None, list[dict[str, object]]]:
             async with await connect(pool.socket_path, bounds=CLIENT_BOUNDS) as client:

@@ -223,6 +223,8 @@ def banner(start: ev.SessionStart) -> str:
     """The headless run's one-line banner (stderr)."""
     state = f"resumed, request {start.request}" if start.resumed else "new"
     window = f", {start.window} tokens" if start.window else ""
+    if start.threads:
+        window += f", {start.threads} thread{'' if start.threads == 1 else 's'}"
     return f"aerix {start.aerix_version} · {start.model}{window} · session {start.session} ({state})"
 
 

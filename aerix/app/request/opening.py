@@ -129,6 +129,7 @@ def start_fields(
         "prompt_bytes": None if options.prompt_bytes is None else encoded_bytes(options.prompt_bytes),
         "aerix_version": deps.version,
         "window": members.main.n_ctx,
+        "threads": members.main.threads,
         "base_commit": snapshot.base,
         "git_branch": snapshot.branch,
         "loaded": loaded,

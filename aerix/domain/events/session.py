@@ -49,6 +49,9 @@ class SessionStart(EventBase):
     )
     tags: list[str] = Field(default_factory=list)
     window: int | None = Field(default=None, description="The main member's context window, in tokens.")
+    threads: int | None = Field(
+        default=None, description="The CPU threads the main member computes on (null: not said, or remote)."
+    )
     base_commit: str | None = Field(default=None, description="The commit the diff line compares with.")
     git_branch: str | None = Field(
         default=None, description="The branch checked out at the start (empty: none; null: older logs)."
