@@ -2,10 +2,11 @@
 
 ``POST /v1/messages`` and ``/v1/messages/count_tokens`` (Anthropic), ``POST
 /v1/chat/completions`` (OpenAI), ``GET /v1/models`` (one list both SDKs read), ``GET
-/v1/models/{id}``, ``HEAD /`` and ``GET /``. Query strings are ignored (Claude Code adds
-``?beta=true``). Every request's body is read whole first, bounded in size and in time, then
-written down when ``--log-requests`` asks; a chat request is refused (an HTTP error in its
-dialect's shape) before anything streams, when its prompt is too long or its body is wrong.
+/v1/models/{id}``, ``HEAD /`` and ``GET /``, and ``GET /health`` (whether the pool answers).
+Query strings are ignored (Claude Code adds ``?beta=true``). Every request's body is read whole
+first, bounded in size and in time, then written down when ``--log-requests`` asks; a chat
+request is refused (an HTTP error in its dialect's shape) before anything streams, when its
+prompt is too long or its body is wrong.
 Once a stream has started, a failure is its dialect's error event.
 """
 
@@ -39,6 +40,10 @@ from caldrix.front.settings import BODY_SECS, FrontSettings
 from caldrix.front.wire import Event, Writer
 
 logger = logging.getLogger("caldrix.front")
+
+#: The route a probe asks whether the front can serve: answered without the API key, as
+#: llama.cpp's server answers its own ``/health``.
+HEALTH_PATH = "/health"
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,7 @@ class Front:
             Route("/v1/models", self._endpoint(self.models), methods=["GET"]),
             Route("/v1/models/{model:path}", self._endpoint(self.model), methods=["GET"]),
             Route("/", self._endpoint(self.root), methods=["GET", "HEAD"]),
+            Route(HEALTH_PATH, self._endpoint(self.health), methods=["GET", "HEAD"]),
         ]
         app = Starlette(
             routes=routes, exception_handlers={HTTPException: self._http_error}, lifespan=self._lifespan
@@ -149,6 +155,17 @@ class Front:
     async def root(self, request: Request) -> Response:
         await self._body(request)
         return JSONResponse({"caldrix": "serve", "routes": ["/v1/messages", "/v1/chat/completions"]})
+
+    async def health(self, request: Request) -> Response:
+        """200 and the pool's members (name and state) when the pool answers ``member.list``;
+        503 and the reason when it does not. Its body is not read, nor written to the request
+        log: a probe asks every few seconds."""
+        try:
+            members = await self.service.members()
+        except FrontError as error:
+            return JSONResponse({"status": "unavailable", "reason": error.message}, status_code=503)
+        listed = [{"name": member.name, "state": member.state} for member in members]
+        return JSONResponse({"status": "ok", "members": listed})
 
     # -- chat -----------------------------------------------------------------------------
 
@@ -316,7 +333,12 @@ class KeyCheck:
         self.key = key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.key is None or self._carries_key(scope):
+        if (
+            scope["type"] != "http"
+            or self.key is None
+            or scope["path"] == HEALTH_PATH
+            or self._carries_key(scope)
+        ):
             await self.app(scope, receive, send)
             return
         error = FrontError(401, "a valid API key is required (x-api-key or Authorization: Bearer)")

@@ -370,13 +370,11 @@ async def test_a_definition_restricts_the_implementers_tools(world: World) -> No
         "color: blue\n---\nYou only read files; you never change them.\n"
     )
     definitions = load_agent_definitions(world.folder / "project")
+    reader = agent_call("Read hello.txt.", "say what it holds", definition="reader")
     run = await world.root(
         [
-            turn(
-                "Two pieces.",
-                agent_call("Read hello.txt.", "say what it holds", definition="reader"),
-                agent_call("Anything.", "none", definition="no-such-agent"),
-            ),
+            turn("Two pieces.", reader, agent_call("Anything.", "none", definition="no-such-agent")),
+            turn("The reader, then.", reader),
             turn("Write it.", ("write", {"path": "x.txt", "content": "x"})),  # refused: not its tool
             final("Read nothing.", "hello.txt does not exist"),
             LOOK,
@@ -397,25 +395,39 @@ async def test_a_definition_restricts_the_implementers_tools(world: World) -> No
     assert not (world.cwd / "x.txt").exists()
     body = next(s for s in run.of(ev.Segment) if s.id == "a1.c1.definition")
     assert (body.kind, body.text) == ("instructions", "You only read files; you never change them.")
-    first, second = results(run)
-    assert piece_result(first)["outcome"] == "done"
-    assert second.text == "[agent c2]\nerror: no agent definition named 'no-such-agent' (definitions: reader)"
+    # The definition field names the installed ones: a member without the JSON constraint that
+    # names another is told so, and its turn is asked again (under the constraint it could not).
+    [unknown] = [m for m in run.of(ev.Message) if m.agent == "a1" and m.parse_error]
+    assert unknown.parse_error == "call 2 (agent): 'definition' must be one of reader"
+    [first] = results(run)
+    assert (first.call, piece_result(first)["outcome"]) == ("c1", "done")
     assert "a1.c2" not in spawns(run)
 
 
+def definition_file(folder: Path, name: str, model: str) -> AgentCatalog:
+    """The definitions of a project holding one, ``name``, that runs on ``model``."""
+    agents = folder / "project" / ".aerix" / "agents"
+    agents.mkdir(parents=True)
+    (agents / f"{name}.md").write_text(f"---\nname: {name}\nmodel: {model}\n---\nDo the piece.\n")
+    return load_agent_definitions(folder / "project")
+
+
 async def test_a_member_on_the_call_runs_the_piece_on_that_member(world: World) -> None:
+    """The call names a loaded member (its field offers only those); a model to load is a
+    definition's ``model``, and one that cannot be loaded fails its piece in one line."""
     other = await world.member([final("On the other member.", "did it"), LOOK, verdict("ok", True, "ok")])
+    definitions = definition_file(world.folder, "elsewhere", "no-such-model.gguf")
     run = await world.root(
         [
             turn(
                 "Two pieces.",
                 agent_call(BRIEF, CHECK, member=other),
-                agent_call(BRIEF, CHECK, member="no-such-model.gguf"),
+                agent_call(BRIEF, CHECK, definition="elsewhere"),
             ),
             final("Done.", "ok"),
         ]
     )
-    await delegate(run, world)
+    await delegate(run, world, definitions)
     spawned = spawns(run)
     assert (spawned["a1.c1"].member, spawned["a1.c1.v1"].member) == (other, other)
     piece_turns = [m for m in run.of(ev.Message) if m.agent.startswith("a1.c1") and m.role == "assistant"]
@@ -518,7 +530,8 @@ async def test_a_member_that_does_not_fit_fails_the_piece_in_one_line(tmp_path: 
     script = tmp_path / "script.json"
     other_model = tmp_path / "other.gguf"
     other_model.symlink_to(default_model_path())
-    call = agent_call(BRIEF, CHECK, member=str(other_model))
+    definitions = definition_file(tmp_path, "big", str(other_model))
+    call = agent_call(BRIEF, CHECK, definition="big")
     script.write_text(json.dumps([turn("Delegate.", call), final("It did not fit.", "no room")]))
     process = start_pool(
         tmp_path,
@@ -544,7 +557,7 @@ async def test_a_member_that_does_not_fit_fails_the_piece_in_one_line(tmp_path: 
     try:
         run = AgentRun(pool, process.socket_path, "main", 1024, writer, work)
         await run.start(opening("Do the task.", instructions=INSTRUCTIONS))
-        result = await delegate(run, World(pool, process, tmp_path, work))
+        result = await delegate(run, World(pool, process, tmp_path, work), definitions)
         assert result.outcome == "done"
         body = piece_result(results(run)[0])
         assert body["outcome"] == "failed" and "\n" not in body["summary"]

@@ -193,6 +193,10 @@ def test_the_rules_hold_for_every_piece_of_a_delegation(project: Project) -> Non
     """A bare ``Bash`` takes bash from the implementer and the verifier as from the root;
     ``Agent(reviewer)`` refuses the call naming that definition before anything spawns."""
     settings = project.claude_settings({"permissions": {"deny": ["Bash", "Agent(reviewer)"]}})
+    # Installed, so an agent call can name it (the definition field offers the installed ones).
+    agents = project.root / ".claude" / "agents"
+    agents.mkdir()
+    (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: Reviews\n---\nReview it.\n")
     brief, check = "Create hello.txt holding the line hi.", "hello.txt holds hi"
     completions = [
         "edit",

@@ -21,7 +21,7 @@ last ask, at least MIN_CUT_TURN_TOKENS): the same budget would only be spent aga
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ from aerix.domain import events as ev
 from aerix.domain.compaction import retry_ask
 from aerix.domain.runtime_words import NOTE_PROMPTS, refuse_copies, runtime_texts
 from aerix.domain.segments import ContextSegment, SegmentKind
+from aerix.domain.tools import ToolSpec
 from aerix.domain.turn_notes import cut_turn_note, stopped_turn_note
 from aerix.domain.turns import Turn, TurnParseError, parse_turn
 
@@ -73,8 +74,14 @@ class TurnAsker:
             self._scope.cancel()
 
     async def ask(
-        self, turn_number: int, max_new_tokens: int, constraint: Mapping[str, Any] | None
+        self,
+        turn_number: int,
+        max_new_tokens: int,
+        constraint: Mapping[str, Any] | None,
+        tools: Sequence[ToolSpec],
     ) -> Turn | AskEnded:
+        """One turn, parsed against ``tools`` (the callable tools as this run offers them, the
+        ones ``constraint`` was built from)."""
         problem = ""
         ask = max_new_tokens
         segment_id = f"{self.agent_id}.m{turn_number}"
@@ -97,7 +104,7 @@ class TurnAsker:
                 try:
                     turn = parse_turn(
                         generated.text,
-                        self.spec.tools,
+                        tools,
                         verifier=self.spec.verifier,
                         first_call_number=self.live.peek("c"),
                     )

@@ -29,6 +29,12 @@ Each turn:
    since, is not run again (``aerix.domain.repeats``): its result says it is unchanged, and
    the IDENTICAL_TURNS-th turn in a row of nothing but such calls ends the agent ``failed``.
 
+The callable tools are offered as they exist when the run starts
+(``aerix.domain.tool_choices``): ``agent``'s ``definition`` and ``member`` and ``skill``'s
+``name`` are enums of the installed definitions, the loaded members and the installed skills
+(left out when there is nothing, or nothing else, to name), so a constrained turn cannot name
+what is not there. The turn schema and the parse both use these.
+
 A hook's ``continue: false`` (any event the agent fires) ends it ``killed`` with the hook's
 ``stopReason``.
 
@@ -51,12 +57,14 @@ from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
 from aerix.app.hooks.fire import HookStopped
-from aerix.app.ports import Caller, ToolHooks
+from aerix.app.ports import Caller, MemberInfo, ToolHooks
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
 from aerix.domain.repeats import RepeatWatch
 from aerix.domain.segments import SegmentKind
+from aerix.domain.tool_choices import ToolChoices, offered_tools
+from aerix.domain.tools import ToolSpec
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
@@ -108,6 +116,7 @@ class _AgentRun:
         )
         self.asker = TurnAsker(spec, env, self.live)
         self.repeats = RepeatWatch()
+        self._members: list[MemberInfo] | None = None
         self.stop_continues = 0
         self.turns = 0
         self.hard_limit_hits = 0
@@ -174,7 +183,8 @@ class _AgentRun:
 
     async def _turns(self) -> _Ended:
         await self.live.open(self.spec.segments)
-        constraint = await self._constraint()
+        tools = await self._offered_tools()
+        constraint = await self._constraint(tools)
         while True:
             if self.env.cancel.is_set():
                 return _Ended("killed", CANCELLED)
@@ -185,7 +195,7 @@ class _AgentRun:
                 return asked
             self.turns += 1
             turn_number = self.live.next_number("m")
-            turn = await self.asker.ask(turn_number, asked, constraint)
+            turn = await self.asker.ask(turn_number, asked, constraint, tools)
             if isinstance(turn, AskEnded):
                 return _Ended(turn.outcome, turn.reason)
             if turn.is_final:
@@ -207,15 +217,36 @@ class _AgentRun:
             self.repeats.reset()  # finished jobs reported after the results
         return _Ended("failed", check.failure) if check.failure is not None else None
 
-    async def _constraint(self) -> dict[str, Any] | None:
+    async def _offered_tools(self) -> tuple[ToolSpec, ...]:
+        """The callable tools, their fields that name something built from what exists now:
+        the delegator's definitions, the loaded members (asked only when ``agent`` is callable)
+        and the skills."""
+        delegator, skills = self.env.delegator, self.env.skills
+        delegates = delegator is not None and any(tool.name == "agent" for tool in self.spec.tools)
+        members = await self._member_list() if delegates else []
+        choices = ToolChoices(
+            definitions=delegator.definition_names if delegator is not None else (),
+            skills=skills.names if skills is not None else (),
+            members=tuple(member.name for member in members if member.state == "ready"),
+            own_member=self.spec.member,
+        )
+        return offered_tools(self.spec.tools, choices)
+
+    async def _member_list(self) -> list[MemberInfo]:
+        """The pool's members, asked once per run."""
+        if self._members is None:
+            self._members = await self.env.pool.member_list()
+        return self._members
+
+    async def _constraint(self, tools: Sequence[ToolSpec]) -> dict[str, Any] | None:
         supported = self.spec.json_constraint
         if supported is None:
-            members = await self.env.pool.member_list()
+            members = await self._member_list()
             member = next((m for m in members if m.name == self.spec.member), None)
             supported = member is not None and "json" in member.constraints
         if not supported:
             return None
-        return {"json": turn_schema(self.spec.tools, verifier=self.spec.verifier)}
+        return {"json": turn_schema(tools, verifier=self.spec.verifier)}
 
     async def _room_for_turn(self) -> int | _Ended:
         """Compact when needed, then this turn's max_new_tokens (or the context floor)."""

@@ -34,6 +34,10 @@ class Delegation:
     #: The request's environment, which every piece's agents run in (set by ``delegating``).
     env: AgentEnvironment | None = None
 
+    @property
+    def definition_names(self) -> tuple[str, ...]:
+        return self.definitions.names
+
     async def run_calls(
         self, caller: Caller, calls: Sequence[ToolCall], hooks: ToolHooks | None = None
     ) -> list[str]:

@@ -33,6 +33,11 @@ ToolHooks = Callable[[ToolCall, Callable[[dict[str, Any]], Awaitable[str]]], Awa
 class Delegator(Protocol):
     """Runs the ``agent`` calls of one turn (``aerix.app.delegation.Delegation``)."""
 
+    @property
+    def definition_names(self) -> tuple[str, ...]:
+        """The installed agent definitions a call may name (its ``definition`` field's enum)."""
+        ...
+
     async def run_calls(
         self, caller: Caller, calls: Sequence[ToolCall], hooks: ToolHooks | None = None
     ) -> list[str]:

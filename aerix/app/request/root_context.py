@@ -20,6 +20,7 @@ from aerix.app.ports import AgentDefinitionSource, PromptSource, SkillSource
 from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings
+from aerix.domain.tool_choices import listed_tools
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOLS, ToolSpec, render_tool_descriptions, tool_spec
 from aerix.domain.turns import render_turns_section
 
@@ -33,11 +34,13 @@ def system_text(
     settings: Settings,
     agents: AgentDefinitionSource | None = None,
 ) -> str:
-    """The system segment every agent's context starts with: system.md, the tools, the turn
-    shape, and the skills and agent definitions the model may name (each within its budget)."""
+    """The system segment every agent's context starts with: system.md, the tools (the names
+    their fields may take among them, ``listed_tools``), the turn shape, and the skills and agent
+    definitions the model may name (each within its budget)."""
+    definitions = agents.names if agents is not None else ()
     parts = [
         prompts.get("system").strip(),
-        render_tool_descriptions(TOOLS),
+        render_tool_descriptions(listed_tools(TOOLS, definitions, skills.names)),
         render_turns_section(),
         skills.render_listing(settings.context.skills_chars),
         agents.render_listing(settings.context.agents_chars) if agents is not None else "",
