@@ -54,7 +54,12 @@ GENERATION_GUARD: Final[Mapping[str, int]] = MappingProxyType({})
 #: The same call with the same input as the agent's previous turn is not run again; the turn
 #: that asks for nothing but such calls this many turns in a row ends the agent ``failed``.
 IDENTICAL_TURNS: Final = 3
-#: The repeated call that ended an agent is named in its reason cut to this many characters.
+#: The same call (tool and input) that returned an error result this many times in one agent
+#: run, in a row or not, ends the agent ``failed``: the same input keeps failing (A, B, A, B, A
+#: counts A three times). A success of that call clears its count.
+REPEATED_FAILURES: Final = 3
+#: The repeated call that ended an agent is named in its reason cut to this many characters,
+#: and so is the error a repeated failing call returned.
 REPEATED_CALL_SHOWN_CHARS: Final = 120
 
 # --- An answer that copies the runtime's own words (aerix's own) ------------------------------

@@ -8,8 +8,14 @@ after it in that turn or before it in this one, and no background job ran or rep
 Its result says so (``unchanged since call c1 …``) and asks for something else. A turn that asks
 for nothing but such calls IDENTICAL_TURNS turns in a row ends the agent ``failed``.
 
-``RepeatWatch`` is pure: the loop tells it each calls turn (and when the world moved under it)
-and it answers which calls are unchanged repeats, and whether the agent should end.
+A call that keeps failing is caught even when the model alternates it with another (A, B, A, B,
+A: no turn repeats the one before it): the same call that returned an error result
+REPEATED_FAILURES times in the agent's run ends it ``failed`` (``FailureWatch``). A success of
+that call clears its count: a read of a missing file, then a write of it, then the same read.
+
+Both are pure: the loop tells ``RepeatWatch`` each calls turn (and when the world moved under
+it) and it answers which calls are unchanged repeats, and whether the agent should end; it tells
+``FailureWatch`` each call's result, and it answers whether the agent should end.
 """
 
 from __future__ import annotations
@@ -98,8 +104,32 @@ class RepeatWatch:
         return RepeatCheck(unchanged, failure)
 
 
+@dataclass
+class FailureWatch:
+    """The calls of one agent run that returned an error result, and how often."""
+
+    limit: int = bounds.REPEATED_FAILURES
+    #: A call's key -> how many times it failed since it last succeeded.
+    _failures: dict[str, int] = field(default_factory=dict)
+
+    def check(self, results: Sequence[tuple[ToolCall, str, bool]]) -> str | None:
+        """Count a turn's results (each call that ran, its text, whether it is an error); the
+        reason the agent ends when one call has now failed ``limit`` times, else None."""
+        failure = None
+        for call, text, is_error in results:
+            key = call_key(call)
+            if not is_error:
+                self._failures.pop(key, None)
+                continue
+            self._failures[key] = count = self._failures.get(key, 0) + 1
+            if count >= self.limit and failure is None:
+                failure = f"the same failing call {count} times: {_shortened(key)} ({_shortened(text)})"
+        return failure
+
+
 def _shortened(text: str) -> str:
-    """The call as a reason names it: one line, its input cut (a write's content can be long)."""
+    """The call (or its error) as a reason names it: one line, cut (a write's content can be
+    long)."""
     line = " ".join(text.split())
     limit = bounds.REPEATED_CALL_SHOWN_CHARS
     return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,7 +1,7 @@
 """Aerix's own bounds for small models, against the real daemon with scripted members: a turn that
 degenerates while it streams is stopped there and asked again shorter, a cut turn's re-ask asks
-for fewer tokens, and a call repeated from the previous turn is not run again (the third such
-turn in a row ends the agent)."""
+for fewer tokens, a call repeated from the previous turn is not run again (the third such
+turn in a row ends the agent), and the same call failing a third time ends the agent."""
 
 from __future__ import annotations
 
@@ -173,6 +173,49 @@ async def test_a_third_identical_turn_ends_the_agent_failed(make: Make) -> None:
     [end] = run.of(ev.AgentEnd)
     assert (end.outcome, end.reason) == ("failed", reason)
     await run.assert_log_rebuilds_the_context()
+
+
+async def test_the_same_failing_call_a_third_time_ends_the_agent_even_alternated(make: Make) -> None:
+    """A, B, A, B, A: no turn repeats the one before it, yet A fails with the same input a third
+    time, and the agent ends after its fifth turn, that result recorded first."""
+    missing = turn("Read it.", ("read", {"path": "missing.txt"}))
+    stale = turn("Fix it.", ("edit", {"path": "b.txt", "old": "zzz", "new": "y"}))
+    run = await make([missing, stale, missing, stale, missing, final("Never.", "never reached")])
+    (run.cwd / "b.txt").write_text("b\n")
+    result = await run.run()
+    reason = 'the same failing call 3 times: read {"path": "missing.txt"} (error: no such file: missing.txt)'
+    assert (result.outcome, result.reason, result.turns) == ("failed", reason, 5)
+    results = run.messages("tool")
+    assert [(m.call, m.tool, m.is_error) for m in results] == [
+        (f"c{n}", "read" if n % 2 else "edit", True) for n in range(1, 6)
+    ]
+    assert results[-1].text == "[read c5]\nerror: no such file: missing.txt"
+    assert all(m.unchanged_since is None for m in results)  # every one of them ran
+    [end] = run.of(ev.AgentEnd)
+    assert (end.outcome, end.reason) == ("failed", reason)
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_call_that_failed_then_succeeded_starts_counting_again(make: Make) -> None:
+    """read x fails, x is written, the read works: that failure no longer counts, so two more
+    failures of the same read (x removed again) leave the agent going."""
+    read = turn("Read x.", ("read", {"path": "x.txt"}))
+    run = await make(
+        [
+            read,
+            turn("Write x.", ("write", {"path": "x.txt", "content": "x\n"})),
+            read,
+            turn("Remove x.", ("bash", {"command": "rm x.txt"})),
+            read,
+            turn("Wait.", ("bash", {"command": "true"})),
+            read,
+            final("Done.", "x.txt is gone"),
+        ]
+    )
+    result = await run.run()
+    assert (result.outcome, result.final) == ("done", "x.txt is gone")
+    reads = [m for m in run.messages("tool") if m.tool == "read"]
+    assert [m.is_error for m in reads] == [True, False, True, True]  # three failures, one success
 
 
 async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> None:

@@ -1,5 +1,6 @@
-"""The pure rules behind aerix's own bounds for small models: the repeat watch and the shorter
-re-ask (the degeneration guard is the pool's: tests/caldrix/test_degeneration.py)."""
+"""The pure rules behind aerix's own bounds for small models: the repeat watch, the failing-call
+watch and the shorter re-ask (the degeneration guard is the pool's:
+tests/caldrix/test_degeneration.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 from aerix.domain import bounds
 from aerix.domain.compaction import retry_ask
-from aerix.domain.repeats import RepeatCheck, RepeatWatch, changes_things
+from aerix.domain.repeats import FailureWatch, RepeatCheck, RepeatWatch, changes_things
 from aerix.domain.turns import ToolCall
 
 
@@ -80,3 +81,50 @@ def test_the_reason_names_a_long_repeated_call_shortened_to_one_line() -> None:
     shown = check.failure.split(": ", 1)[1]
     assert shown.startswith('write {"content": "This is a new version') and shown.endswith("…")
     assert len(shown) == bounds.REPEATED_CALL_SHOWN_CHARS
+
+
+def test_the_same_call_failing_three_times_in_a_run_fails_even_when_alternated() -> None:
+    watch = FailureWatch()
+    a = _call(1, "agent", brief="x", check="y")
+    b = _call(2, "read", path="missing.txt")
+    missing = "error: no such file: missing.txt"
+    unknown = "error: no agent definition named 'The function' (definitions: none are installed)"
+    assert [watch.check([(call, text, True)]) for call, text in ((a, unknown), (b, missing))] == [None, None]
+    assert watch.check([(a, unknown, True)]) is None
+    assert watch.check([(b, missing, True)]) is None
+    # A, B, A, B, A: no turn repeats the one before it, and A has failed three times.
+    assert watch.check([(_call(5, "agent", check="y", brief="x"), unknown, True)]) == (
+        'the same failing call 3 times: agent {"brief": "x", "check": "y"} '
+        "(error: no agent definition named 'The function' (definitions: none are installed))"
+    )
+    assert bounds.REPEATED_FAILURES == 3
+
+
+def test_a_success_of_the_call_clears_its_failures() -> None:
+    watch = FailureWatch()
+    read = _call(1, "read", path="x.txt")
+    assert watch.check([(read, "error: no such file: x.txt", True)]) is None
+    assert watch.check([(read, "error: no such file: x.txt", True)]) is None
+    assert watch.check([(_call(2, "write", path="x.txt", content=""), "created x.txt", False)]) is None
+    assert watch.check([(read, "1\tx", False)]) is None  # it worked: what failed before is history
+    assert watch.check([(read, "error: no such file: x.txt", True)]) is None
+    assert watch.check([(read, "error: no such file: x.txt", True)]) is None
+    # Another input is another call; a result that is no error counts for nothing.
+    assert watch.check([(_call(3, "read", path="y.txt"), "error: no such file: y.txt", True)]) is None
+    assert watch.check([(_call(4, "bash", command="false"), "[exit 1]", False)] * 5) is None
+
+
+def test_the_failing_call_and_its_error_are_shown_shortened() -> None:
+    watch = FailureWatch(limit=1)
+    content = "A whole solution written into the wrong field. " * 10
+    reason = watch.check(
+        [(_call(1, "agent", brief="b", check="c", definition=content), "error: x\n" * 80, True)]
+    )
+    assert reason is not None
+    shown_call, shown_error = reason.removeprefix("the same failing call 1 times: ").split(" (error: ", 1)
+    assert shown_call.startswith('agent {"brief": "b", "check": "c", "definition": "A whole solution')
+    assert len(shown_call) == bounds.REPEATED_CALL_SHOWN_CHARS and shown_call.endswith("…")
+    # The error on one line, cut the same way, in its brackets.
+    shown_error = "error: " + shown_error.removesuffix(")")
+    assert shown_error.startswith("error: x error: x") and shown_error.endswith("…")
+    assert len(shown_error) == bounds.REPEATED_CALL_SHOWN_CHARS

@@ -87,6 +87,15 @@ class Result:
         return self.text.startswith("error:")
 
 
+@dataclass(frozen=True)
+class RanTurn:
+    """What running a turn's calls gave: each call's result, in call order, and whether
+    finished background jobs reported after them."""
+
+    results: tuple[Result, ...]
+    jobs_reported: bool
+
+
 @dataclass
 class Dispatcher:
     """Runs an agent's calls; one per agent run."""
@@ -119,10 +128,9 @@ class Dispatcher:
 
     async def run_turn(
         self, turn: Turn, turn_number: int, unchanged: Mapping[str, str] | None = None
-    ) -> bool:
+    ) -> RanTurn:
         """Run the turn's calls, then append their results, its notes and finished jobs; a call
-        in ``unchanged`` (call id -> the earlier call it repeats) is not run, its result says so.
-        True when jobs reported."""
+        in ``unchanged`` (call id -> the earlier call it repeats) is not run, its result says so."""
         context_tool = ContextTool(self.live)
         results = {
             call.id: Result(call.id, call.tool, unchanged_result(call.tool, since), unchanged_since=since)
@@ -148,7 +156,7 @@ class Dispatcher:
             await self.live.add_note(note)
         reports = self.runner.jobs.take_finished()
         await self.append_jobs(reports, turn_number)
-        return bool(reports)
+        return RanTurn(tuple(results[call.id] for call in turn.calls), bool(reports))
 
     async def _run(self, call: ToolCall, context_tool: ContextTool) -> str:
         async def run(args: dict[str, Any]) -> str:

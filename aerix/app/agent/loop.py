@@ -28,6 +28,8 @@ Each turn:
    appended. A call with the same input as one of the previous turn, with nothing changed
    since, is not run again (``aerix.domain.repeats``): its result says it is unchanged, and
    the IDENTICAL_TURNS-th turn in a row of nothing but such calls ends the agent ``failed``.
+   So does the REPEATED_FAILURES-th error result of one call (the same tool and input) in the
+   run, whatever came between (``FailureWatch``); the results are appended first.
 
 The callable tools are offered as they exist when the run starts
 (``aerix.domain.tool_choices``): ``agent``'s ``definition`` and ``member`` and ``skill``'s
@@ -61,7 +63,7 @@ from aerix.app.ports import Caller, MemberInfo, ToolHooks
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
-from aerix.domain.repeats import RepeatWatch
+from aerix.domain.repeats import FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import ToolSpec
@@ -116,6 +118,7 @@ class _AgentRun:
         )
         self.asker = TurnAsker(spec, env, self.live)
         self.repeats = RepeatWatch()
+        self.failures = FailureWatch()
         self._members: list[MemberInfo] | None = None
         self.stop_continues = 0
         self.turns = 0
@@ -209,13 +212,21 @@ class _AgentRun:
 
     async def _run_calls(self, turn: Turn, turn_number: int) -> _Ended | None:
         """Run the turn's calls, except those that repeat the previous turn's unchanged (their
-        result says so); the IDENTICAL_TURNS-th turn in a row of nothing else ends the agent."""
+        result says so); the IDENTICAL_TURNS-th turn in a row of nothing else ends the agent,
+        and so does a call's REPEATED_FAILURES-th error result (after the results are in)."""
         if self.runner.jobs.running_ids():
             self.repeats.reset()  # a background job may change what any call sees
         check = self.repeats.check(turn.calls)
-        if await self.dispatcher.run_turn(turn, turn_number, check.unchanged):
+        ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged)
+        if ran.jobs_reported:
             self.repeats.reset()  # finished jobs reported after the results
-        return _Ended("failed", check.failure) if check.failure is not None else None
+        if check.failure is not None:
+            return _Ended("failed", check.failure)
+        calls = {call.id: call for call in turn.calls}
+        failed = self.failures.check(
+            [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]
+        )
+        return _Ended("failed", failed) if failed is not None else None
 
     async def _offered_tools(self) -> tuple[ToolSpec, ...]:
         """The callable tools, their fields that name something built from what exists now:
