@@ -147,8 +147,22 @@ def hello_protocol(value: object) -> object:
 
 
 def validate_hello(frame: dict[str, Any]) -> Hello:
-    """The first frame of a connection; the caller checks ``op`` and ``protocol`` first."""
+    """The first frame of a connection; the caller checks ``op`` and ``protocol`` first.
+
+    The ``client`` name is only a label (the pool logs it), so text holding a lone surrogate is
+    taken with the surrogate escaped (``"\\udc00"``) rather than refused (:func:`client_label`);
+    anything else unusable, a lone surrogate in another field included, is :class:`BadRequest`."""
+    client = frame.get("client")
+    if isinstance(client, str):
+        frame = {**frame, "client": client_label(client)}
+    check_text(frame)
     try:
         return Hello.model_validate(frame)
     except ValidationError as exc:
         raise bad_request_from(exc) from exc
+
+
+def client_label(name: str) -> str:
+    """A client's name as valid text: each lone surrogate written as its escape (``\\udc00``),
+    everything else as it is."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")

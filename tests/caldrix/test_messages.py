@@ -152,6 +152,17 @@ def test_hello_client_is_optional_text() -> None:
         validate_hello({"op": "hello", "protocol": 2, "client": 3})
 
 
+def test_a_hello_client_with_a_lone_surrogate_is_taken_escaped() -> None:
+    """The client's name is a label: its lone surrogates are escaped, its other text kept."""
+    hello = validate_hello({"op": "hello", "protocol": 2, "client": "aerix \udc00 é"})
+    assert hello.client == "aerix \\udc00 é"  # valid text, as every log line must be
+
+
+def test_a_lone_surrogate_elsewhere_in_a_hello_is_refused() -> None:
+    with pytest.raises(BadRequest, match="field 'note' holds a lone surrogate"):
+        validate_hello({"op": "hello", "protocol": 2, "client": "x", "note": "\ud800"})
+
+
 def test_done_frame_reads_a_full_done() -> None:
     done = DoneFrame.model_validate({
         "op": "done", "rid": 7, "text": "edit", "finish": "stop", "prompt_tokens": 40,

@@ -105,29 +105,53 @@ def test_a_lone_surrogate_never_ends_the_pool(pool: PoolProcess, frame: dict[str
     assert_pool_serves(pool)
 
 
-def test_a_lone_surrogate_in_hello_is_a_bad_request_that_keeps_the_connection(pool: PoolProcess) -> None:
-    """JSON: a ``hello`` whose ``client`` holds a lone surrogate is ``bad_request`` naming the
-    field, and, as every ``bad_request``, closes nothing: a good ``hello`` next is answered. An op
-    that is not ``hello`` is ``handshake_required``, which closes. CBOR: neither decodes
-    (``bad_frame``, which closes)."""
+def test_a_hello_whose_client_is_a_lone_surrogate_is_answered_and_the_connection_serves(
+    pool: PoolProcess,
+) -> None:
+    """JSON: the fuzz probe's frame. The client's name is only a label, so the pool takes it
+    with the surrogate escaped, answers the hello and serves the requests that follow (before,
+    it was refused and the connection then answered everything ``handshake_required``). CBOR
+    cannot carry the surrogate at all: ``bad_frame``, which closes."""
     bad_client = {"op": "hello", "protocol": 2, "client": "\udc00"}
     with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
         connection.send_bytes(hostile_frame(bad_client, pool.frames))
         reply = connection.receive()
-        assert_one_line(reply)
         if pool.frames == "json":
-            assert (reply["code"], reply["field"]) == ("bad_request", "client"), reply
-            assert connection.hello()["op"] == "hello"
+            assert reply["op"] == "hello" and reply["protocol"] == 2, reply
             assert request(connection, {"op": "member.list", "rid": 1})["op"] == "ok"
+            assert request(connection, {"op": "pool.status", "rid": 2})["op"] == "ok"
+            assert "hello from \\udc00" in pool.log()  # written escaped
         else:
             assert reply["code"] == "bad_frame", reply
+            assert_one_line(reply)
             assert connection.at_eof()
+    assert_pool_serves(pool)
+
+
+@pytest.mark.parametrize(
+    ("hello", "code"),
+    [
+        ({"op": "hello", "protocol": 2, "client": 3}, "bad_request"),
+        ({"op": "hello", "protocol": 2, "client": "x", "note": "\ud800"}, "bad_request"),
+        ({"op": "hello", "protocol": 3}, "protocol_mismatch"),
+        ({"op": "\ud800", "protocol": 2}, "handshake_required"),
+    ],
+)
+def test_a_refused_hello_is_one_error_frame_then_the_connection_closes(
+    pool: PoolProcess, hello: dict[str, Any], code: str
+) -> None:
+    """However a hello is refused, its error frame is the connection's last: no connection is
+    left answering ``handshake_required`` to every later frame. (A lone surrogate cannot be
+    written in CBOR, so there those frames are ``bad_frame``, which closes as well.)"""
+    cbor_surrogate = pool.frames == "cbor" and any("\ud800" in str(value) for value in hello.values())
+    second_try = {"op": "hello", "protocol": 2, "client": "a second try"}
     with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
-        connection.send_bytes(hostile_frame({"op": "\ud800", "protocol": 2}, pool.frames))
-        reply = connection.receive()
-        assert reply["code"] == ("handshake_required" if pool.frames == "json" else "bad_frame"), reply
-        assert_one_line(reply)
-        assert connection.at_eof()
+        # Both at once: the pool has the good hello in hand when it refuses the first.
+        connection.send_bytes(hostile_frame(hello, pool.frames) + hostile_frame(second_try, pool.frames))
+        frames = connection.receive_until_eof()
+    [reply] = frames
+    assert reply["code"] == ("bad_frame" if cbor_surrogate else code), reply
+    assert_one_line(reply)
     assert_pool_serves(pool)
 
 
