@@ -14,9 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aerix.domain import bounds
+from aerix.domain.events.base import ROUTE_NAMES
 from aerix.domain.permission_rules import RuleError, parse_rule
 from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
-from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOL_NAMES
+from aerix.domain.tools import DEFAULT_PLANNER_ROUTES, DEFAULT_PLANNER_TOOLS, TOOL_NAMES
 
 DEFAULT_PROFILE = "default"
 
@@ -80,8 +81,20 @@ class DelegationSettings(_Section):
     depth: int = Field(default=3, ge=0, description="an agent at this depth cannot spawn")
     parallel: int = Field(default=4, gt=0, description="pieces of one turn running at once")
     planner_tools: tuple[str, ...] = Field(
-        default=DEFAULT_PLANNER_TOOLS, description="tools of a root agent routed edit or plan"
+        default=DEFAULT_PLANNER_TOOLS, description="tools of a root agent whose route is a planner's"
     )
+    planner_routes: tuple[str, ...] = Field(
+        default=DEFAULT_PLANNER_ROUTES,
+        description="routes whose root is a planner (planner_tools only); other roots have every tool",
+    )
+
+    @field_validator("planner_routes")
+    @classmethod
+    def _known_routes(cls, routes: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [route for route in routes if route not in ROUTE_NAMES]
+        if unknown:
+            raise ValueError(f"unknown route {', '.join(unknown)}; routes are {', '.join(ROUTE_NAMES)}")
+        return routes
 
     @field_validator("planner_tools")
     @classmethod

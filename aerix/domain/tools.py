@@ -256,6 +256,8 @@ TOOL_NAMES: Final[tuple[str, ...]] = tuple(TOOLS_BY_NAME)
 
 #: A planner's tools by default (``delegation.planner_tools``).
 DEFAULT_PLANNER_TOOLS: Final = ("repo_map", "agent", "plan", "context")
+#: The routes whose root is a planner by default (``delegation.planner_routes``).
+DEFAULT_PLANNER_ROUTES: Final = ("edit", "plan")
 #: A verifier may only look and run checks.
 VERIFIER_TOOLS: Final = ("read", "bash", "grep", "glob", "repo_map")
 #: Names kept for tools aerix does not offer; every call is refused.

@@ -51,3 +51,17 @@ def test_a_planner_that_could_not_delegate_is_no_planner() -> None:
     assert "write" in [tool.name for tool in root_tools("plan", parse_settings({}), denied)]
     only = Permissions(base=parse_base_tools("Read,Grep"))
     assert [tool.name for tool in root_tools("edit", parse_settings({}), only)] == ["read", "grep"]
+
+
+def test_the_planner_routes_setting_says_which_roots_only_delegate() -> None:
+    acting = parse_settings({"delegation.planner_routes": ["plan"]})
+    routes = acting.delegation.planner_routes
+    assert [tool.name for tool in root_tools("edit", acting)] == list(TOOL_NAMES)
+    assert prompt_text("Fix it.", "edit", EmbeddedPrompts(), planner_tool_names(acting), routes) == "Fix it."
+    assert "You may only use" in prompt_text(
+        "Split it.", "plan", EmbeddedPrompts(), planner_tool_names(acting), routes
+    )
+    assert [tool.name for tool in root_tools("plan", acting)] == ["repo_map", "agent", "plan", "context"]
+    nowhere = parse_settings({"delegation.planner_routes": []})
+    assert [tool.name for tool in root_tools("plan", nowhere)] == list(TOOL_NAMES)
+    assert planner_tool_names(nowhere) == []

@@ -177,7 +177,9 @@ class OpenRequest:
         """(a resumed root's segments, already in the log; this request's new segments)."""
         prompts = self.prompts
         planner_tools = planner_tool_names(self.project.settings, self.project.permissions)
-        text = prompt_text(prompt, route, prompts, planner_tools)
+        text = prompt_text(
+            prompt, route, prompts, planner_tools, self.project.settings.delegation.planner_routes
+        )
         added = request_segments(self.number, text, hook_context)
         if self.resume is not None and self.resume.root.segments:
             if self.options.append_system_prompt and not self.options.profile_refresh:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Final
 
 from aerix.app.agent.live_context import hook_context_segment
 from aerix.app.ports import AgentDefinitionSource, PromptSource, SkillSource
@@ -21,11 +20,15 @@ from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings
 from aerix.domain.tool_choices import listed_tools
-from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, TOOLS, ToolSpec, render_tool_descriptions, tool_spec
+from aerix.domain.tools import (
+    DEFAULT_PLANNER_ROUTES,
+    DEFAULT_PLANNER_TOOLS,
+    TOOLS,
+    ToolSpec,
+    render_tool_descriptions,
+    tool_spec,
+)
 from aerix.domain.turns import render_turns_section
-
-#: Routes whose root is a planner, limited to ``delegation.planner_tools``.
-PLANNER_ROUTES: Final = frozenset({"edit", "plan"})
 
 
 def system_text(
@@ -51,12 +54,13 @@ def system_text(
 def root_tools(
     route: str, settings: Settings, permissions: Permissions = NO_RESTRICTIONS
 ) -> tuple[ToolSpec, ...]:
-    """Every tool for ``answer``/``investigate``; ``delegation.planner_tools`` for a planner;
+    """``delegation.planner_tools`` for a planner (a route in ``delegation.planner_routes``:
+    ``edit`` and ``plan`` by default); every tool for the other routes;
     without ``agent`` when ``delegation.depth`` is 0 (the root is at depth 0); without the tools
     the permissions take away (a bare deny rule, ``--tools``). A planner left without ``agent``
     could delegate nothing, so its root is not a planner: it has every tool left, as
     ``answer`` has."""
-    if route in PLANNER_ROUTES:
+    if route in settings.delegation.planner_routes:
         planner = _usable(
             tuple(tool_spec(name) for name in settings.delegation.planner_tools), settings, permissions
         )
@@ -76,17 +80,24 @@ def _usable(
 def planner_tool_names(settings: Settings, permissions: Permissions = NO_RESTRICTIONS) -> list[str]:
     """The tools a planner has, for its note: ``delegation.planner_tools`` less what the
     permissions take away; none when it could not delegate (then there is no planner)."""
-    tools = [tool.name for tool in root_tools(next(iter(PLANNER_ROUTES)), settings, permissions)]
+    if not settings.delegation.planner_routes:
+        return []
+    route = settings.delegation.planner_routes[0]
+    tools = [tool.name for tool in root_tools(route, settings, permissions)]
     return tools if "agent" in tools else []
 
 
 def prompt_text(
-    prompt: str, route: str, prompts: PromptSource, planner_tools: Sequence[str] = DEFAULT_PLANNER_TOOLS
+    prompt: str,
+    route: str,
+    prompts: PromptSource,
+    planner_tools: Sequence[str] = DEFAULT_PLANNER_TOOLS,
+    planner_routes: Sequence[str] = DEFAULT_PLANNER_ROUTES,
 ) -> str:
     """The prompt segment: the request, and for a planner the note that it must delegate,
     naming the tools it has (``{tools}`` in planner.md: ``delegation.planner_tools``). No
     tools to plan with (no ``agent``: see root_tools) is no planner, and no note."""
-    if route in PLANNER_ROUTES and planner_tools:
+    if route in planner_routes and planner_tools:
         note = prompts.get("planner").strip().replace("{tools}", spoken_list(planner_tools))
         return f"{prompt}\n\n{note}"
     return prompt

@@ -5,7 +5,7 @@ line carries."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,8 @@ SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 AgentKind = Literal["root", "implementer", "verifier"]
 Route = Literal["answer", "edit", "investigate", "plan"]
+#: The routes by name, for settings that name them.
+ROUTE_NAMES: tuple[str, ...] = get_args(Route)
 AgentOutcome = Literal["done", "failed", "killed", "budget"]
 Verdict = Literal["pass", "fail"]
 
