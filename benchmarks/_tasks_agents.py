@@ -20,8 +20,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
@@ -49,6 +49,8 @@ class AgentRun:
     files: tuple[str, ...]
     timeout: float
     """Seconds one try may take."""
+    aerix_settings: Mapping[str, Any] = field(default_factory=dict)
+    """More of aerix's settings, over the run's own (pool.socket and pool.main)."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ class AerixAgent:
     def __init__(self, run: AgentRun) -> None:
         self.run = run
         self.env = _isolated_env(run.folder / "aerix")
-        settings = {"pool": {"socket": str(run.socket), "main": run.model}}
+        settings = {"pool": {"socket": str(run.socket), "main": run.model}, **run.aerix_settings}
         config = Path(self.env["XDG_CONFIG_HOME"]) / "aerix"
         config.mkdir(parents=True, exist_ok=True)
         (config / "settings.json").write_text(json.dumps(settings))

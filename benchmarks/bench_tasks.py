@@ -32,8 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -81,6 +81,8 @@ class Settings:
     pool: PoolSpec
     timeout: float
     keep: bool
+    aerix_settings: Mapping[str, Any] = field(default_factory=dict)
+    """More of aerix's settings (``--aerix-settings``), a layer over the run's own."""
 
 
 def run_exercise(exercise: Exercise, agent: str, settings: Settings, scratch: Path) -> dict[str, Any]:
@@ -88,7 +90,15 @@ def run_exercise(exercise: Exercise, agent: str, settings: Settings, scratch: Pa
     folder = scratch / f"{exercise.name}-{agent}"
     project = _project(folder / "project", exercise)
     with metered_pool(folder / "pool", settings.pool) as meter:
-        run = AgentRun(folder, project, meter.path, settings.pool.model, exercise.solution, settings.timeout)
+        run = AgentRun(
+            folder,
+            project,
+            meter.path,
+            settings.pool.model,
+            exercise.solution,
+            settings.timeout,
+            settings.aerix_settings,
+        )
         with open_agent(agent, run, say) as opened:
             tries = _both_tries(exercise, agent, opened, folder, settings.timeout)
     figures = meter.figures.as_row()
@@ -108,6 +118,7 @@ def run_exercise(exercise: Exercise, agent: str, settings: Settings, scratch: Pa
         "model": settings.pool.model,
         "threads": settings.pool.threads,
         "pool_flags": list(settings.pool.flags),
+        "aerix_settings": dict(settings.aerix_settings) if agent == "aerix" else {},
         "commit": short_head(),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -287,7 +298,13 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, list[str], Path]:
     pool = PoolSpec(model, args.threads, tuple(shlex.split(args.pool_flags)), script)
     stem = Path(model).stem if model.endswith(".gguf") else model.replace("/", "_").replace(":", "_")
     results = args.results or bench_cache() / "tasks" / f"{stem}-{list_file.stem}.jsonl"
-    return Settings(exercises, agents, pool, args.timeout, args.keep), names, results
+    try:
+        aerix_settings = json.loads(args.aerix_settings)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"bench_tasks: --aerix-settings is not JSON ({exc})") from None
+    if not isinstance(aerix_settings, dict):
+        raise SystemExit("bench_tasks: --aerix-settings takes a JSON object of aerix settings")
+    return Settings(exercises, agents, pool, args.timeout, args.keep, aerix_settings), names, results
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -332,6 +349,12 @@ def _parser() -> argparse.ArgumentParser:
         help="scripted: caldrix's scripted member on the model's vocabulary (tests)",
     )
     parser.add_argument("--script", type=Path, help="with --engine scripted: its completions (JSON)")
+    parser.add_argument(
+        "--aerix-settings",
+        default="{}",
+        help="a JSON object of aerix settings over the run's own, such as "
+        '\'{"delegation.planner_routes": ["plan"]}\' (default none)',
+    )
     parser.add_argument("--keep", action="store_true", help="keep the runs' folders (logs, projects)")
     return parser
 

@@ -140,7 +140,7 @@ def test_two_exercises_on_the_scripted_member_then_a_rerun_skips_them(tmp_path: 
     tasks = _write_exercises(tmp_path / "tasks")
     (tasks / "script.json").write_text(json.dumps(script()))
     results = tmp_path / "results.jsonl"
-    first = _run(tasks, results, "--keep")
+    first = _run(tasks, results, "--keep", "--aerix-settings", json.dumps(PLANNER_ROUTES))
     [kept] = [Path(f) for f in re.findall(r"kept the runs' folders in (\S+)", first.stderr)]
     try:
         _check_the_first_run(tasks, kept, results, first.stdout)
@@ -157,8 +157,15 @@ def test_two_exercises_on_the_scripted_member_then_a_rerun_skips_them(tmp_path: 
     assert sorted(_rows(results)) == ["double", "shout"]
 
 
+#: A setting given with --aerix-settings: aerix's runs read it, and each row records it.
+PLANNER_ROUTES = {"delegation.planner_routes": ["plan"]}
+
+
 def _check_the_first_run(tasks: Path, kept: Path, results: Path, stdout: str) -> None:
     rows = _rows(results)
+    assert all(row["aerix_settings"] == PLANNER_ROUTES for row in rows.values())
+    config = kept / "double-aerix" / "aerix" / "xdg_config_home" / "aerix" / "settings.json"
+    assert json.loads(config.read_text())["delegation.planner_routes"] == ["plan"]
 
     double, shout = rows["double"], rows["shout"]
     assert (double["pass1"], double["pass2"], len(double["tries"]), double["why"]) == (True, True, 1, "")
