@@ -15,7 +15,7 @@ import logging
 import math
 import os
 import threading
-from typing import Final
+from typing import Final, Literal
 
 import anyio
 from anyio.abc import SocketStream
@@ -102,23 +102,26 @@ class Connection:
         logger.debug("%s closed", self.name)
 
     async def _handshake(self) -> bool:
-        """Read the first frame and answer it: True when it is a good ``hello``. Anything else
-        gets one ``error`` frame and False, and the connection closes: a frame that does not
-        decode (``bad_frame``), another op (``handshake_required``), another protocol
-        (``protocol_mismatch``), a ``hello`` with an unusable field (``bad_request``), or no
-        frame within HANDSHAKE_TIMEOUT_SECS. A connection is never left waiting for a hello it
-        was refused: each error frame of the handshake is its last."""
+        """Read frames until one is a good ``hello`` (True) or the connection must close (False):
+        a frame that does not decode (``bad_frame``), another first op (``handshake_required``),
+        another protocol (``protocol_mismatch``), or no hello within HANDSHAKE_TIMEOUT_SECS. A
+        ``hello`` with a bad field is ``bad_request``, which, as every ``bad_request``, closes
+        nothing: the client may say hello again, within the same time. A ``client`` name is only a
+        label, so one holding a lone surrogate is taken escaped, not refused (``validate_hello``)."""
         with anyio.move_on_after(HANDSHAKE_TIMEOUT_SECS):
-            try:
-                frame = await self._read_frame()
-            except BadFrame as exc:
-                await self._send_error(exc, None)
-                return False
-            return await self._answer_hello(frame)
+            while True:
+                try:
+                    frame = await self._read_frame()
+                except BadFrame as exc:
+                    await self._send_error(exc, None)
+                    return False
+                answered = await self._answer_hello(frame)
+                if answered != "again":
+                    return answered == "ready"
         logger.info("%s: no hello within %g s; closing", self.name, HANDSHAKE_TIMEOUT_SECS)
         return False
 
-    async def _answer_hello(self, frame: Message) -> bool:
+    async def _answer_hello(self, frame: Message) -> Literal["ready", "close", "again"]:
         if frame.get("op") != "hello":
             await self._send_error(
                 HandshakeRequired(
@@ -127,7 +130,7 @@ class Connection:
                 ),
                 None,
             )
-            return False
+            return "close"
         protocol = hello_protocol(frame.get("protocol"))
         if protocol != PROTOCOL_VERSION:
             await self._send_error(
@@ -138,13 +141,12 @@ class Connection:
                 ),
                 None,
             )
-            return False
+            return "close"
         try:
             hello = validate_hello({**frame, "protocol": protocol})
         except CaldrixError as exc:
-            logger.info("%s: hello refused (%s); closing", self.name, exc.message)
             await self._send_error(exc, None)
-            return False
+            return "again"
         logger.info("%s: hello from %s", self.name, hello.client or "an unnamed client")
         reply = HelloReply(
             op="hello",
@@ -154,7 +156,7 @@ class Connection:
             frames=self._mode,
         )
         await self._send(reply.model_dump())
-        return True
+        return "ready"
 
     async def _serve_requests(self) -> None:
         sender, receiver = anyio.create_memory_object_stream[Message](REQUEST_BACKLOG)

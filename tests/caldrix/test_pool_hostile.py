@@ -129,24 +129,47 @@ def test_a_hello_whose_client_is_a_lone_surrogate_is_answered_and_the_connection
 
 
 @pytest.mark.parametrize(
+    "hello",
+    [
+        {"op": "hello", "protocol": 2, "client": 3},
+        {"op": "hello", "protocol": 2, "client": "x", "note": "\ud800"},
+    ],
+)
+def test_a_hello_with_a_bad_field_is_answered_and_the_next_hello_is_taken(
+    pool: PoolProcess, hello: dict[str, Any]
+) -> None:
+    """A ``hello`` with a bad field is ``bad_request``, which closes nothing (protocol.md): the
+    good hello sent right after it is answered and the connection serves. (CBOR cannot carry a
+    lone surrogate: there that frame is ``bad_frame``, which closes.)"""
+    cbor_surrogate = pool.frames == "cbor" and any("\ud800" in str(value) for value in hello.values())
+    second_try = {"op": "hello", "protocol": 2, "client": "a second try"}
+    with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
+        connection.send_bytes(hostile_frame(hello, pool.frames) + hostile_frame(second_try, pool.frames))
+        reply = connection.receive()
+        assert_one_line(reply)
+        if cbor_surrogate:
+            assert reply["code"] == "bad_frame" and connection.at_eof(), reply
+        else:
+            assert reply["code"] == "bad_request", reply
+            assert connection.receive()["op"] == "hello"
+            assert request(connection, {"op": "member.list", "rid": 1})["op"] == "ok"
+    assert_pool_serves(pool)
+
+
+@pytest.mark.parametrize(
     ("hello", "code"),
     [
-        ({"op": "hello", "protocol": 2, "client": 3}, "bad_request"),
-        ({"op": "hello", "protocol": 2, "client": "x", "note": "\ud800"}, "bad_request"),
         ({"op": "hello", "protocol": 3}, "protocol_mismatch"),
         ({"op": "\ud800", "protocol": 2}, "handshake_required"),
     ],
 )
-def test_a_refused_hello_is_one_error_frame_then_the_connection_closes(
+def test_another_protocol_or_op_in_the_handshake_is_one_error_frame_then_close(
     pool: PoolProcess, hello: dict[str, Any], code: str
 ) -> None:
-    """However a hello is refused, its error frame is the connection's last: no connection is
-    left answering ``handshake_required`` to every later frame. (A lone surrogate cannot be
-    written in CBOR, so there those frames are ``bad_frame``, which closes as well.)"""
+    """These refusals are the connection's last frame, even with a good hello already sent."""
     cbor_surrogate = pool.frames == "cbor" and any("\ud800" in str(value) for value in hello.values())
     second_try = {"op": "hello", "protocol": 2, "client": "a second try"}
     with raw_connection(pool.socket_path, pool.frames, hello=False) as connection:
-        # Both at once: the pool has the good hello in hand when it refuses the first.
         connection.send_bytes(hostile_frame(hello, pool.frames) + hostile_frame(second_try, pool.frames))
         frames = connection.receive_until_eof()
     [reply] = frames
