@@ -44,7 +44,7 @@ EPYC_ZEN2 = (
     "clflushopt clwb sha_ni xsaveopt xsavec xgetbv1 clzero xsaveerptr wbnoinvd arat npt "
     "nrip_save umip rdpid"
 )
-#: The flags of a 2 vCPU Intel Xeon (Sapphire Rapids, model 143) under KVM: AVX-512 with VNNI,
+#: The flags of the 2 vCPU Intel Xeon this was written on (KVM, family 6): AVX-512 with VNNI,
 #: BF16 and VBMI, AVX-VNNI, and AMX.
 XEON_SPR = (
     "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse "
