@@ -43,7 +43,10 @@ def test_run_answers_one_prompt_and_exits_0() -> None:
     done = caldrix("run", MODEL, "--max-new-tokens", "24", "-p", "Say hello to a new user in one sentence.")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
-    assert done.stderr == ""  # llama.cpp's load log never reaches the terminal
+    # llama.cpp's load log never reaches the terminal: stderr holds only caldrix's own notes (an
+    # answer that runs to the bound says "[stopped at 24 tokens]"; whether it does depends on the
+    # kernels and threads the CPU computes with).
+    assert all(line.startswith("caldrix: ") for line in done.stderr.splitlines()), done.stderr
 
 
 @pytest.mark.model
