@@ -8,6 +8,11 @@ Prints three ratios (higher is better for caldrix):
     tokens generated unconstrained, both through caldrix (forced tokens make (b) go above 1);
 (c) decode through a real ``caldrix pool`` (Unix socket, CBOR frames, the client's clock from
     first token frame to done frame) / the plain loop;
+(e) decode through a real pool, free (the story) and JSON-constrained (the turn schema), each
+    against a raw loop doing the same work straight on llama-cpp-python (and llguidance for the
+    JSON one: forced tokens in one batch, the mask applied in place, argmax), same tokens. Both
+    sides are timed from the end of the prefill to the last token: the pool's by the client,
+    from the last progress frame to the done frame;
 (d) the degeneration guard's cost: decode tokens/s with the guard (a ``generate``'s ``guard``,
     the pool's defaults) / without it, interleaved; and the guard alone, timed per token over
     the tokens of a real generation and of this project's own source (code: many repeated
@@ -17,7 +22,7 @@ Runs are interleaved (A, B, A, B, ...) and the median of each side is compared, 
 machine is shared and its speed drifts minute to minute.
 
     .venv/bin/python benchmarks/bench_engine.py [--model PATH] [--threads 1] [--rounds 5] [--tokens 64]
-                                                [--skip-pool]
+                                                [--skip-pool] [--only a,b,c,d,e]
 """
 
 from __future__ import annotations
@@ -29,16 +34,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout: tests/ helpers
 
 import anyio
+import llguidance.numpy as llnp
 import numpy as np
 from _side_by_side import paired
 from llama_cpp import Llama
+from llguidance import LLMatcher, LLTokenizer
 
 from aerix.adapters.pool.client import client_bounds
 from aerix.domain.settings import PoolSettings
@@ -47,12 +54,13 @@ from aerix.domain.turns import turn_schema
 from caldrix import limits
 from caldrix.engine_seam import GenerationParams, GuardLimits, ServingFlags
 from caldrix.engines.llamacpp import LlamaCppEngine, disable_extra_buffer_types, open_llamacpp
+from caldrix.generation.constraints import compile_constraint
 from caldrix.generation.decoding import run_generation
 from caldrix.generation.degeneration import DegenerationGuard
 from caldrix.generation.templates import render_context
 from caldrix.models.references import resolve_model
 from caldrix.protocol.client import connect
-from caldrix.protocol.messages import TokenFrame
+from caldrix.protocol.messages import DoneFrame, ProgressFrame, TokenFrame
 from tests.caldrix.sinks import DiscardingSink
 
 STORY = "Write a long, detailed story about a lighthouse keeper and a storm. Use many paragraphs."
@@ -112,6 +120,52 @@ def plain_decode(llm: Any, prompt: list[int], n_tokens: int) -> tuple[int, float
         if i + 1 < n_tokens:
             llm.eval([token])
     return n_tokens, time.perf_counter() - began
+
+
+def raw_constrained_decode(
+    llm: Any, tokenizer: LLTokenizer, grammar: str, prompt: list[int], n_tokens: int
+) -> tuple[int, float]:
+    """The JSON-constrained decode written directly against llama-cpp-python and llguidance,
+    after a cold prefill of ``prompt``; the decode alone is timed (:func:`raw_constrained_steps`)."""
+    llm.reset()
+    llm.eval(prompt)
+    began = time.perf_counter()
+    produced = raw_constrained_steps(llm, tokenizer, grammar, n_tokens)
+    return produced, time.perf_counter() - began
+
+
+def raw_constrained_steps(
+    llm: Any,
+    tokenizer: LLTokenizer,
+    grammar: str,
+    n_tokens: int,
+    first: Callable[[], None] = lambda: None,
+) -> int:
+    """Up to ``n_tokens`` tokens after the rows ``llm`` holds, constrained by ``grammar``:
+    forced tokens evaluated in one batch, else the mask filled and applied in place to
+    llama.cpp's own logits row, then argmax; the last token not evaluated. ``first`` is called
+    once the first token is known. Returns the tokens produced."""
+    matcher = LLMatcher(tokenizer, grammar, log_level=0)
+    bitmask = llnp.allocate_token_bitmask(1, tokenizer.vocab_size)
+    n_vocab = llm.n_vocab()
+    produced = 0
+    while produced < n_tokens and not matcher.is_stopped():
+        forced = matcher.compute_ff_tokens()[: n_tokens - produced]
+        if forced:
+            matcher.consume_tokens(forced)
+            batch = forced
+        else:
+            llnp.fill_next_token_bitmask(matcher, bitmask)
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(1, n_vocab))
+            llnp.apply_token_bitmask_inplace(logits, bitmask)
+            batch = [int(np.argmax(logits))]
+            matcher.consume_token(batch[0])
+        if produced == 0:
+            first()
+        produced += len(batch)
+        if produced < n_tokens:
+            llm.eval(batch)
+    return produced
 
 
 def rate(sample: tuple[int, float]) -> float:
@@ -238,10 +292,96 @@ async def _pool_generation(socket: Path, tokens: int) -> tuple[int, float]:
     return done.completion_tokens - 1, ended - first
 
 
+async def _pool_decode(
+    socket: Path, segments: list[dict[str, Any]], tokens: int, constraint: Mapping[str, Any] | None
+) -> tuple[int, float]:
+    """(tokens, seconds) of one pool generation as its client sees the decode: from the last
+    progress frame (the prefill done) to the done frame.
+
+    A one-token generation on another context goes first, so the member's live rows share only
+    the chat template's opening with ``segments`` and the prompt is prefilled nearly whole, in
+    batches of 16 rows and more, as the raw loops' are.
+    Resumed from the rows the previous round left (all but the last 2), the 1.5B model's greedy
+    turn came out different (a longer thought, fewer forced tokens), so the two sides would not
+    decode the same tokens (docs/benchmarks.md)."""
+    async with await connect(socket, bounds=client_bounds(PoolSettings())) as client:
+        other = await client.context_create(
+            "main", [{"id": "x", "role": "user", "text": "Hi.", "pinned": False}]
+        )
+        await client.generate(other.context, 1).result()
+        await client.context_drop(other.context)
+        created = await client.context_create("main", segments)
+        prefilled: float | None = None
+        generation = client.generate(created.context, tokens, constraint=constraint)
+        async for frame in generation:
+            if isinstance(frame, ProgressFrame) and frame.done == frame.total:
+                prefilled = time.perf_counter()
+        ended = time.perf_counter()
+        done: DoneFrame | None = generation.done
+        await client.context_drop(created.context)
+    assert done is not None and prefilled is not None
+    # Only the chat template's opening may be resumed (the other context shares it), never a tail.
+    assert done.prompt_tokens - done.recomputed_from >= 16, (done.prompt_tokens, done.recomputed_from)
+    return done.completion_tokens, ended - prefilled
+
+
+def bench_pool_against_raw(engine: LlamaCppEngine, llm: Any, socket: Path, rounds: int, tokens: int) -> None:
+    """(e): free and JSON-constrained decode through the pool against raw loops."""
+    story = [{"id": "u", "role": "user", "text": STORY, "pinned": False}]
+    free = GenerationParams(max_new_tokens=tokens)
+    engine.truncate(0)
+    produced = run_generation(engine, story_prompt(engine), free, DiscardingSink()).completion_tokens
+    prompt = story_prompt(engine)
+    anyio.run(_pool_decode, socket, story, produced, None)  # warm-up
+    pool_rate, raw_rate, ratio = interleave(
+        rounds,
+        lambda: anyio.run(_pool_decode, socket, story, produced, None),
+        lambda: plain_decode(llm, prompt, produced),
+    )
+    report(
+        f"(e) free decode, pool / raw loop, {produced} tokens",
+        ("pool", pool_rate),
+        ("raw", raw_rate),
+        ratio,
+        ">= 0.97",
+    )
+
+    turn = [
+        {"id": "s", "role": "system", "text": TURN_SYSTEM, "pinned": True},
+        {"id": "u", "role": "user", "text": TURN_REQUEST, "pinned": False},
+    ]
+    constraint: dict[str, object] = {"json": TURN_SCHEMA}
+    prompt = turn_prompt(engine)
+    engine.truncate(0)
+    expected = run_generation(
+        engine,
+        prompt,
+        GenerationParams(max_new_tokens=max(tokens, 160), constraint=constraint),
+        DiscardingSink(),
+    )
+    n = expected.completion_tokens
+    grammar = compile_constraint(constraint, engine.lltokenizer()).grammar
+    raw_tokens, _ = raw_constrained_decode(llm, engine.lltokenizer(), grammar, prompt, n)
+    pool_tokens, _ = anyio.run(_pool_decode, socket, turn, n, constraint)
+    print(f"    the turn: {n} tokens ({expected.finish}); raw loop {raw_tokens}, pool {pool_tokens}")
+    pool_rate, raw_rate, ratio = interleave(
+        rounds,
+        lambda: anyio.run(_pool_decode, socket, turn, n, constraint),
+        lambda: raw_constrained_decode(llm, engine.lltokenizer(), grammar, prompt, n),
+    )
+    report(
+        f"(e) JSON-constrained decode, pool / raw loop, {n} tokens",
+        ("pool", pool_rate),
+        ("raw", raw_rate),
+        ratio,
+        ">= 0.97",
+    )
+
+
 def bench_pool(
     engine: LlamaCppEngine, llm: Any, args: argparse.Namespace, model: Path, produced: int
 ) -> None:
-    """(c): the same story generation through a real pool, interleaved with the plain loop."""
+    """(c) and (e): generations through a real pool, interleaved with the plain loops."""
     with tempfile.TemporaryDirectory(prefix="caldrix-bench-") as tmp:
         env = dict(os.environ, XDG_RUNTIME_DIR=tmp, XDG_STATE_HOME=tmp, XDG_DATA_HOME=tmp, XDG_CACHE_HOME=tmp)
         socket = Path(tmp) / "pool.sock"
@@ -267,15 +407,21 @@ def bench_pool(
                         f"the pool did not start: {pool.stderr.read().decode() if pool.stderr else ''}"
                     )
                 time.sleep(0.2)
-            prompt = story_prompt(engine)
-            anyio.run(_pool_generation, socket, produced)  # warm-up
-            pool_rate, plain_rate, ratio = interleave(
-                args.rounds,
-                lambda: anyio.run(_pool_generation, socket, produced),
-                lambda: plain_decode(llm, prompt, produced),
-            )
-            left, right = ("pool (socket + CBOR frames)", pool_rate), ("plain llama-cpp-python", plain_rate)
-            report(f"(c) decode through the pool, {produced} tokens", left, right, ratio, ">= 0.95")
+            if "c" in args.only:
+                prompt = story_prompt(engine)
+                anyio.run(_pool_generation, socket, produced)  # warm-up
+                pool_rate, plain_rate, ratio = interleave(
+                    args.rounds,
+                    lambda: anyio.run(_pool_generation, socket, produced),
+                    lambda: plain_decode(llm, prompt, produced),
+                )
+                left, right = (
+                    ("pool (socket + CBOR frames)", pool_rate),
+                    ("plain llama-cpp-python", plain_rate),
+                )
+                report(f"(c) decode through the pool, {produced} tokens", left, right, ratio, ">= 0.95")
+            if "e" in args.only:
+                bench_pool_against_raw(engine, llm, socket, args.rounds, args.tokens)
         finally:
             pool.terminate()
             pool.wait(timeout=30)
@@ -294,7 +440,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved runs per side (default 5)")
     parser.add_argument("--tokens", type=int, default=64, help="tokens per decode run (default 64)")
     parser.add_argument("--skip-pool", action="store_true", help="do not measure through a real pool")
+    parser.add_argument(
+        "--only", default="a,b,c,d", help="which comparisons, comma-separated (default a,b,c,d)"
+    )
     args = parser.parse_args()
+    args.only = set(args.only.split(","))
     model = args.model or embedded_model()
     engine = open_llamacpp(model, ServingFlags(threads=args.threads, ctx=2048))
     disable_extra_buffer_types()  # the plain baseline needs caldrix's AMX guard too
@@ -309,10 +459,14 @@ def main() -> None:
         verbose=False,
     )
     print(f"model {model.name}, threads {args.threads}, {args.rounds} interleaved rounds, medians")
-    produced = bench_decode(engine, llm, args.rounds, args.tokens)
-    bench_constrained(engine, args.rounds, args.tokens)
-    bench_guard(engine, args.rounds, args.tokens)
-    if args.skip_pool:
+    produced = args.tokens
+    if "a" in args.only:
+        produced = bench_decode(engine, llm, args.rounds, args.tokens)
+    if "b" in args.only:
+        bench_constrained(engine, args.rounds, args.tokens)
+    if "d" in args.only:
+        bench_guard(engine, args.rounds, args.tokens)
+    if args.skip_pool or not {"c", "e"} & args.only:
         print("(c) skipped (--skip-pool)")
     else:
         bench_pool(engine, llm, args, model, produced)
