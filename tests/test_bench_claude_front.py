@@ -4,25 +4,9 @@ replayed), and the floor and the ratios it reports are the right arithmetic."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
+from tests.benchmark_modules import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _benchmark(name: str) -> ModuleType:
-    """``benchmarks/NAME.py``, loaded by its path (the folder is scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _benchmark("bench_claude_front")
+bench = load_benchmark("bench_claude_front")
 
 
 def test_the_recording_holds_claude_codes_requests_with_a_subagent_between_main_ones() -> None:

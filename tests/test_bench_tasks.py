@@ -9,33 +9,20 @@ rerun skips the rows its results file holds, and the table and summary say what 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.benchmark_modules import ROOT, load_benchmark
 
-
-def _benchmark(name: str) -> ModuleType:
-    """``benchmarks/NAME.py``, loaded by its path (the folder is scripts, not a package)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _benchmark("bench_tasks")
-exercises = _benchmark("_tasks_exercises")
+bench = load_benchmark("bench_tasks")
+exercises = load_benchmark("_tasks_exercises")
 
 EXERCISES = {
     "double": ("Return twice the number given.", "def double(number):\n    pass\n", "double(2)", "4"),

@@ -5,31 +5,14 @@ prompts, with the floor counting its answers once as prefill."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.delegation.openings import implementer_segments, verifier_segments
+from tests.benchmark_modules import ROOT, load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _benchmark(name: str) -> ModuleType:
-    """``benchmarks/NAME.py``: a folder of scripts, not a package, so loaded by its path (and
-    registered under its name, as its dataclasses and its own imports look it up)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return module
-
-
-two = _benchmark("_two_pieces")
+two = load_benchmark("_two_pieces")
 
 
 def _openings() -> dict[str, str]:
@@ -102,7 +85,7 @@ def test_the_committed_recording_is_the_two_piece_request() -> None:
 
 
 def test_a_scripted_recording_is_replayed_as_prompts_and_the_floor_counts_its_answers_once() -> None:
-    bench = _benchmark("bench_vs_servers")
+    bench = load_benchmark("bench_vs_servers")
     recording = json.loads((ROOT / "benchmarks" / "recordings" / "aerix_request.json").read_text())
     replayed = bench.replayed_generations(recording)
     assert [g["segments"] for g in replayed] == [g["segments"] for g in recording["generations"]]
