@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-import aerix.app.ports
 import caldrix.protocol
 from tests.aerix.request_world import make_project, make_world, start_scripted_pool
 
@@ -222,11 +221,3 @@ def test_every_name_of_the_protocol_package_is_its_home_module_s() -> None:
     assert sorted(caldrix.protocol._HOMES) == sorted(caldrix.protocol.__all__)
     with pytest.raises(AttributeError):
         _ = caldrix.protocol.no_such_name  # type: ignore[attr-defined]
-
-
-def test_every_name_of_the_ports_package_is_its_home_module_s() -> None:
-    """The ports package loads each name on first use; each is the object its module defines."""
-    for name in aerix.app.ports.__all__:
-        home = importlib.import_module(aerix.app.ports._HOMES[name])
-        assert getattr(aerix.app.ports, name) is getattr(home, name)
-    assert sorted(aerix.app.ports._HOMES) == sorted(aerix.app.ports.__all__)

@@ -18,7 +18,7 @@ from aerix.adapters.pool.autostart import AutostartPool
 from aerix.adapters.project.project import ProjectFiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.ports import (
+from aerix.app.ports.profiles import (
     EditOutcome,
     ProfileCommit,
     ProfileObserver,

@@ -24,7 +24,8 @@ from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.adapters.terminal.stderr_status import StderrStatus, is_terminal
 from aerix.adapters.tools import LocalToolsFactory
 from aerix.adapters.tools.hook_runner import SubprocessHooks
-from aerix.app.ports import HookRunner, RequestResult
+from aerix.app.ports.hooks import HookRunner
+from aerix.app.ports.request import RequestResult
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.reported import reported
 from aerix.app.request.run import run_request

@@ -16,7 +16,7 @@ from aerix.adapters.project.instructions import project_root
 from aerix.adapters.project.project_key import project_key
 from aerix.adapters.project.settings_files import load_settings
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.ports import SessionRef
+from aerix.app.ports.sessions import SessionRef
 from aerix.app.profiles.manage import remove_session_branch
 from aerix.app.sessions import importing, queries
 from aerix.domain import events as ev

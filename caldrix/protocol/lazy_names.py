@@ -1,7 +1,7 @@
 """A package whose names load their modules on first use (PEP 562's module ``__getattr__``).
 
-``caldrix.protocol`` keeps its names so, and so does ``aerix.app.ports``: importing the package
-costs nothing of the modules behind the names a command does not use. Imports nothing.
+``caldrix.protocol`` keeps its names so: importing the package costs nothing of the modules
+behind the names a command does not use. Imports nothing.
 """
 
 from __future__ import annotations

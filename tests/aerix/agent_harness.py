@@ -28,7 +28,7 @@ from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.live_context import record_segments
 from aerix.app.agent.loop import run_agent
 from aerix.app.delegation import delegating
-from aerix.app.ports import AgentDefinitionSource
+from aerix.app.ports.project import AgentDefinitionSource
 from aerix.app.sessions.writer import SessionWriter, start_session
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind

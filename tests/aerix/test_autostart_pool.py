@@ -21,7 +21,7 @@ from aerix.adapters.pool.autostart import AutostartPool, find_or_start_pool, poo
 from aerix.adapters.pool.client import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.app.pool.members import BoundMembers, bind_members
-from aerix.app.ports import SegmentAppend
+from aerix.app.ports.pool import SegmentAppend
 from aerix.app.request.routing import ROUTES, route_request
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable

@@ -18,7 +18,7 @@ import pytest
 
 from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.ports import UserPrompt
+from aerix.app.ports.stream import UserPrompt
 from aerix.app.request.options import RequestOptions
 from aerix.app.request.stream import serve_stream
 from aerix.app.sessions.queries import load_for_resume

@@ -14,7 +14,7 @@ import pytest
 from claude_agent_sdk._internal.message_parser import parse_message
 
 from aerix.adapters.claude.output import HeadlessOutput, error_object, outcome_line, result_object
-from aerix.app.ports import RequestPiece, RequestResult, RequestUsage
+from aerix.app.ports.request import RequestPiece, RequestResult, RequestUsage
 from aerix.domain import events as ev
 from aerix.domain.claude_format import message_id, record_uuid, session_namespace
 from aerix.domain.diffs import FileStat, RequestDiff

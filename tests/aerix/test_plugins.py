@@ -16,7 +16,7 @@ from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.adapters.project.project import ProjectFiles
 from aerix.app.pool.members import BoundMembers
-from aerix.app.ports import MemberInfo
+from aerix.app.ports.pool import MemberInfo
 from aerix.app.request.startup import startup_listing
 from aerix.domain import events as ev
 from aerix.domain.claude_tools import claude_tool_name

@@ -23,7 +23,8 @@ from aerix.adapters.pool.client import CaldrixPool
 from aerix.adapters.project.project import ProjectFiles
 from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.ports import OpenedPool, ProfileObserver
+from aerix.app.ports.pool import OpenedPool
+from aerix.app.ports.profiles import ProfileObserver
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.runs import ProfileDeps
 from aerix.app.profiles.sync import SyncOptions, run_sync

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.ports import PlanReview, RequestControls, RequestObserver, RequestResult
+from aerix.app.ports.request import PlanReview, RequestControls, RequestObserver, RequestResult
 from aerix.app.request.options import RequestOptions
 from aerix.app.request.run import run_request
 from aerix.domain import events as ev

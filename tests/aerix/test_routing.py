@@ -12,7 +12,7 @@ import pytest
 
 from aerix.adapters.pool.client import CaldrixPool, client_bounds
 from aerix.adapters.prompts import EmbeddedPrompts
-from aerix.app.ports import GenerationDone, GenerationTimings
+from aerix.app.ports.pool import GenerationDone, GenerationTimings
 from aerix.app.request.routing import FALLBACK_ROUTE, choice_of, route_request
 from aerix.domain import events as ev
 from aerix.domain.settings import PoolSettings

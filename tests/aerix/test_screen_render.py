@@ -19,7 +19,7 @@ from aerix.adapters.terminal.live_lines import Activity, context_line, diff_line
 from aerix.adapters.terminal.live_region import LiveState, live_lines
 from aerix.adapters.terminal.startup_block import StartupView, profile_text, startup_block
 from aerix.adapters.terminal.transcript import Transcript, depth_of, prompt_echo, short_result
-from aerix.app.ports import StartupNote
+from aerix.app.ports.screen import StartupNote
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.diffs import FileStat, RequestDiff

@@ -43,7 +43,7 @@ from aerix.adapters.claude.claude_read import (
     transcript_files,
 )
 from aerix.adapters.claude.claude_records import content_blocks, flatten_content, response_usages, to_usage
-from aerix.app.ports import FoundTranscripts, ImportPlan, PlannedEvent
+from aerix.app.ports.sessions import FoundTranscripts, ImportPlan, PlannedEvent
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT
 from aerix.errors import ClaudeImportError

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
 
 from aerix.adapters.claude.output_formats import OutputFormat
 from aerix.adapters.closed_pipe import discard_output
-from aerix.app.ports import LiveProjection, RequestResult, StreamOutput, StreamView
+from aerix.app.ports.request import LiveProjection, RequestResult, StreamView
+from aerix.app.ports.stream import StreamOutput
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_CANCELLED
 from aerix.domain.claude_format import ModelTally, claude_usage, claude_usage_totals

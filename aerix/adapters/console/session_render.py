@@ -9,7 +9,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from aerix.app.ports import SessionSummary
+from aerix.app.ports.sessions import SessionSummary
 from aerix.domain import events as ev
 from aerix.domain.pieces import agent_depth
 

@@ -30,7 +30,7 @@ import anyio
 
 from aerix.adapters.paths import state_home
 from aerix.adapters.pool.client import CaldrixPool, client_bounds
-from aerix.app.ports import OpenedPool
+from aerix.app.ports.pool import OpenedPool
 from aerix.domain.bounds import AUTOSTART_POLL_SECS
 from aerix.domain.settings import PoolSettings
 from aerix.errors import PoolStartFailed

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import anyio
 
 from aerix import __version__
-from aerix.app.ports import (
+from aerix.app.ports.pool import (
     ContextCounts,
     ContextEditOp,
     GenerationDone,

@@ -20,7 +20,7 @@ from typing import Any
 
 from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.adapters.project.frontmatter import FrontMatterError, split_front_matter
-from aerix.app.ports import AgentDefinition
+from aerix.app.ports.project import AgentDefinition
 from aerix.domain.claude_tools import aerix_tool_name
 from aerix.domain.listing import fit_listing
 

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from aerix.adapters.paths import claude_projects_dir, config_home
-from aerix.app.ports import PluginInfo
+from aerix.app.ports.project import PluginInfo
 from aerix.domain.hook_contract import HookSource
 from aerix.domain.settings import HooksSettings, hook_listing
 

@@ -11,7 +11,7 @@ from aerix.adapters.project.plugins import load_plugins
 from aerix.adapters.project.project_key import project_key
 from aerix.adapters.project.settings_files import SettingsOverrides, load_settings
 from aerix.adapters.project.skills import load_skills
-from aerix.app.ports import Project
+from aerix.app.ports.project import Project
 from aerix.domain.hook_contract import HookSource, unknown_events, unrunnable_handlers
 from aerix.domain.permissions import Permissions
 from aerix.domain.settings import hook_listing

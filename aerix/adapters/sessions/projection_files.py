@@ -24,7 +24,7 @@ from typing import Any
 
 from aerix.adapters import paths
 from aerix.adapters.sessions.durable import append_durably, make_folder, replace_durably
-from aerix.app.ports import SessionRef
+from aerix.app.ports.sessions import SessionRef
 from aerix.domain.claude_tools import claude_project_dir_name
 
 INDEX_NAME = "index.json"

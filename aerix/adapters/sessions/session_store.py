@@ -30,8 +30,7 @@ from aerix.adapters.sessions.jsonl_lines import PlainJSONMapper
 from aerix.adapters.sessions.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, SessionLogRecorder
 from aerix.adapters.sessions.projection_files import SessionViewFiles
 from aerix.adapters.sessions.spool import SpoolFiles
-from aerix.app.ports import SessionRef, SessionStorage
-from aerix.app.ports.sessions import ReplaceOutcome
+from aerix.app.ports.sessions import ReplaceOutcome, SessionRef, SessionStorage
 from aerix.domain.events import EventBase
 from aerix.errors import SessionAmbiguous, SessionBusy, SessionNotFound
 

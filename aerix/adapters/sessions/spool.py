@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from aerix.adapters.sessions.durable import make_folder, replace_durably
-from aerix.app.ports import SessionRef
+from aerix.app.ports.sessions import SessionRef
 
 SPOOL_SUFFIX = ".spool"
 

@@ -30,7 +30,8 @@ from aerix.adapters.terminal.theme import (
     THINKING_FRAME_SECS,
     THINKING_FRAMES,
 )
-from aerix.app.ports import ContextFigures, DiffFigures, StatsFigures, StatusView
+from aerix.app.ports.diffs import DiffFigures
+from aerix.app.ports.screen import ContextFigures, StatsFigures, StatusView
 
 _SEP = " · "
 

@@ -13,7 +13,9 @@ from rich.text import Text
 from aerix.adapters.terminal.live_lines import Activity, context_line, diff_line, status_line
 from aerix.adapters.terminal.theme import DIM, EMBER
 from aerix.adapters.terminal.transcript import cut
-from aerix.app.ports import DiffFigures, SessionSummary, StatusView
+from aerix.app.ports.diffs import DiffFigures
+from aerix.app.ports.screen import StatusView
+from aerix.app.ports.sessions import SessionSummary
 
 QUEUED_SHOWN = 3
 """Queued prompts listed by their first line; more are counted."""

@@ -37,19 +37,10 @@ from aerix.adapters.terminal.views import (
     opening_blocks,
     startup_failed_block,
 )
-from aerix.app.ports import (
-    Command,
-    DiffFigures,
-    LiveProjection,
-    Opening,
-    PlanReview,
-    Prompt,
-    RequestControls,
-    RequestResult,
-    SessionSummary,
-    StatusFactory,
-    UserInput,
-)
+from aerix.app.ports.diffs import DiffFigures
+from aerix.app.ports.request import LiveProjection, PlanReview, RequestControls, RequestResult
+from aerix.app.ports.screen import Command, Opening, Prompt, StatusFactory, UserInput
+from aerix.app.ports.sessions import SessionSummary
 from aerix.domain import events as ev
 from aerix.domain.diffs import RequestDiff
 

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from aerix.adapters.terminal.launch import home_relative
 from aerix.adapters.terminal.theme import DIM, NOTE_MARKS, OK, READY_MARK
-from aerix.app.ports import StartupNote
+from aerix.app.ports.screen import StartupNote
 from aerix.domain.profile import short_commit
 
 #: The profile row when no profile could be opened.

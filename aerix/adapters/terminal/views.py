@@ -11,7 +11,8 @@ from aerix.adapters.terminal.launch import LaunchInfo, launch_frame
 from aerix.adapters.terminal.live_lines import stats_line
 from aerix.adapters.terminal.startup_block import StartupView, profile_text, startup_block
 from aerix.adapters.terminal.theme import EMBER, ERROR, OK
-from aerix.app.ports import Opening, RequestResult, StatusView
+from aerix.app.ports.request import RequestResult
+from aerix.app.ports.screen import Opening, StatusView
 
 
 def launch_info(opening: Opening, version: str) -> LaunchInfo:

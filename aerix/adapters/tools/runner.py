@@ -14,7 +14,7 @@ from aerix.adapters.tools.common import ToolFailure, error_result
 from aerix.adapters.tools.fs import edit_tool, read_tool, write_tool
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
-from aerix.app.ports import SkillSource
+from aerix.app.ports.project import SkillSource
 from aerix.domain import bounds
 from aerix.domain.tools import REFUSED_TOOLS
 

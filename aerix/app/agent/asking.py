@@ -29,7 +29,7 @@ import anyio
 
 from aerix.app.agent.env import AgentEnvironment, AgentSpec, UsageTotals
 from aerix.app.agent.live_context import LiveContext
-from aerix.app.ports import GenerationDone, SegmentAppend
+from aerix.app.ports.pool import GenerationDone, SegmentAppend
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import retry_ask

@@ -49,7 +49,9 @@ from aerix.app.agent.loop_tools import (
 from aerix.app.agent.result_target import LiveResultTarget
 from aerix.app.agent.tool_output import ToolOutput, append_result
 from aerix.app.hooks.fire import Hooks
-from aerix.app.ports import JobReportLike, PromptSource, SpoolWriter, ToolHooks, ToolRunner
+from aerix.app.ports.agents import ToolHooks
+from aerix.app.ports.project import PromptSource
+from aerix.app.ports.tools import JobReportLike, SpoolWriter, ToolRunner
 from aerix.domain import events as ev
 from aerix.domain.claude_format import claude_tool_id
 from aerix.domain.claude_tools import tool_name_aliases

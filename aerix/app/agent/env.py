@@ -23,18 +23,12 @@ import anyio
 
 from aerix.app.hooks.fire import Hooks
 from aerix.app.hooks.lifecycle import HookLifecycle
-from aerix.app.ports import (
-    AgentLifecycle,
-    CancelSignal,
-    Delegator,
-    EventRecorder,
-    PlanReview,
-    PoolPort,
-    PromptSource,
-    SkillSource,
-    SpoolWriter,
-    ToolRunnerFactory,
-)
+from aerix.app.ports.agents import AgentLifecycle, Delegator
+from aerix.app.ports.pool import PoolPort
+from aerix.app.ports.project import PromptSource, SkillSource
+from aerix.app.ports.request import CancelSignal, PlanReview
+from aerix.app.ports.sessions import EventRecorder
+from aerix.app.ports.tools import SpoolWriter, ToolRunnerFactory
 from aerix.domain import events as ev
 from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ContextSegment

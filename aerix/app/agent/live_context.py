@@ -20,7 +20,9 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from aerix.app.hooks.fire import Hooks
-from aerix.app.ports import ContextCounts, EventRecorder, PoolPort, PromptSource
+from aerix.app.ports.pool import ContextCounts, PoolPort
+from aerix.app.ports.project import PromptSource
+from aerix.app.ports.sessions import EventRecorder
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, needs_compaction, plan_compaction
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind, note_segment_id

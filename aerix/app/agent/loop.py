@@ -59,7 +59,8 @@ from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
 from aerix.app.hooks.fire import HookStopped
-from aerix.app.ports import Caller, MemberInfo, ToolHooks
+from aerix.app.ports.agents import Caller, ToolHooks
+from aerix.app.ports.pool import MemberInfo
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room

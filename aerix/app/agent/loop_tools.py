@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aerix.app.agent.live_context import LiveContext
-from aerix.app.ports import CancelSignal, PlanGate, PlanReview
+from aerix.app.ports.request import CancelSignal, PlanGate, PlanReview
 from aerix.domain import events as ev
 from aerix.domain.segments import PROTECTED_KINDS, ROOT_AGENT, ContextSegment, SegmentKind
 

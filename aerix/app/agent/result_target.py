@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from aerix.app.agent.live_context import LiveContext, compact
-from aerix.app.ports import PromptSource
+from aerix.app.ports.project import PromptSource
 from aerix.domain import bounds
 from aerix.domain.segments import ContextSegment, SegmentKind
 

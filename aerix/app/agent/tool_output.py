@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aerix.app.ports import ResultTarget, SpoolWriter
+from aerix.app.ports.tools import ResultTarget, SpoolWriter
 from aerix.domain import bounds
 
 

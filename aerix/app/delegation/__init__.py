@@ -18,7 +18,8 @@ import anyio
 
 from aerix.app.agent.env import AgentEnvironment
 from aerix.app.delegation.members import MemberPicker
-from aerix.app.ports import AgentDefinitionSource, Caller, ToolHooks
+from aerix.app.ports.agents import Caller, ToolHooks
+from aerix.app.ports.project import AgentDefinitionSource
 from aerix.domain.pieces import PieceResult
 from aerix.domain.turns import ToolCall
 

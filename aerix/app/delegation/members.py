@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import anyio
 
-from aerix.app.ports import MemberInfo, PoolPort
+from aerix.app.ports.pool import MemberInfo, PoolPort
 from aerix.domain.pieces import CALLER_MODEL_ALIASES
 from aerix.errors import PoolError
 

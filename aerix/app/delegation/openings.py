@@ -22,7 +22,10 @@ from collections.abc import Sequence
 import anyio
 
 from aerix.app.agent.live_context import record_segments
-from aerix.app.ports import Caller, ContextCounts, EventRecorder, MemberInfo, PoolPort, PromptSource
+from aerix.app.ports.agents import Caller
+from aerix.app.ports.pool import ContextCounts, MemberInfo, PoolPort
+from aerix.app.ports.project import PromptSource
+from aerix.app.ports.sessions import EventRecorder
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.templates import fill
 

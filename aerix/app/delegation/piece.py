@@ -38,7 +38,9 @@ from aerix.app.agent.loop import run_agent
 from aerix.app.delegation.members import MemberPicker, MemberUnavailable
 from aerix.app.delegation.openings import implementer_segments, open_context, verifier_segments
 from aerix.app.hooks.fire import HookStopped
-from aerix.app.ports import AgentDefinition, AgentDefinitionSource, Caller, MemberInfo
+from aerix.app.ports.agents import Caller
+from aerix.app.ports.pool import MemberInfo
+from aerix.app.ports.project import AgentDefinition, AgentDefinitionSource
 from aerix.domain import events as ev
 from aerix.domain.pieces import (
     IMPLEMENTER_TYPE,

@@ -18,7 +18,9 @@ from typing import Any
 
 import anyio
 
-from aerix.app.ports import EventRecorder, HookRunner, SpoolWriter, TranscriptSync
+from aerix.app.ports.hooks import HookRunner, TranscriptSync
+from aerix.app.ports.sessions import EventRecorder
+from aerix.app.ports.tools import SpoolWriter
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.claude_format import HEADLESS_PERMISSION_MODE

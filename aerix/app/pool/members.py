@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from aerix.app.ports import MemberInfo, OpenedPool, PoolPort, PoolStarter
+from aerix.app.ports.pool import MemberInfo, OpenedPool, PoolPort, PoolStarter
 from aerix.domain.settings import PoolSettings
 from aerix.errors import PoolError
 from caldrix.protocol import DECISION_MEMBER, MAIN_MEMBER

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aerix.app.ports import PromptSource
+from aerix.app.ports.project import PromptSource
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.writes import create_branch, point_branch
 from aerix.domain.profile import (

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from aerix.app.ports import Clock, ProjectSource
 from aerix.app.ports.profiles import (
     BranchView,
     EditOutcome,
@@ -19,6 +18,8 @@ from aerix.app.ports.profiles import (
     Revision,
     TextEditor,
 )
+from aerix.app.ports.project import ProjectSource
+from aerix.app.ports.sessions import Clock
 from aerix.app.profiles.bases import ensure_model_base, iso, seed_main
 from aerix.app.profiles.revisions import commit_revisions
 from aerix.app.profiles.runs import UpstreamTexts, existing_profile, upstream_texts

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aerix.app.pool.members import BoundMembers
-from aerix.app.ports import MemberInfo, OnToken, PoolPort
+from aerix.app.ports.pool import MemberInfo, OnToken, PoolPort
 from aerix.domain.bounds import (
     REFLECTION_ANSWER_SLACK_TOKENS,
     REFLECTION_ASK_WINDOW_DIVISOR,

@@ -11,17 +11,10 @@ from dataclasses import dataclass
 import anyio
 
 from aerix.app.pool.members import BoundMembers
-from aerix.app.ports import (
-    Clock,
-    MemberInfo,
-    PoolPort,
-    PoolStarter,
-    Project,
-    ProjectSource,
-    PromptSource,
-    SessionStorage,
-)
+from aerix.app.ports.pool import MemberInfo, PoolPort, PoolStarter
 from aerix.app.ports.profiles import ProfileObserver, ProfileRepository, ProfileStore, Refused
+from aerix.app.ports.project import Project, ProjectSource, PromptSource
+from aerix.app.ports.sessions import Clock, SessionStorage
 from aerix.app.profiles.bases import iso
 from aerix.app.profiles.reflection import (
     PROMPT_ROLES,

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aerix.app.pool.members import pool_session
-from aerix.app.ports import SessionStorage
 from aerix.app.ports.profiles import (
     ProfileObserver,
     ProfileRepository,
@@ -25,6 +24,7 @@ from aerix.app.ports.profiles import (
     SyncReport,
     TuneReport,
 )
+from aerix.app.ports.sessions import SessionStorage
 from aerix.app.profiles.bases import ensure_model_base, seed_main
 from aerix.app.profiles.evidence import evidence_lines
 from aerix.app.profiles.revisions import commit_revisions

@@ -18,17 +18,8 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aerix.app.ports import (
-    Command,
-    ConversationScreen,
-    LiveProjection,
-    Opening,
-    Prompt,
-    RequestControls,
-    RequestObserver,
-    StartupNote,
-    UserInput,
-)
+from aerix.app.ports.request import LiveProjection, RequestControls, RequestObserver
+from aerix.app.ports.screen import Command, ConversationScreen, Opening, Prompt, StartupNote, UserInput
 from aerix.app.request.opening import new_session_id
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers

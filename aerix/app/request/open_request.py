@@ -12,14 +12,9 @@ import anyio
 from aerix.app.agent.loop_tools import PLAN_ABORTED, FirstPlanGate
 from aerix.app.hooks.fire import Hooks, HookSession, HookStopped, no_hooks
 from aerix.app.pool.members import BoundMembers
-from aerix.app.ports import (
-    CancelSignal,
-    PoolPort,
-    Project,
-    PromptSource,
-    RequestControls,
-    RequestResult,
-)
+from aerix.app.ports.pool import PoolPort
+from aerix.app.ports.project import Project, PromptSource
+from aerix.app.ports.request import CancelSignal, RequestControls, RequestResult
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.recorder import RequestRecorder
 from aerix.app.request.root import EXIT_CODES, RootEnded, RootRun, run_root

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from aerix.app.pool.members import BoundMembers
-from aerix.app.ports import Project
+from aerix.app.ports.project import Project
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume

@@ -8,16 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from aerix.app.ports import (
-    Clock,
-    DiffSource,
-    HookRunnerFactory,
-    PoolStarter,
-    ProjectSource,
-    PromptSource,
-    SessionStorage,
-    ToolRunnerFactory,
-)
+from aerix.app.ports.diffs import DiffSource
+from aerix.app.ports.hooks import HookRunnerFactory
+from aerix.app.ports.pool import PoolStarter
+from aerix.app.ports.project import ProjectSource, PromptSource
+from aerix.app.ports.sessions import Clock, SessionStorage
+from aerix.app.ports.tools import ToolRunnerFactory
 
 if TYPE_CHECKING:
     # Named in annotations only: its module, with what the profile commands report, is not

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aerix.app.ports import RequestObserver, RequestPiece, RequestUsage
+from aerix.app.ports.request import RequestObserver, RequestPiece, RequestUsage
 from aerix.app.ports.sessions import E
 from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 
-from aerix.app.ports import RequestResult, StreamOutput
+from aerix.app.ports.request import RequestResult
+from aerix.app.ports.stream import StreamOutput
 from aerix.errors import AerixError, FileUnusable
 
 

@@ -21,16 +21,11 @@ from aerix.app.agent.live_context import record_segments
 from aerix.app.agent.loop import run_agent
 from aerix.app.delegation import delegating
 from aerix.app.hooks.fire import Hooks
-from aerix.app.ports import (
-    CancelSignal,
-    EventRecorder,
-    MemberInfo,
-    PoolPort,
-    Project,
-    PromptSource,
-    SpoolWriter,
-    ToolRunnerFactory,
-)
+from aerix.app.ports.pool import MemberInfo, PoolPort
+from aerix.app.ports.project import Project, PromptSource
+from aerix.app.ports.request import CancelSignal
+from aerix.app.ports.sessions import EventRecorder
+from aerix.app.ports.tools import SpoolWriter, ToolRunnerFactory
 from aerix.app.request.root_context import root_tools
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_BUDGET, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED, EXIT_KILLED

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from aerix.app.agent.live_context import hook_context_segment
-from aerix.app.ports import AgentDefinitionSource, PromptSource, SkillSource
+from aerix.app.ports.project import AgentDefinitionSource, PromptSource, SkillSource
 from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind
 from aerix.domain.settings import Settings

@@ -16,7 +16,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Final, get_args
 
-from aerix.app.ports import EventRecorder, GenerationDone, PoolPort, PromptSource
+from aerix.app.ports.pool import GenerationDone, PoolPort
+from aerix.app.ports.project import PromptSource
+from aerix.app.ports.sessions import EventRecorder
 from aerix.domain import events as ev
 from aerix.domain.bounds import ROUTING_MAX_TOKENS
 

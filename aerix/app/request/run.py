@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 
 from aerix.app.pool.members import pool_session
-from aerix.app.ports import RequestControls, RequestObserver, RequestResult
+from aerix.app.ports.request import RequestControls, RequestObserver, RequestResult
 from aerix.app.request.opening import refuse_a_taken_id, resume_state
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.session import LiveSession

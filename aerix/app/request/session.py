@@ -18,7 +18,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
 from aerix.app.pool.members import BoundPool, pool_session
-from aerix.app.ports import Project, RequestControls, RequestObserver, RequestResult
+from aerix.app.ports.project import Project
+from aerix.app.ports.request import RequestControls, RequestObserver, RequestResult
 from aerix.app.profiles.attach import AttachedProfile
 from aerix.app.request.open_request import OpenRequest
 from aerix.app.request.opening import (

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from aerix.app.pool.members import BoundMembers
-from aerix.app.ports import Project
+from aerix.app.ports.project import Project
 from aerix.domain.tools import TOOL_NAMES
 from caldrix.protocol import DECISION_MEMBER, MAIN_MEMBER
 

@@ -25,7 +25,8 @@ import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
-from aerix.app.ports import BadLine, ControlRequest, RequestResult, StreamItem, StreamOutput, UserPrompt
+from aerix.app.ports.request import RequestResult
+from aerix.app.ports.stream import BadLine, ControlRequest, StreamItem, StreamOutput, UserPrompt
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.reported import reported
 from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers

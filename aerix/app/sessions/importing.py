@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aerix.app.ports import ClaudeSessionSource, ImportPlan, SessionRef, SessionStorage
+from aerix.app.ports.sessions import ClaudeSessionSource, ImportPlan, SessionRef, SessionStorage
 from aerix.app.sessions.views import stamped
 from aerix.domain.session import Session
 from aerix.errors import ClaudeImportError, SessionLogCorrupt, SessionSchemaTooNew

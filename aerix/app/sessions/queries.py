@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aerix.app.ports import SessionRef, SessionStorage
+from aerix.app.ports.sessions import SessionRef, SessionStorage
 from aerix.app.sessions.views import LOG_SIZE_KEY, stamped
 from aerix.domain import events as ev
 from aerix.domain.segments import ROOT_AGENT

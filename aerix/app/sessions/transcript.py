@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aerix.app.ports import SessionRef, SessionStorage
+from aerix.app.ports.sessions import SessionRef, SessionStorage
 from aerix.domain import events as ev
 from aerix.projections.transcript import ClaudeTranscript, record_line, subagent_lines
 

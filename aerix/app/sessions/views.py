@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aerix.app.ports import SessionRef, SessionStorage
+from aerix.app.ports.sessions import SessionRef, SessionStorage
 from aerix.projections.index import IndexEntry
 from aerix.projections.transcript import ClaudeTranscript, subagent_lines, transcript_lines
 

@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from aerix.app.ports import Clock, SessionRef, SessionStorage
-from aerix.app.ports.sessions import E
+from aerix.app.ports.sessions import Clock, E, SessionRef, SessionStorage
 from aerix.app.sessions.views import store_index_entry, write_transcript
 from aerix.domain import events as ev
 from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
