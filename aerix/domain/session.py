@@ -5,7 +5,7 @@ is validated as it is made, numbered with the next ``seq`` (the aggregate's vers
 folded into the few facts writing needs. Nothing wraps them: the same value is kept as
 pending, handed to the store and fed to the projections. eventsourcing's part is the version
 check (``OriginatorVersionError`` for an event that is not the next one, as its aggregates
-raise) and, in the adapters, the recorder interface the log implements.
+raise).
 
 The aggregate is pure: it never reads a clock. Callers pass the time of every event in.
 """

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from eventsourcing.persistence import IntegrityError
 
-from aerix.adapters.sessions.jsonl_lines import PlainJSONMapper, decode_record
-from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
+from aerix.adapters.sessions.jsonl_lines import decode_record, encode_record
+from aerix.adapters.sessions.jsonl_store import SessionLogFolder
 from aerix.domain import events as ev
 from aerix.domain.session import Session, replay
+from aerix.errors import SessionBusy
 from tests.aerix.session_streams import T0, start_session
 
 PACKAGE = Path(__file__).resolve().parents[2] / "aerix"
@@ -61,13 +61,14 @@ def test_the_aggregate_takes_time_from_its_caller_and_numbers_events() -> None:
     assert rebuilt.start.prompt == "fix the bug"
 
 
-def test_the_mapper_writes_the_event_s_own_json_line() -> None:
+def test_an_event_is_written_as_its_own_json_line() -> None:
     session = Session.begin(T0, session="x", cwd="/", project="p", model="m", prompt="hi", aerix_version="0")
     (created,) = session.take_new_records()
     assert created is session.start  # the aggregate's event is the record itself
-    stored = PlainJSONMapper().to_stored_event("x", created)
-    assert (stored.originator_id, stored.originator_version, stored.topic) == ("x", 1, "session.start")
-    assert json.loads(stored.state) == {
+    encoded = encode_record(created)
+    assert encoded.record is created and not encoded.replaced
+    assert encoded.line.startswith(b'{"type":"session.start","seq":1,') and encoded.line.endswith(b"}\n")
+    assert json.loads(encoded.line) == {
         "type": "session.start",
         "seq": 1,
         "time": "2026-01-02T03:04:05Z",
@@ -82,7 +83,7 @@ def test_the_mapper_writes_the_event_s_own_json_line() -> None:
         "resumed": False,
         "tags": [],
     }
-    assert decode_record(stored.state) == created
+    assert decode_record(encoded.line) == created
 
 
 def test_upcasting_runs_each_step_from_the_line_s_version() -> None:
@@ -148,14 +149,18 @@ def test_the_schemas_in_docs_match_the_models() -> None:
         assert json.loads((DOCS_SCHEMAS / f"{name}.schema.json").read_text()) == schema, name
 
 
-def test_a_duplicate_seq_is_refused_by_the_recorder(tmp_path: Path) -> None:
-    recorder = SessionLogRecorder(tmp_path)
+def test_a_batch_with_a_seq_not_after_the_log_s_last_is_refused_whole(tmp_path: Path) -> None:
+    """Such a batch is another writer's: nothing of it is written."""
+    folder = SessionLogFolder(tmp_path)
     session = start_session()
-    events = [PlainJSONMapper().to_stored_event("s-random", e) for e in session.take_new_records()]
-    recorder.insert_events(events)
-    with pytest.raises(IntegrityError):
-        recorder.insert_events(events)
-    recorder.close()
+    encoded = [encode_record(e) for e in session.take_new_records()]
+    folder.append("s-random", encoded)
+    written = folder.log_path("s-random").read_bytes()
+    later = encode_record(session.record(ev.Plan, T0, agent="a1", text="p"))
+    with pytest.raises(SessionBusy, match="another writer appended to it"):
+        folder.append("s-random", [later, *encoded])
+    assert folder.log_path("s-random").read_bytes() == written
+    folder.close()
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
+from aerix.adapters.sessions.jsonl_store import SessionLogFolder
 from aerix.domain import events as ev
 from aerix.domain.claude_format import message_id, record_uuid, session_namespace
 from aerix.domain.segments import ContextSegment
@@ -70,7 +70,7 @@ def test_reading_a_log_equals_validating_each_decoded_line(
     lines = [writers[styles[index % len(styles)]](record) for index, record in enumerate(events)]
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "s.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
-        read = SessionLogRecorder(Path(folder)).read_records("s")
+        read = SessionLogFolder(Path(folder)).read_records("s")
     assert read == [ev.parse_event(json.loads(line)) for line in lines]
 
 

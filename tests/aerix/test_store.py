@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aerix.adapters.project.project_key import normalise_remote, project_key
-from aerix.adapters.sessions.jsonl_store import SessionLogRecorder
+from aerix.adapters.sessions.jsonl_store import SessionLogFolder
 from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.queries import latest_session, load_for_resume, remove_session
 from aerix.app.sessions.writer import SessionWriter, fork_session, reopen_session, start_session
@@ -140,7 +140,7 @@ def test_write_crash_reopen_loses_nothing(
     tmp_path_factory: pytest.TempPathFactory, events: list[ev.EventBase], cut: int, data: st.DataObject
 ) -> None:
     folder = tmp_path_factory.mktemp("crash")
-    recorder = SessionLogRecorder(folder)
+    recorder = SessionLogFolder(folder)
     lines = [e.model_dump_json(exclude_none=True).encode() + b"\n" for e in events]
     written = data.draw(st.integers(1, len(lines)))
     torn = lines[written][: cut % max(1, len(lines[written]) - 1)] if written < len(lines) else b""
@@ -181,13 +181,13 @@ def test_old_lines_are_upcast_and_newer_ones_refused(tmp_path: Path) -> None:
         "usage": {"prompt": 10, "completion": 2},
     }
     (folder / "old.jsonl").write_text(json.dumps(v1_line) + "\n")
-    (record,) = SessionLogRecorder(folder).read_records("old")
+    (record,) = SessionLogFolder(folder).read_records("old")
     assert isinstance(record, ev.Message) and record.usage is not None
     assert (record.usage.prompt_tokens, record.usage.completion_tokens) == (10, 2)
     assert record.time.isoformat() == "2026-01-02T03:00:00+00:00"
     (folder / "new.jsonl").write_text(json.dumps({**v1_line, "v": ev.SCHEMA_VERSION + 1}) + "\n")
     with pytest.raises(SessionSchemaTooNew, match=r"new\.jsonl:1: event schema v3 is newer"):
-        SessionLogRecorder(folder).read_records("new")
+        SessionLogFolder(folder).read_records("new")
 
 
 def test_spool_files_live_beside_the_session(tmp_path: Path) -> None:

@@ -1,15 +1,17 @@
-"""The session store on disk: an eventsourcing recorder writing one JSON line per event.
+"""The session logs of one folder on disk: one JSON line per event, appended and read back.
 
-``SessionLogRecorder`` implements eventsourcing's ``AggregateRecorder`` over a folder (one
-project key's sessions): the events of originator ``<id>`` are the lines of ``<id>.jsonl``.
-``aerix.adapters.sessions.jsonl_lines`` turns the Session aggregate's events into those lines and back
-(plain JSON, the short topic as ``type``, the version as ``seq``, upcast on read);
-``aerix.adapters.sessions.jsonl_files`` holds the lock file and reads the log's tail.
+``SessionLogFolder`` holds a folder (one project key's sessions): the events of session ``<id>``
+are the lines of ``<id>.jsonl``. ``aerix.adapters.sessions.jsonl_lines`` turns the Session
+aggregate's events into those lines and back (plain JSON, ``type`` and ``seq`` first, upcast on
+read); ``aerix.adapters.sessions.jsonl_files`` holds the lock file and reads the log's tail.
+The lines are written and read as they are, with no stored-event value between (see "How it is
+stored" in docs/events.md for why).
 
 Writing: the first write to a session takes an exclusive ``flock`` on ``<id>.jsonl.lock`` and
-keeps it until ``release``/``close``; a second writer (another process, or another recorder in
-this one) gets ``SessionBusy`` at once. Each batch is checked whole (``IntegrityError`` for a
-``seq`` not above the last one), then written with one ``write`` on an ``O_APPEND`` descriptor.
+keeps it until ``release``/``close``; a second writer (another process, or another log folder in
+this one) gets ``SessionBusy`` at once. Each batch is checked whole (``SessionBusy`` for a ``seq``
+not above the last one: another writer's), then written with one ``write`` on an ``O_APPEND``
+descriptor.
 
 Durability: a batch put with ``sync=True`` (a commit point) is ``fsync``-ed before the put
 returns; a new log's name is made durable in its folder when the file is created; the log is
@@ -27,9 +29,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from eventsourcing.persistence import AggregateRecorder, IntegrityError, StoredEvent
 
 from aerix.adapters.gc_pause import gc_paused
 from aerix.adapters.sessions.durable import make_folder, replace_durably, sync_folder, write_fully
@@ -40,14 +39,7 @@ from aerix.adapters.sessions.jsonl_files import (
     try_lock,
     write_holder,
 )
-from aerix.adapters.sessions.jsonl_lines import (
-    Line,
-    decode_checked,
-    decode_records,
-    encode_line,
-    parse_header,
-    state_of,
-)
+from aerix.adapters.sessions.jsonl_lines import EncodedRecord, decode_checked, decode_records, seq_of
 from aerix.domain import events as ev
 from aerix.errors import SessionBusy
 
@@ -66,8 +58,8 @@ class _Writer:
     synced: bool = False
 
 
-class SessionLogRecorder(AggregateRecorder):
-    """``AggregateRecorder`` storing originator ``<id>`` as the lines of ``<folder>/<id>.jsonl``."""
+class SessionLogFolder:
+    """The logs of one folder: session ``<id>`` is the lines of ``<folder>/<id>.jsonl``."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -102,7 +94,7 @@ class SessionLogRecorder(AggregateRecorder):
             path = self.log_path(session_id)
             self._set_aside_torn_tail(session_id)
             last = last_line(path)
-            last_seq = parse_header(last, path, 0).seq if last else 0
+            last_seq = seq_of(last, path, 0) if last else 0
             # A new log is made by its first write, so a session that cannot record its first
             # event leaves no empty log behind.
             log_fd = os.open(path, os.O_WRONLY | os.O_APPEND) if path.exists() else None
@@ -137,35 +129,21 @@ class SessionLogRecorder(AggregateRecorder):
         for session_id in list(self._writers):
             self.release(session_id)
 
-    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Append each session's events; with ``sync=True`` (a commit point) they are synced to
-        disk before this returns."""
-        batches: dict[str, list[StoredEvent]] = {}
-        for stored in stored_events:
-            batches.setdefault(str(stored.originator_id), []).append(stored)
-        # Become the writer of each session first, then check every batch before writing any,
-        # so a refused insert writes nothing.
-        for session_id in batches:
-            self.acquire(session_id)
-        for session_id, batch in batches.items():
-            writer = self._writers[session_id]
-            last, seen = writer.last_seq, writer.has_lines
-            for stored in batch:
-                if seen and stored.originator_version <= last:
-                    raise IntegrityError(
-                        f"session {session_id}: seq {stored.originator_version} is not after {last}"
-                    )
-                last, seen = stored.originator_version, True
-        for session_id, batch in batches.items():
-            self._append(session_id, batch)
-            if kwargs.get("sync"):
-                _fsync(self._writers[session_id])
-        return None
-
-    def _append(self, session_id: str, batch: list[StoredEvent]) -> None:
+    def append(self, session_id: str, batch: Sequence[EncodedRecord], sync: bool = False) -> None:
+        """Append a session's records, each its line; with ``sync`` (a commit point) they are
+        synced to disk before this returns. A batch is checked whole before any of it is
+        written: a ``seq`` not after the log's last is another writer's, ``SessionBusy``."""
+        if not batch:
+            return
+        self.acquire(session_id)
         writer = self._writers[session_id]
+        last, seen = writer.last_seq, writer.has_lines
+        for encoded in batch:
+            if seen and encoded.record.seq <= last:
+                raise SessionBusy(session_id, "another writer appended to it")
+            last, seen = encoded.record.seq, True
         writer.synced = False
-        data = b"".join(encode_line(stored) for stored in batch)
+        data = b"".join(encoded.line for encoded in batch)
         try:
             if writer.log_fd is not None:
                 write_fully(writer.log_fd, data)
@@ -176,8 +154,9 @@ class SessionLogRecorder(AggregateRecorder):
                 raise
             # A write names no file (a full disk, a size limit): say which log it was.
             raise OSError(exc.errno, exc.strerror, str(self.log_path(session_id))) from exc
-        writer.last_seq = batch[-1].originator_version
-        writer.has_lines = True
+        writer.last_seq, writer.has_lines = last, True
+        if sync:
+            _fsync(writer)
 
     def _create_log(self, session_id: str, data: bytes) -> int:
         """Make a new log with its first lines; if they cannot be written whole (a full disk, a
@@ -193,45 +172,22 @@ class SessionLogRecorder(AggregateRecorder):
         sync_folder(self.folder)  # the log's name survives a power loss with its lines
         return log_fd
 
-    def encode(self, stored_events: Sequence[StoredEvent]) -> bytes:
-        """The bytes ``insert_events`` would append for these events."""
-        return b"".join(encode_line(stored) for stored in stored_events)
-
-    def replace_log(self, session_id: str, stored_events: Sequence[StoredEvent]) -> None:
-        """Swap a whole log for these events at once (re-import): written beside, then renamed."""
-        versions = [stored.originator_version for stored in stored_events]
-        if any(later <= earlier for earlier, later in itertools.pairwise(versions)):
-            raise IntegrityError(f"session {session_id}: seqs are not increasing")
+    def replace(self, session_id: str, batch: Sequence[EncodedRecord]) -> None:
+        """Swap a whole log for these records at once (re-import): written beside, then renamed."""
+        seqs = [encoded.record.seq for encoded in batch]
+        if any(later <= earlier for earlier, later in itertools.pairwise(seqs)):
+            raise ValueError(f"session {session_id}: seqs are not increasing")
         self.acquire(session_id)
         writer = self._writers[session_id]
         path = self.log_path(session_id)
-        replace_durably(path, self.encode(stored_events))
+        replace_durably(path, b"".join(encoded.line for encoded in batch))
         if writer.log_fd is not None:
             os.close(writer.log_fd)
         writer.log_fd = os.open(path, os.O_WRONLY | os.O_APPEND, 0o600)
         writer.synced = False
-        writer.last_seq, writer.has_lines = (versions[-1], True) if versions else (0, False)
+        writer.last_seq, writer.has_lines = (seqs[-1], True) if seqs else (0, False)
 
     # ---- reading -----------------------------------------------------------------------------
-
-    def select_events(
-        self,
-        originator_id: Any,
-        *,
-        gt: int | None = None,
-        lte: int | None = None,
-        desc: bool = False,
-        limit: int | None = None,
-    ) -> Sequence[StoredEvent]:
-        session_id = str(originator_id)
-        selected = [
-            StoredEvent(originator_id, line.seq, line.topic, state_of(line))
-            for line in self.read_lines(session_id)
-            if (gt is None or line.seq > gt) and (lte is None or line.seq <= lte)
-        ]
-        if desc:
-            selected.reverse()
-        return selected[:limit] if limit is not None else selected
 
     def _complete_lines(self, session_id: str) -> list[bytes]:
         """The raw complete lines of a log, after setting aside a torn tail (unless this process
@@ -246,12 +202,6 @@ class SessionLogRecorder(AggregateRecorder):
         raw_lines = data.split(b"\n")
         raw_lines.pop()  # after the last newline: empty, or a write still in progress
         return raw_lines
-
-    def read_lines(self, session_id: str) -> list[Line]:
-        """The complete lines of a log, each with its number, seq and topic."""
-        path = self.log_path(session_id)
-        raw_lines = self._complete_lines(session_id)
-        return [parse_header(raw, path, number) for number, raw in enumerate(raw_lines, 1)]
 
     def read_records(self, session_id: str) -> list[ev.EventBase]:
         """Every event of a session, validated and upcast, in order."""

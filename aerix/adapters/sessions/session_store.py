@@ -23,16 +23,14 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from eventsourcing.persistence import IntegrityError
-
 from aerix.adapters import paths
-from aerix.adapters.sessions.jsonl_lines import PlainJSONMapper
-from aerix.adapters.sessions.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, SessionLogRecorder
+from aerix.adapters.sessions.jsonl_lines import EncodedRecord, encode_record
+from aerix.adapters.sessions.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, SessionLogFolder
 from aerix.adapters.sessions.projection_files import SessionViewFiles
 from aerix.adapters.sessions.spool import SpoolFiles
 from aerix.app.ports.sessions import ReplaceOutcome, SessionRef, SessionStorage
 from aerix.domain.events import EventBase
-from aerix.errors import SessionAmbiguous, SessionBusy, SessionNotFound
+from aerix.errors import SessionAmbiguous, SessionNotFound
 
 TRANSCRIPT_SUFFIX = ".claude.jsonl"
 
@@ -46,47 +44,49 @@ class SessionFiles(SessionStorage):
 
 
 class SessionLogFiles:
-    """Finds, reads, appends to and removes session logs; one recorder per project folder."""
+    """Finds, reads, appends to and removes session logs; one ``SessionLogFolder`` per project."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or paths.sessions_root()
-        self.mapper = PlainJSONMapper()
-        self._recorders: dict[str, SessionLogRecorder] = {}
+        self._folders: dict[str, SessionLogFolder] = {}
+        #: (seq, type) of each record written with U+FFFD for text that could not be UTF-8.
+        self._replaced: list[tuple[int, str]] = []
 
-    def recorder(self, project: str) -> SessionLogRecorder:
-        recorder = self._recorders.get(project)
-        if recorder is None:
-            recorder = self._recorders[project] = SessionLogRecorder(self.root / project)
-        return recorder
+    def folder(self, project: str) -> SessionLogFolder:
+        folder = self._folders.get(project)
+        if folder is None:
+            folder = self._folders[project] = SessionLogFolder(self.root / project)
+        return folder
+
+    def _encoded(self, records: Sequence[EventBase]) -> list[EncodedRecord]:
+        encoded = [encode_record(record) for record in records]
+        self._replaced.extend((each.record.seq, each.record.type) for each in encoded if each.replaced)
+        return encoded
 
     def append(self, ref: SessionRef, records: Sequence[EventBase], sync: bool = False) -> list[EventBase]:
-        """Write the session's new records, each as its line (eventsourcing's recorder interface,
-        our recorder), synced to disk first when ``sync``; another writer's append in between is
-        ``SessionBusy``. Returns the records as written."""
-        pairs = [self.mapper.written(ref.id, record) for record in records]
-        try:
-            self.recorder(ref.project).insert_events([stored for stored, _ in pairs], sync=sync)
-        except IntegrityError as exc:
-            raise SessionBusy(ref.id, "another writer appended to it") from exc
-        return [written for _, written in pairs]
+        """Write the session's new records, each as its line, synced to disk first when ``sync``;
+        another writer's append in between is ``SessionBusy``. Returns the records as written."""
+        encoded = self._encoded(records)
+        self.folder(ref.project).append(ref.id, encoded, sync=sync)
+        return [each.record for each in encoded]
 
     def notices(self) -> list[str]:
         """Crash repairs and the like since the last call, one line each."""
-        lines = [line for recorder in self._recorders.values() for line in recorder.notices]
-        for recorder in self._recorders.values():
-            recorder.notices.clear()
-        if self.mapper.replaced:
-            seq, kind = self.mapper.replaced[0]
+        lines = [line for folder in self._folders.values() for line in folder.notices]
+        for folder in self._folders.values():
+            folder.notices.clear()
+        if self._replaced:
+            seq, kind = self._replaced[0]
             lines.append(
-                f"{len(self.mapper.replaced)} event(s) held text that is not valid UTF-8 (the first: "
+                f"{len(self._replaced)} event(s) held text that is not valid UTF-8 (the first: "
                 f"seq {seq}, {kind}), recorded with U+FFFD in its place"
             )
-            self.mapper.replaced.clear()
+            self._replaced.clear()
         return lines
 
     def close(self) -> None:
-        for recorder in self._recorders.values():
-            recorder.close()
+        for folder in self._folders.values():
+            folder.close()
 
     # ---- finding ------------------------------------------------------------------------------
 
@@ -125,14 +125,14 @@ class SessionLogFiles:
             return 0
 
     def read(self, ref: SessionRef) -> list[EventBase]:
-        return self.recorder(ref.project).read_records(ref.id)
+        return self.folder(ref.project).read_records(ref.id)
 
     def projects(self) -> list[str]:
         return sorted(folder.name for folder in self.root.glob("*") if folder.is_dir())
 
     def remove(self, ref: SessionRef) -> list[Path]:
         """Delete the log and the files of its writing (its lock, a torn tail)."""
-        self.recorder(ref.project).release(ref.id)
+        self.folder(ref.project).release(ref.id)
         removed = []
         for path in (ref.log, ref.folder / f"{ref.id}{TORN_SUFFIX}", ref.folder / f"{ref.id}{LOCK_SUFFIX}"):
             if path.exists():
@@ -142,19 +142,19 @@ class SessionLogFiles:
 
     def acquire(self, ref: SessionRef) -> int:
         """Become the session's only writer (``SessionBusy`` otherwise); returns its last seq."""
-        return self.recorder(ref.project).acquire(ref.id)
+        return self.folder(ref.project).acquire(ref.id)
 
     def sync(self, ref: SessionRef) -> None:
-        self.recorder(ref.project).sync(ref.id)
+        self.folder(ref.project).sync(ref.id)
 
     def release(self, ref: SessionRef) -> None:
-        self.recorder(ref.project).release(ref.id)
+        self.folder(ref.project).release(ref.id)
 
     def replace_if_changed(self, ref: SessionRef, records: Sequence[EventBase]) -> ReplaceOutcome:
         """Write a whole log unless it already holds exactly these events: new, updated or unchanged."""
-        recorder = self.recorder(ref.project)
-        stored = [self.mapper.to_stored_event(ref.id, record) for record in records]
-        wanted = recorder.encode(stored)
+        folder = self.folder(ref.project)
+        encoded = self._encoded(records)
+        wanted = b"".join(each.line for each in encoded)
         try:
             existing: bytes | None = ref.log.read_bytes()
         except FileNotFoundError:
@@ -162,9 +162,9 @@ class SessionLogFiles:
         if existing == wanted:
             return "unchanged"
         try:
-            recorder.replace_log(ref.id, stored)
+            folder.replace(ref.id, encoded)
         finally:
-            recorder.release(ref.id)
+            folder.release(ref.id)
         return "new" if existing is None else "updated"
 
     def is_locked(self, ref: SessionRef) -> bool:

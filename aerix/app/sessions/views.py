@@ -1,15 +1,14 @@
 """The projections a session keeps on disk beside its log: its ``index.json`` entry and its
 Claude Code transcript. Both are folds of the log: the entry folded live by the session's
-writer, the transcript rebuilt from the log whenever asked."""
+writer, the transcript followed as it goes (``aerix.app.sessions.transcript``) or rebuilt
+(``aerix.app.sessions.queries.rebuild``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from aerix.app.ports.sessions import SessionRef, SessionStorage
 from aerix.projections.index import IndexEntry
-from aerix.projections.transcript import ClaudeTranscript, subagent_lines, transcript_lines
 
 LOG_SIZE_KEY = "log_bytes"
 """The index entry's note of how big the log was when it was folded: ``list`` reads a log again
@@ -23,12 +22,6 @@ def stamped(entry: IndexEntry, log_size: int | None) -> dict[str, Any]:
     if log_size is not None:
         data[LOG_SIZE_KEY] = log_size
     return data
-
-
-def write_transcript(storage: SessionStorage, ref: SessionRef) -> Path:
-    transcript = ClaudeTranscript()
-    transcript.feed(storage.log.read(ref))
-    return storage.views.write_transcript(ref, transcript_lines(transcript), subagent_lines(transcript))
 
 
 def store_index_entry(storage: SessionStorage, ref: SessionRef, entry: IndexEntry) -> None:

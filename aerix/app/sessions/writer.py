@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from aerix.app.ports.sessions import Clock, E, SessionRef, SessionStorage
-from aerix.app.sessions.views import store_index_entry, write_transcript
+from aerix.app.sessions.views import store_index_entry
 from aerix.domain import events as ev
 from aerix.domain.session import CLAUDE_CODE_TAG, Session, replay
 from aerix.domain.settings import SyncPolicy
@@ -121,10 +121,6 @@ class SessionWriter:
         """Write a cut result's whole text once under ``name`` (``a1.c3``); returns the absolute
         path for the pointer line (the ``SpoolWriter`` port)."""
         return self.storage.spool.write(self.ref, name, text)
-
-    def transcript(self) -> Path:
-        """Rebuild ``<id>.claude.jsonl`` (hooks ask for it before they fire)."""
-        return write_transcript(self.storage, self.ref)
 
     def close(self) -> None:
         if not self._closed:
