@@ -128,7 +128,7 @@ def _one_turn(writer: SessionWriter, agent: str, turn: int) -> None:
 
 
 def rebuild_all(files: SessionFiles, session_id: str) -> int:
-    records = files.log.read(files.log.find(session_id))
+    records = files.log.read(files.catalog.find(session_id))
     with gc_paused():  # as `aerix sessions rebuild` does (aerix.wiring)
         feed_all([Contexts(), ClaudeTranscript(), StatusFigures(), SessionEvidence(), IndexEntry()], records)
     return len(records)
@@ -260,11 +260,11 @@ def main() -> None:
         synced, unsynced = compare_sync_policies(files, args.sync_events)
         append_secs = write_session(files, "big", args.events)
         write_session(files, "resume", args.resume_events)
-        count = len(files.log.read(files.log.find("big")))
+        count = len(files.log.read(files.catalog.find("big")))
         rebuild_wall, rebuild_cpu = best_of(5, lambda: rebuild_all(SessionFiles(Path(folder)), "big"))
         resume_wall, resume_cpu = best_of(9, lambda: load_for_resume(SessionFiles(Path(folder)), "resume"))
         reopen_wall, reopen_cpu = best_of(9, lambda: resume_and_reopen(Path(folder), "resume"))
-        size_mb = files.log.find("big").log.stat().st_size / 1e6
+        size_mb = files.catalog.find("big").log.stat().st_size / 1e6
     print(f"session: {count} events, {size_mb:.1f} MB")
     print(f"append: {count / append_secs:,.0f} events/s ({append_secs:.2f} s; a write per event, no fsync)")
     print(

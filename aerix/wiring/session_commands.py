@@ -43,7 +43,7 @@ class SessionCommands:
     def remove(self, session_id: str) -> tuple[SessionRef, list[Path], list[str]]:
         """Delete a session and its ``session/<id>`` branch in the profile it recorded; the
         lines say what could not be done about the branch (the session goes anyway)."""
-        ref = self.store.log.find(session_id)
+        ref = self.store.catalog.find(session_id)
         profiles = GitProfiles()
         notes: list[str] = []
 

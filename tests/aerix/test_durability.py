@@ -121,14 +121,14 @@ def test_a_crash_between_a_write_and_its_sync_leaves_a_log_that_reads_and_resume
     child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert child.returncode == -9, child.stderr
     files = SessionFiles(root)
-    records = files.log.read(files.log.find("crash"))
+    records = files.log.read(files.catalog.find("crash"))
     assert [record.type for record in records] == ["session.start", "segment", "message"]
     state = load_for_resume(files, "crash")
     assert state.last_seq == 3 and [s.id for s in state.root.ordered()] == ["a1.p1"]
     writer = reopen_session(files, lambda: records[-1].time, "crash")
     writer.record(ev.SessionEnd, outcome="done")
     writer.close()
-    assert [record.type for record in files.log.read(files.log.find("crash"))][-1] == "session.end"
+    assert [record.type for record in files.log.read(files.catalog.find("crash"))][-1] == "session.end"
 
 
 def test_a_writer_that_syncs_only_at_release_still_syncs_then(

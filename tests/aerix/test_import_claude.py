@@ -94,7 +94,7 @@ def test_the_transcript_projection_keeps_prompts_texts_calls_and_results(
     sources = _source_records()
     for outcome in outcomes:
         transcript = ClaudeTranscript()
-        transcript.feed(files.log.read(files.log.find(outcome.session)))
+        transcript.feed(files.log.read(files.catalog.find(outcome.session)))
         every = [*transcript.records, *(r for records in transcript.subagents.values() for r in records)]
         kept, wanted = _contents(every), _contents(sources[outcome.session])
         for kind in ("prompts", "calls", "results"):
@@ -103,7 +103,7 @@ def test_the_transcript_projection_keeps_prompts_texts_calls_and_results(
         lost = [text for text in wanted["texts"] if not any(text in whole for whole in kept["texts"])]
         assert lost == [], outcome.session
     main = next(o for o in outcomes if o.session.startswith("4d5611e5"))
-    records = files.log.read(files.log.find(main.session))
+    records = files.log.read(files.catalog.find(main.session))
     spawns = [r for r in records if isinstance(r, ev.AgentSpawn) and r.kind == "implementer"]
     assert {s.agent for s in spawns} >= {"a1.a2898e3", "a1.acompact-e1f845"}
     assert next(s for s in spawns if s.agent == "a1.a2898e3").call == "toolu_017pLRuPHYTX5t99EnLyV53m"
@@ -112,10 +112,10 @@ def test_the_transcript_projection_keeps_prompts_texts_calls_and_results(
 
 def test_importing_again_changes_nothing(imported: tuple[SessionFiles, list[ImportOutcome]]) -> None:
     files, first = imported
-    logs = {o.session: files.log.find(o.session).log.read_bytes() for o in first}
+    logs = {o.session: files.catalog.find(o.session).log.read_bytes() for o in first}
     again = _import(files, [FIXTURES])
     assert {o.state for o in again} == {"unchanged"}
-    assert {o.session: files.log.find(o.session).log.read_bytes() for o in again} == logs
+    assert {o.session: files.catalog.find(o.session).log.read_bytes() for o in again} == logs
 
 
 def test_an_unreadable_line_is_reported_and_kept(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_an_unreadable_line_is_reported_and_kept(tmp_path: Path) -> None:
         f"{source / 's.jsonl'}:5",
     ]
     assert "unknown record type 'brand-new-kind'" in outcome.problems[1]
-    foreign = [r for r in files.log.read(files.log.find(outcome.session)) if isinstance(r, ev.Foreign)]
+    foreign = [r for r in files.log.read(files.catalog.find(outcome.session)) if isinstance(r, ev.Foreign)]
     assert [(f.line, f.raw) for f in foreign] == [(4, broken[3]), (5, broken[4])]
 
 
@@ -157,7 +157,7 @@ def test_a_shorter_copy_of_an_imported_session_does_not_replace_it(tmp_path: Pat
     full one keeps the full import (Claude Code transcripts only grow) and says so in one line."""
     files = SessionFiles(tmp_path / "store")
     (full,) = _import(files, [FIXTURES / "spotter_main.jsonl"])
-    ref = files.log.find(full.session)
+    ref = files.catalog.find(full.session)
     before = ref.log.read_bytes()
     outcomes = {o.session: o for o in _import(files, [FIXTURES / "mixed-versions-samples.jsonl"])}
     partial = outcomes[full.session]
@@ -180,7 +180,7 @@ def test_subagent_files_in_claude_code_s_folder_layout(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "spotter_sub.jsonl", project / session_id / "subagents" / "agent-a2898e3.jsonl")
     files = SessionFiles(tmp_path / "store")
     (outcome,) = _import(files, [tmp_path / "projects"])
-    agents = {r.agent for r in files.log.read(files.log.find(session_id)) if isinstance(r, ev.AgentSpawn)}
+    agents = {r.agent for r in files.log.read(files.catalog.find(session_id)) if isinstance(r, ev.AgentSpawn)}
     assert agents == {"a1", "a1.a2898e3"}
     assert outcome.problems == []
 
@@ -207,7 +207,7 @@ def test_each_response_keeps_its_ids_and_counts_its_usage_once(
                 requests[message["id"]] = record.get("requestId")
         turns = [
             r
-            for r in files.log.read(files.log.find(outcome.session))
+            for r in files.log.read(files.catalog.find(outcome.session))
             if isinstance(r, ev.Message) and r.role == "assistant"
         ]
         counted = [turn for turn in turns if turn.usage is not None]
@@ -228,14 +228,14 @@ def test_each_response_keeps_its_ids_and_counts_its_usage_once(
     main = next(o for o in outcomes if o.session.startswith("4d5611e5"))
     main_turns = [
         r
-        for r in files.log.read(files.log.find(main.session))
+        for r in files.log.read(files.catalog.find(main.session))
         if isinstance(r, ev.Message) and r.usage is None
     ]
     assert any(turn.role == "assistant" for turn in main_turns)  # the fixture has split responses
 
     # The transcript gives each response's usage on one record: summed, it is the original's.
     transcript = ClaudeTranscript()
-    transcript.feed(files.log.read(files.log.find(main.session)))
+    transcript.feed(files.log.read(files.catalog.find(main.session)))
     every = [*transcript.records, *(r for records in transcript.subagents.values() for r in records)]
     with_usage = [r["message"] for r in every if r["type"] == "assistant" and "usage" in r["message"]]
     assert sorted(message["id"] for message in with_usage) == sorted(

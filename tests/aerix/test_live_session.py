@@ -80,7 +80,7 @@ def test_two_prompts_run_on_one_held_session_without_reading_its_log_back(projec
     # from the file. The pool is opened and its members bound once.
     assert reads == [] and len(opens) == 1
     # What the transcript followed as it went is what a rebuild from the log writes.
-    ref = sessions.log.find(results[0]["session_id"])
+    ref = sessions.catalog.find(results[0]["session_id"])
     followed = ref.transcript.read_bytes()
     (rebuilt,) = rebuild(sessions, ref.id)
     assert b"second question" in followed and rebuilt.transcript is not None

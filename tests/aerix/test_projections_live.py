@@ -65,7 +65,7 @@ def test_each_projection_fed_live_equals_it_rebuilt_from_the_file(
             writer.record(type(event), **event.model_dump(exclude=STAMPED))
         writer.close()
 
-        ref = files.log.find(start.session)
+        ref = files.catalog.find(start.session)
         on_disk = files.log.read(ref)
         assert on_disk == events
         stored_entry = files.views.load_index(ref.project)[ref.id]
@@ -105,7 +105,7 @@ def test_text_that_cannot_be_utf8_reaches_each_projection_as_it_is_written(
         for event in events[1:]:
             writer.record(type(event), **event.model_dump(exclude=STAMPED))
         writer.close()
-        on_disk = files.log.read(files.log.find(start.session))
+        on_disk = files.log.read(files.catalog.find(start.session))
         for live_projection, make in zip(live, PROJECTIONS, strict=True):
             rebuilt = make()
             rebuilt.feed(on_disk)

@@ -189,7 +189,7 @@ def test_text_output_shows_the_subagents_file_and_continue_rebuilds_the_root_onl
     assert done.stdout == "hello.txt is in place.\n\nuntracked: hello.txt\n"
 
     files = SessionFiles(world.sessions)
-    [ref] = files.log.refs()
+    [ref] = files.catalog.refs()
     resume = load_for_resume(files, ref.id)
     files.log.close()
     root_ids = [segment.id for segment in resume.root.ordered()]

@@ -176,7 +176,7 @@ def test_import_then_rebuild_everything(tmp_path: Path) -> None:
     assert "rebuilt 3 session(s); 0 with problems" in rebuilt.stdout
     listed = json.loads(aerix("sessions", "list", "--json", "--all").stdout)
     assert {entry["state"] for entry in listed} == {"imported"}
-    transcript = SessionFiles().log.find("3a7770b4").transcript
+    transcript = SessionFiles().catalog.find("3a7770b4").transcript
     assert [json.loads(line)["type"] for line in transcript.read_text().splitlines()][:2] == [
         "user",
         "assistant",
@@ -196,7 +196,7 @@ def test_import_then_rebuild_everything(tmp_path: Path) -> None:
 
 
 def test_rebuild_reports_what_it_found(native_session: str) -> None:
-    ref = SessionFiles().log.find(native_session)
+    ref = SessionFiles().catalog.find(native_session)
     with ref.log.open("ab") as log:
         log.write(b'{"type":"plan","seq":9')  # a torn last line
     rebuilt = aerix("sessions", "rebuild", native_session)
@@ -219,7 +219,7 @@ def test_schema_export_validates_real_lines(tmp_path: Path, native_session: str)
     names = sorted(path.name for path in (tmp_path / "schemas").iterdir())
     assert len(names) == len(ev.BY_TYPE) + 1 and "session.start.schema.json" in names
     union = json.loads((tmp_path / "schemas" / "event.schema.json").read_text())
-    for line in SessionFiles().log.find(native_session).log.read_text().splitlines():
+    for line in SessionFiles().catalog.find(native_session).log.read_text().splitlines():
         jsonschema.validate(json.loads(line), union)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"type": "plan", "seq": 1, "time": "2026-01-01T00:00:00Z"}, union)
@@ -237,7 +237,7 @@ def test_a_log_damaged_in_the_middle_is_one_line_and_hides_no_other_session(
     the project's other sessions and names the one it left out."""
     imported = aerix("import", "claude", str(FIXTURES / "spotter_main.jsonl"))
     assert imported.returncode == 0, imported.stderr
-    _insert_garbage(SessionFiles().log.find(native_session).log)
+    _insert_garbage(SessionFiles().catalog.find(native_session).log)
     shown = aerix("sessions", "show", native_session)
     assert shown.returncode == 1 and shown.stderr.count("\n") == 1
     assert f"{native_session}.jsonl:2: not a valid session event" in shown.stderr
@@ -252,14 +252,14 @@ def test_a_log_damaged_in_the_middle_is_one_line_and_hides_no_other_session(
 
 def test_rm_of_a_session_another_process_writes_is_refused_in_one_line(native_session: str) -> None:
     """A real second process holds the session as its writer; rm refuses and removes nothing."""
-    ref = SessionFiles().log.find(native_session)
+    ref = SessionFiles().catalog.find(native_session)
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             (
                 "import sys\nfrom aerix.adapters.sessions.session_store import SessionFiles\n"
-                "files = SessionFiles()\nfiles.log.acquire(files.log.find(sys.argv[1]))\n"
+                "files = SessionFiles()\nfiles.log.acquire(files.catalog.find(sys.argv[1]))\n"
                 "print('held', flush=True)\nsys.stdin.read()\n"
             ),
             native_session,

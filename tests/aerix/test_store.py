@@ -64,7 +64,7 @@ def test_each_event_is_one_plain_json_line(tmp_path: Path) -> None:
         "0b1c",
     ]
     assert lines[2].startswith('{"type":"segment","seq":3,"time":"2026-01-02T03:04:')
-    assert [type(r).__name__ for r in files.log.read(files.log.find("0b1c"))] == [
+    assert [type(r).__name__ for r in files.log.read(files.catalog.find("0b1c"))] == [
         "SessionStart",
         "AgentSpawn",
         "Segment",
@@ -84,7 +84,7 @@ def test_a_second_writer_gets_a_clear_error_and_nothing_interleaves(tmp_path: Pa
     reopened = reopen_session(other, Ticker(), "0b1c")
     reopened.record(ev.Plan, agent="a1", text="q")
     reopened.close()
-    assert [r.seq for r in files.log.read(files.log.find("0b1c"))] == [1, 2, 3]
+    assert [r.seq for r in files.log.read(files.catalog.find("0b1c"))] == [1, 2, 3]
 
 
 def test_a_writer_in_another_process_holds_the_session(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_a_process_killed_while_writing_loses_no_written_event(tmp_path: Path) -
     acknowledged = [int(child.stdout.readline()) for _ in range(200)]
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    seqs = [r.seq for r in SessionFiles(tmp_path).log.read(files.log.find("0b1c"))]
+    seqs = [r.seq for r in SessionFiles(tmp_path).log.read(files.catalog.find("0b1c"))]
     assert seqs == list(range(1, len(seqs) + 1))
     assert set(acknowledged) <= set(seqs)
 
@@ -124,14 +124,14 @@ def test_a_torn_last_line_is_set_aside_and_reported(tmp_path: Path) -> None:
     with log.open("ab") as out:
         out.write(b'{"type":"plan","seq":3,"time":"2026-01-02T03:0')  # a crash mid-write
     reader = SessionFiles(tmp_path)
-    assert [r.seq for r in reader.log.read(reader.log.find("0b1c"))] == [1, 2]
+    assert [r.seq for r in reader.log.read(reader.catalog.find("0b1c"))] == [1, 2]
     (notice,) = reader.log.notices()
     assert f"{log}:3: an unfinished last line (46 bytes" in notice and "0b1c.jsonl.torn" in notice
     assert (tmp_path / "proj" / "0b1c.jsonl.torn").read_bytes().startswith(b'{"type":"plan","seq":3')
     reopened = reopen_session(reader, Ticker(), "0b1c")
     reopened.record(ev.Plan, agent="a1", text="after the crash")
     reopened.close()
-    assert [r.seq for r in reader.log.read(reader.log.find("0b1c"))] == [1, 2, 3]
+    assert [r.seq for r in reader.log.read(reader.catalog.find("0b1c"))] == [1, 2, 3]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -164,7 +164,7 @@ def test_a_bad_line_in_the_middle_is_an_error_with_file_and_line(tmp_path: Path)
     with pytest.raises(
         SessionLogCorrupt, match=rf"{log}:2: not a valid session event \(plan\.agent: Field required\)"
     ):
-        files.log.read(files.log.find("0b1c"))
+        files.log.read(files.catalog.find("0b1c"))
 
 
 def test_old_lines_are_upcast_and_newer_ones_refused(tmp_path: Path) -> None:
@@ -243,11 +243,11 @@ def test_a_fork_is_a_copy_the_original_only_read(tmp_path: Path) -> None:
     fork.record(ev.Plan, agent="a1", text="q")
     fork.close()
     assert (tmp_path / "proj" / "0b1c.jsonl").read_bytes() == original
-    copied = files.log.read(files.log.find("f0rk"))
-    assert files.log.find("f0rk").project == "other"  # the folder the fork runs in
+    copied = files.log.read(files.catalog.find("f0rk"))
+    assert files.catalog.find("f0rk").project == "other"  # the folder the fork runs in
     assert [(type(r).__name__, r.seq) for r in copied] == [("SessionStart", 1), ("Plan", 2), ("Plan", 3)]
     assert isinstance(copied[0], ev.SessionStart) and copied[0].session == "f0rk"
-    assert copied[0].model_copy(update={"session": "0b1c"}) == files.log.read(files.log.find("0b1c"))[0]
+    assert copied[0].model_copy(update={"session": "0b1c"}) == files.log.read(files.catalog.find("0b1c"))[0]
     reopen_session(files, Ticker(), "f0rk").close()  # resumable on its own
     with pytest.raises(UsageError, match="session f0rk already exists"):
         fork_session(files, Ticker(), "0b1c", "f0rk", "other")

@@ -1,6 +1,6 @@
-"""The session store's files: the event log (where sessions are, reading, appending, the
-writer's lock), and ``SessionFiles``, the store by job over one folder (this log, the
-projection files of ``projection_files``, the spool of ``spool``).
+"""The session store's files: the event log (reading, appending, the writer's lock), and
+``SessionFiles``, the store by job over one folder (where sessions are, of ``session_catalog``;
+this log; the projection files of ``projection_files``; the spool of ``spool``).
 
 Layout under ``$XDG_DATA_HOME/aerix/sessions/``::
 
@@ -18,33 +18,35 @@ Claude Code's projects folder may hold links to the transcripts (see ``projectio
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from aerix.adapters import paths
 from aerix.adapters.sessions.jsonl_lines import EncodedRecord, encode_record
-from aerix.adapters.sessions.jsonl_store import LOCK_SUFFIX, TORN_SUFFIX, SessionLogFolder
+from aerix.adapters.sessions.jsonl_store import SessionLogFolder
 from aerix.adapters.sessions.projection_files import SessionViewFiles
+from aerix.adapters.sessions.session_catalog import SessionCatalogFiles
 from aerix.adapters.sessions.spool import SpoolFiles
 from aerix.app.ports.sessions import ReplaceOutcome, SessionRef, SessionStorage
 from aerix.domain.events import EventBase
-from aerix.errors import SessionAmbiguous, SessionNotFound
-
-TRANSCRIPT_SUFFIX = ".claude.jsonl"
 
 
 class SessionFiles(SessionStorage):
-    """The session store over one folder, by job: the log, the projection files, the spool."""
+    """The session store over one folder, by job: where sessions are, the log, the projection
+    files, the spool."""
 
     def __init__(self, root: Path | None = None) -> None:
         root = root or paths.sessions_root()
-        super().__init__(log=SessionLogFiles(root), views=SessionViewFiles(root), spool=SpoolFiles())
+        super().__init__(
+            catalog=SessionCatalogFiles(root),
+            log=SessionLogFiles(root),
+            views=SessionViewFiles(root),
+            spool=SpoolFiles(),
+        )
 
 
 class SessionLogFiles:
-    """Finds, reads, appends to and removes session logs; one ``SessionLogFolder`` per project."""
+    """Reads and appends to session logs; one ``SessionLogFolder`` per project."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root or paths.sessions_root()
@@ -88,57 +90,8 @@ class SessionLogFiles:
         for folder in self._folders.values():
             folder.close()
 
-    # ---- finding ------------------------------------------------------------------------------
-
-    def ref(self, project: str, session_id: str) -> SessionRef:
-        return SessionRef(session_id, project, self.root / project)
-
-    def refs(self, project: str | None = None) -> list[SessionRef]:
-        folders = [self.root / project] if project else sorted(self.root.glob("*"))
-        found = []
-        for folder in folders:
-            if not folder.is_dir():
-                continue
-            for log in sorted(folder.glob("*.jsonl")):
-                if not log.name.endswith(TRANSCRIPT_SUFFIX):
-                    found.append(SessionRef(log.name.removesuffix(".jsonl"), folder.name, folder))
-        return found
-
-    def find(self, id_or_prefix: str) -> SessionRef:
-        """The one session whose id is, or starts with, ``id_or_prefix``, in any project."""
-        matches = [ref for ref in self.refs() if ref.id == id_or_prefix]
-        if not matches:
-            matches = [ref for ref in self.refs() if ref.id.startswith(id_or_prefix)] if id_or_prefix else []
-        if not matches:
-            raise SessionNotFound(id_or_prefix)
-        if len(matches) > 1:
-            raise SessionAmbiguous(id_or_prefix, [f"{ref.project}/{ref.id}" for ref in matches])
-        return matches[0]
-
-    def exists(self, ref: SessionRef) -> bool:
-        return ref.log.exists()
-
-    def log_size(self, ref: SessionRef) -> int:
-        try:
-            return ref.log.stat().st_size
-        except FileNotFoundError:
-            return 0
-
     def read(self, ref: SessionRef) -> list[EventBase]:
         return self.folder(ref.project).read_records(ref.id)
-
-    def projects(self) -> list[str]:
-        return sorted(folder.name for folder in self.root.glob("*") if folder.is_dir())
-
-    def remove(self, ref: SessionRef) -> list[Path]:
-        """Delete the log and the files of its writing (its lock, a torn tail)."""
-        self.folder(ref.project).release(ref.id)
-        removed = []
-        for path in (ref.log, ref.folder / f"{ref.id}{TORN_SUFFIX}", ref.folder / f"{ref.id}{LOCK_SUFFIX}"):
-            if path.exists():
-                path.unlink()
-                removed.append(path)
-        return removed
 
     def acquire(self, ref: SessionRef) -> int:
         """Become the session's only writer (``SessionBusy`` otherwise); returns its last seq."""
@@ -166,17 +119,3 @@ class SessionLogFiles:
         finally:
             folder.release(ref.id)
         return "new" if existing is None else "updated"
-
-    def is_locked(self, ref: SessionRef) -> bool:
-        """Whether a live writer holds the session (another process, or this one)."""
-        lock_path = ref.folder / f"{ref.id}{LOCK_SUFFIX}"
-        if not lock_path.exists():
-            return False
-        fd = os.open(lock_path, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False

@@ -8,7 +8,8 @@ test them. Nothing from a third-party library appears in a port's signature.
               fire)
     pool      PoolPort, PoolStarter, OpenedPool, and the pool's figures (MemberInfo, ContextCounts,
               GenerationDone …)
-    sessions  SessionStorage (SessionLog, ProjectionFiles, SessionSpool), EventRecorder, Clock,
+    sessions  SessionStorage (SessionCatalog, SessionLog, ProjectionFiles, SessionSpool),
+              EventRecorder, Clock,
               SessionRef, SessionSummary, ReplaceOutcome, ImportPlan, PlannedEvent, ClaudeSessionSource,
               FoundTranscripts
     project   ProjectSource, Project, PluginInfo, SkillSource, AgentDefinitionSource,

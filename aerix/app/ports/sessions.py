@@ -1,12 +1,12 @@
 """The session store port, and the values that cross it.
 
-``SessionStorage`` is the store by job: the event log (``SessionLog``), the projection files
-(``ProjectionFiles``) and the spool (``SessionSpool``); ``aerix.adapters.sessions.session_store``,
+``SessionStorage`` is the store by job: where sessions are (``SessionCatalog``), the event log
+(``SessionLog``), the projection files (``ProjectionFiles``) and the spool (``SessionSpool``);
+``aerix.adapters.sessions.session_catalog``, ``aerix.adapters.sessions.session_store``,
 ``aerix.adapters.sessions.projection_files`` and ``aerix.adapters.sessions.spool`` implement one
 each, over the same folders. ``aerix.adapters.claude.claude_import.ClaudeImports`` implements
 ``ClaudeSessionSource``. No third-party type crosses: the log is given the session's records
-(``aerix.domain.events``), and how it stores them (eventsourcing's recorder interface, for the
-files) is its own.
+(``aerix.domain.events``), and how it stores them is its own.
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ class EventRecorder(Protocol):
         ...
 
 
-class SessionLog(Protocol):
-    """The event log: finding sessions, reading and appending their records, the writer's lock."""
+class SessionCatalog(Protocol):
+    """Where sessions are: finding them, their logs' sizes, whether a writer holds one, and
+    deleting one."""
 
     def ref(self, project: str, session_id: str) -> SessionRef: ...
     def refs(self, project: str | None = None) -> list[SessionRef]: ...
@@ -79,6 +80,19 @@ class SessionLog(Protocol):
         a log changed since (a line lost or edited) is read again."""
         ...
 
+    def is_locked(self, ref: SessionRef) -> bool:
+        """Whether a live writer holds the session (another process, or this one)."""
+        ...
+
+    def remove(self, ref: SessionRef) -> list[Path]:
+        """Delete the log and the files of its writing (the lock, a torn tail); the caller has
+        checked that no writer holds it."""
+        ...
+
+
+class SessionLog(Protocol):
+    """A session's records: reading them, and appending them as the session's one writer."""
+
     def read(self, ref: SessionRef) -> list[ev.EventBase]: ...
     def append(
         self, ref: SessionRef, records: Sequence[ev.EventBase], sync: bool = False
@@ -89,22 +103,24 @@ class SessionLog(Protocol):
         is what the writer publishes: a live view sees what a rebuild will read."""
         ...
 
-    def sync(self, ref: SessionRef) -> None:
-        """Sync what this process wrote to the session's log to disk."""
-        ...
-
-    def acquire(self, ref: SessionRef) -> int: ...
-    def release(self, ref: SessionRef) -> None: ...
-    def is_locked(self, ref: SessionRef) -> bool: ...
     def replace_if_changed(self, ref: SessionRef, records: Sequence[ev.EventBase]) -> ReplaceOutcome:
         """Write a whole log at once, unless it already holds exactly these records."""
         ...
 
-    def remove(self, ref: SessionRef) -> list[Path]:
-        """Delete the log and the files of its writing (the lock, a torn tail)."""
+    def acquire(self, ref: SessionRef) -> int:
+        """Become the session's only writer (``SessionBusy`` otherwise); returns its last seq."""
         ...
 
-    def notices(self) -> list[str]: ...
+    def sync(self, ref: SessionRef) -> None:
+        """Sync what this process wrote to the session's log to disk."""
+        ...
+
+    def release(self, ref: SessionRef) -> None: ...
+    def notices(self) -> list[str]:
+        """What reading and writing repaired since the last call (a torn tail set aside, text
+        written with U+FFFD), one line each."""
+        ...
+
     def close(self) -> None:
         """Stop writing every session this process writes (synced, locks dropped)."""
         ...
@@ -154,9 +170,10 @@ class SessionSpool(Protocol):
 
 @dataclass(frozen=True)
 class SessionStorage:
-    """What the session use cases need from the store, by job: the event log, the projection
-    files, the spool."""
+    """What the session use cases need from the store, by job: where sessions are, the event
+    log, the projection files, the spool."""
 
+    catalog: SessionCatalog
     log: SessionLog
     views: ProjectionFiles
     spool: SessionSpool

@@ -67,7 +67,7 @@ def collect_corpus(
     logs = []
     for entry in chosen[:limit]:
         try:
-            logs.append(storage.log.read(storage.log.ref(entry.project, entry.id)))
+            logs.append(storage.log.read(storage.catalog.ref(entry.project, entry.id)))
         except (SessionLogCorrupt, SessionSchemaTooNew) as error:
             unreadable.append(f"{entry.project}/{entry.id} left out: {error}")
     return tuning_corpus(logs, profile, model, limit)

@@ -45,7 +45,7 @@ def refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Proje
     """A new session named by the caller (--session-id) must not be one that exists: refused
     before the pool starts or the profile makes the session's branch."""
     taken = options.session_id
-    if taken is not None and deps.sessions.log.exists(deps.sessions.log.ref(project.key, taken)):
+    if taken is not None and deps.sessions.catalog.exists(deps.sessions.catalog.ref(project.key, taken)):
         raise UsageError(f"session {taken} already exists; give --session-id a new UUID")
 
 

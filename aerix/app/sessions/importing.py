@@ -36,7 +36,7 @@ def import_session(storage: SessionStorage, plan: ImportPlan) -> ImportOutcome:
     for planned in plan.events:
         session.record(planned.cls, planned.time, **planned.fields)
     events = session.take_new_records()
-    ref = storage.log.ref(plan.start["project"], plan.start["session"])
+    ref = storage.catalog.ref(plan.start["project"], plan.start["session"])
     stored = _stored_event_count(storage, ref)
     if stored > len(events):
         kept = (
@@ -49,14 +49,14 @@ def import_session(storage: SessionStorage, plan: ImportPlan) -> ImportOutcome:
         with storage.views.index_locked(ref.project) as entries:
             entry = IndexEntry()
             entry.feed(events)
-            entries[ref.id] = stamped(entry, storage.log.log_size(ref))
+            entries[ref.id] = stamped(entry, storage.catalog.log_size(ref))
     return ImportOutcome(ref.id, ref.project, state, len(events), list(plan.problems))
 
 
 def _stored_event_count(storage: SessionStorage, ref: SessionRef) -> int:
     """How many events the session's log holds now; 0 when there is none or it cannot be read
     (a damaged import is then replaced, which repairs it)."""
-    if not storage.log.exists(ref):
+    if not storage.catalog.exists(ref):
         return 0
     try:
         return len(storage.log.read(ref))

@@ -104,7 +104,7 @@ class ResumePoint:
 
 def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
     """Rebuild the root agent's context and plan from the log. Subagents are not resumed."""
-    ref = storage.log.find(session_id)
+    ref = storage.catalog.find(session_id)
     records = storage.log.read(ref)
     if not records or not isinstance(records[0], ev.SessionStart):
         raise SessionNotFound(session_id)
@@ -131,10 +131,10 @@ def list_sessions(
     ``problems``: one damaged log must not hide every other session, nor pass unsaid."""
     said = problems if problems is not None else []
     result: list[IndexEntry] = []
-    projects = [project] if project else storage.log.projects()
+    projects = [project] if project else storage.catalog.projects()
     for name in projects:
         known = storage.views.load_index(name)
-        refs = storage.log.refs(name)
+        refs = storage.catalog.refs(name)
         changed = [ref for ref in refs if _changed(storage, ref, known.get(ref.id))]
         stale = set(known) - {ref.id for ref in refs}
         if changed or stale:
@@ -150,20 +150,20 @@ def list_sessions(
 
 
 def _changed(storage: SessionStorage, ref: SessionRef, entry: dict[str, Any] | None) -> bool:
-    return entry is None or entry.get(LOG_SIZE_KEY) != storage.log.log_size(ref)
+    return entry is None or entry.get(LOG_SIZE_KEY) != storage.catalog.log_size(ref)
 
 
 def _fold_again(
     storage: SessionStorage, ref: SessionRef, entries: dict[str, dict[str, Any]], said: list[str]
 ) -> None:
-    size = storage.log.log_size(ref)  # before the read: a line written meanwhile is read again later
+    size = storage.catalog.log_size(ref)  # before the read: a line written meanwhile is read again later
     try:
         records = storage.log.read(ref)
     except (SessionLogCorrupt, SessionSchemaTooNew) as error:
         entries.pop(ref.id, None)
         said.append(f"{ref.project}/{ref.id} left out: {error}")
         return
-    if not records and storage.log.is_locked(ref):
+    if not records and storage.catalog.is_locked(ref):
         return  # a session starting right now: its first line is on its way
     problems = list(verify(records, ref.log))
     said.extend(problems)  # each names the log's file
@@ -177,7 +177,7 @@ def show_session(
     storage: SessionStorage, session_id: str
 ) -> tuple[SessionRef, list[ev.EventBase], list[str]]:
     """The session's events, and what is wrong with its log (as ``rebuild`` would say it)."""
-    ref = storage.log.find(session_id)
+    ref = storage.catalog.find(session_id)
     records = storage.log.read(ref)
     return ref, records, list(verify(records, ref.log))
 
@@ -188,14 +188,14 @@ RemoveHook = Callable[[SessionRef, ev.SessionStart | None], None]
 def remove_session(storage: SessionStorage, session_id: str, also: RemoveHook | None = None) -> list[Path]:
     """Delete a session's log, spool, transcript and index entry. ``also`` runs first with the
     session's start (the profile's ``session/<id>`` branch is removed there, by its owner)."""
-    ref = storage.log.find(session_id)
-    if storage.log.is_locked(ref):
+    ref = storage.catalog.find(session_id)
+    if storage.catalog.is_locked(ref):
         raise SessionBusy(ref.id, "a running aerix")
     if also is not None:
         records = storage.log.read(ref)
         start = records[0] if records and isinstance(records[0], ev.SessionStart) else None
         also(ref, start)
-    removed = [*storage.log.remove(ref), *storage.views.remove(ref), *storage.spool.remove(ref)]
+    removed = [*storage.catalog.remove(ref), *storage.views.remove(ref), *storage.spool.remove(ref)]
     with storage.views.index_locked(ref.project) as entries:
         entries.pop(ref.id, None)
     return removed
@@ -218,7 +218,7 @@ def rebuild(
 ) -> list[RebuildReport]:
     """Verify each log, rebuild its index entry and transcript from scratch; one report each.
     ``claude_projects``: also link each transcript into Claude Code's projects folder."""
-    refs = [storage.log.find(session_id)] if session_id else storage.log.refs()
+    refs = [storage.catalog.find(session_id)] if session_id else storage.catalog.refs()
     reports = []
     for project in sorted({ref.project for ref in refs}):
         with storage.views.index_locked(project) as entries:
@@ -239,7 +239,7 @@ def _rebuild_one(
         report.problems.append(str(exc))
         entries.pop(ref.id, None)
         return report
-    size = storage.log.log_size(ref)
+    size = storage.catalog.log_size(ref)
     report.problems.extend(storage.log.notices())
     report.problems.extend(verify(records, ref.log))
     report.events = len(records)

@@ -26,7 +26,7 @@ def stamped(entry: IndexEntry, log_size: int | None) -> dict[str, Any]:
 
 def store_index_entry(storage: SessionStorage, ref: SessionRef, entry: IndexEntry) -> None:
     """Write the session's entry, folded live by its writer, into the project's index."""
-    size = storage.log.log_size(ref)
+    size = storage.catalog.log_size(ref)
     if entry.id:
         with storage.views.index_locked(ref.project) as entries:
             entries[ref.id] = stamped(entry, size)

@@ -147,7 +147,7 @@ def start_session(
     **start: Any,
 ) -> SessionWriter:
     """Create a session from its ``session.start`` fields (``session`` and ``project`` included)."""
-    ref = storage.log.ref(start["project"], start["session"])
+    ref = storage.catalog.ref(start["project"], start["session"])
     session = Session.begin(clock(), **start)
     return SessionWriter(storage, ref, session, clock, sync, views=views)
 
@@ -160,7 +160,7 @@ def reopen_session(
     views: Sequence[SessionView] = (),
 ) -> SessionWriter:
     """Become the writer of an existing session, to append a new request to it."""
-    ref = storage.log.find(session_id)
+    ref = storage.catalog.find(session_id)
     storage.log.acquire(ref)  # before reading, so nothing is appended between the read and the first write
     try:
         records = storage.log.read(ref)
@@ -188,7 +188,7 @@ def fork_session(
     in, as a new session's) and become the copy's writer: every event as it was, with each
     ``session.start`` naming the copy (its file), so the copy replays and resumes without the
     original, which is only read."""
-    ref = storage.log.find(session_id)
+    ref = storage.catalog.find(session_id)
     records = storage.log.read(ref)
     source = replay(records)
     if source is None:
@@ -199,8 +199,8 @@ def fork_session(
         record.model_copy(update={"session": fork_id}) if isinstance(record, ev.SessionStart) else record
         for record in records
     ]
-    fork = storage.log.ref(project, fork_id)
-    if storage.log.exists(fork):
+    fork = storage.catalog.ref(project, fork_id)
+    if storage.catalog.exists(fork):
         raise UsageError(f"session {fork_id} already exists; give --session-id a new UUID")
     storage.log.acquire(fork)
     try:
