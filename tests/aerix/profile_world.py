@@ -24,7 +24,7 @@ def git(repo: Path, *args: str) -> str:
 
 
 def refs(repo: GitProfile) -> dict[str, str]:
-    return repo.branches()
+    return repo.refs.branches()
 
 
 def add_file(repo: GitProfile, branch: str, path: str, text: str, message: str) -> str | None:

@@ -67,7 +67,7 @@ def test_an_edit_is_one_commit_that_new_sessions_read(
     outcome = edit_profile(EditOptions(project, "routing"), deps())
     assert (outcome.profile, outcome.branch, outcome.path) == ("default", BRANCH, "prompts/routing.md")
     repo = GitProfiles().open("default")
-    head = repo.read(repo.head(BRANCH) or "")
+    head = repo.objects.read(repo.refs.head(BRANCH) or "")
     assert outcome.commit == head.commit
     assert head.text("prompts/routing.md") == EMBEDDED["routing"] + "Prefer edit when files change.\n"
     assert head.upstream is not None and head.upstream["prompts/routing.md"].hash == blob_id(
@@ -139,7 +139,8 @@ def test_a_text_that_changed_on_the_branch_while_editing_is_not_overwritten(
     )
     kept = Path(message.rsplit("your text is in ", 1)[1])
     assert kept.read_text() == "my edit\n"
-    assert repo.read(repo.head(BRANCH) or "").text("prompts/routing.md") == "someone else's routing\n"
+    head = repo.refs.head(BRANCH) or ""
+    assert repo.objects.read(head).text("prompts/routing.md") == "someone else's routing\n"
 
 
 _HAND_EDIT = (
@@ -216,7 +217,7 @@ def test_removing_a_session_removes_its_branch_and_a_broken_profile_is_one_line(
         profile="default", profile_branch="session/s1",
     )  # fmt: skip
     assert remove_session_branch(GitProfiles(), start) is None
-    assert "session/s1" not in GitProfiles().open("default").branches()
+    assert "session/s1" not in GitProfiles().open("default").refs.branches()
     assert remove_session_branch(GitProfiles(), start.model_copy(update={"profile": None})) is None
     location = GitProfiles().location("broken")
     location.write_text("not a repository")

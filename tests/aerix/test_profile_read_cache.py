@@ -38,9 +38,9 @@ def _git_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_a_later_process_reads_a_commit_without_git(monkeypatch: pytest.MonkeyPatch) -> None:
     repo, head = _seeded()
-    first = repo.read(head)
+    first = repo.objects.read(head)
     commands = _git_reads(monkeypatch)
-    later = GitProfile("default", repo.path).read(head)  # what the next aerix process does
+    later = GitProfile("default", repo.path).objects.read(head)  # what the next aerix process does
     assert commands == ["rev-parse"]  # opening it (is it bare?); no ls-tree, no cat-file
     assert later == first and later.files == first.files
 
@@ -60,50 +60,53 @@ def test_a_warm_attach_reads_its_heads_in_one_git_call(monkeypatch: pytest.Monke
     )
     assert commands == ["rev-parse", "for-each-ref", "update-ref"]
     repo = GitProfiles().open("default")
-    assert repo.head(session_branch("s2")) == attached.commit == repo.head(model_branch("smollm2-135m"))
+    session_head = repo.refs.head(session_branch("s2"))
+    assert session_head == attached.commit == repo.refs.head(model_branch("smollm2-135m"))
 
 
 def test_heads_names_only_the_branches_asked_for_that_exist() -> None:
     repo, main = _seeded()
     base = model_branch("m")
     add_file(repo, f"{base}/below", "a.txt", "a", "a branch whose name starts with the base's")
-    assert repo.heads([MAIN_BRANCH, base, "session/none"]) == {MAIN_BRANCH: main}
-    assert repo.heads([]) == {}
+    assert repo.refs.heads([MAIN_BRANCH, base, "session/none"]) == {MAIN_BRANCH: main}
+    assert repo.refs.heads([]) == {}
 
 
 def test_each_commit_has_its_own_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     repo, head = _seeded()
-    repo.read(head)
+    repo.objects.read(head)
     tuned = add_file(repo, "main", "prompts/routing.md", "tuned routing", "tune")
     assert tuned is not None
     commands = _git_reads(monkeypatch)
-    snapshot = GitProfile("default", repo.path).read(tuned)
+    snapshot = GitProfile("default", repo.path).objects.read(tuned)
     assert "cat-file" in commands  # a commit not read before comes from git
     assert snapshot.text("prompts/routing.md") == "tuned routing"
-    assert GitProfile("default", repo.path).read(head).text("prompts/routing.md") == EMBEDDED["routing"]
+    later = GitProfile("default", repo.path).objects.read(head)
+    assert later.text("prompts/routing.md") == EMBEDDED["routing"]
 
 
 def test_an_entry_that_does_not_parse_is_read_from_git_again(monkeypatch: pytest.MonkeyPatch) -> None:
     repo, head = _seeded()
-    expected = repo.read(head).files
+    expected = repo.objects.read(head).files
     entry = repo.path / CACHE_FOLDER / f"{head}.json"
     entry.write_text(entry.read_text()[:40])  # cut short, as by a full disk
     commands = _git_reads(monkeypatch)
-    assert GitProfile("default", repo.path).read(head).files == expected
+    assert GitProfile("default", repo.path).objects.read(head).files == expected
     assert "cat-file" in commands
     assert json.loads(entry.read_text())["commit"] == head  # written whole again
 
 
 def test_an_entry_naming_another_commit_is_not_used() -> None:
     repo, head = _seeded()
-    files = repo.read(head).files
+    files = repo.objects.read(head).files
     other = "f" * 40
     entry = repo.path / CACHE_FOLDER / f"{head}.json"
     entry.write_text(json.dumps({"commit": other, "files": {}}))
-    assert GitProfile("default", repo.path).read(head).files == files
+    assert GitProfile("default", repo.path).objects.read(head).files == files
 
 
 def test_a_cache_folder_that_cannot_be_made_only_means_git_is_read() -> None:
     repo, head = _seeded()  # seeding reads no commit: there is no cache folder yet
     (repo.path / CACHE_FOLDER).write_text("a file where the folder goes")
-    assert GitProfile("default", repo.path).read(head).text("prompts/routing.md") == EMBEDDED["routing"]
+    later = GitProfile("default", repo.path).objects.read(head)
+    assert later.text("prompts/routing.md") == EMBEDDED["routing"]

@@ -48,10 +48,10 @@ def test_a_new_profile_is_seeded_from_the_embedded_prompts_and_gets_a_model_base
         and repo.path.name == "default.git"
         and git(repo.path, "rev-parse", "--is-bare-repository").strip() == "true"
     )
-    branches = repo.branches()
+    branches = repo.refs.branches()
     assert set(branches) == {"main", "model/smollm2-135m", "session/s1"}
     assert branches["main"] == branches["model/smollm2-135m"] == branches["session/s1"] == profile.commit
-    main = repo.read(branches["main"])
+    main = repo.objects.read(branches["main"])
     assert {path: main.text(path) for path in main.files if path.startswith("prompts/")} == {
         f"prompts/{name}.md": text for name, text in EMBEDDED.items()
     }
@@ -90,7 +90,7 @@ def test_a_tuned_path_on_main_is_left_alone_by_a_new_release() -> None:
 
     commit_change(repo, "main", tune)
     head = seed_main(repo, {**EMBEDDED, "routing": "the new release's routing"}, "9.9.9")
-    assert repo.read(head).text("prompts/routing.md") == "my routing"
+    assert repo.objects.read(head).text("prompts/routing.md") == "my routing"
 
 
 def test_the_model_base_is_made_from_main_once_and_then_left_where_it_is() -> None:
@@ -115,7 +115,7 @@ def test_a_resumed_session_reads_its_recorded_commit_after_the_model_base_moved(
     moved = commit_change(repo, "model/smollm2-135m", tune)
     resumed = _attach("s1", recorded_commit=first.commit)
     assert resumed.commit == first.commit and resumed.get("routing") == EMBEDDED["routing"]
-    assert repo.head("session/s1") == first.commit
+    assert repo.refs.head("session/s1") == first.commit
     # Even when the main member's model changed since: the recorded commit rules.
     other_model = _attach("s1", model="qwen", recorded_commit=first.commit)
     assert other_model.commit == first.commit
@@ -123,7 +123,7 @@ def test_a_resumed_session_reads_its_recorded_commit_after_the_model_base_moved(
     assert fresh.commit == moved and fresh.tuned == 1
     assert fresh.get("routing").startswith("Classify the request")
     refreshed = _attach("s1", recorded_commit=first.commit, refresh=True)
-    assert refreshed.commit == moved and repo.head("session/s1") == moved
+    assert refreshed.commit == moved and repo.refs.head("session/s1") == moved
 
 
 def test_a_recorded_commit_the_profile_lost_is_one_note_and_the_model_base() -> None:
@@ -158,7 +158,7 @@ def test_a_preview_reads_the_commit_a_session_will_read_and_makes_no_session_bra
     ``session/<id>`` without a session log, so only the first request makes it."""
     first = _attach("s1")
     repo = GitProfiles().open("default")
-    before = repo.branches()
+    before = repo.refs.branches()
     tuned = UpstreamEntry(blob_id(EMBEDDED["routing"]), RELEASE, "2026-01-01T00:00:00+00:00")
     moved = commit_change(
         repo,
@@ -170,18 +170,18 @@ def test_a_preview_reads_the_commit_a_session_will_read_and_makes_no_session_bra
     new, resumed = _preview("s2"), _preview("s1", recorded_commit=first.commit)
     assert (new.commit, new.branch, new.tuned, new.get("routing")) == (moved, "session/s2", 1, "tuned")
     assert (resumed.commit, resumed.get("routing")) == (first.commit, EMBEDDED["routing"])
-    assert repo.branches() == {**before, "model/smollm2-135m": moved}
+    assert repo.refs.branches() == {**before, "model/smollm2-135m": moved}
     # The first request attaches what the preview showed, and only then is the branch made.
     attached = _attach("s2")
     assert (attached.commit, attached.texts) == (new.commit, new.texts)
-    assert repo.head("session/s2") == moved
+    assert repo.refs.head("session/s2") == moved
 
 
 def test_a_preview_of_a_new_profile_seeds_it_but_makes_no_session_branch() -> None:
     shown = _preview("s1")
     repo = GitProfiles().open("default")
-    assert set(repo.branches()) == {"main", "model/smollm2-135m"}
-    assert shown.commit == repo.head("model/smollm2-135m") and shown.notes == ()
+    assert set(repo.refs.branches()) == {"main", "model/smollm2-135m"}
+    assert shown.commit == repo.refs.head("model/smollm2-135m") and shown.notes == ()
 
 
 def test_deleting_a_session_branch() -> None:
@@ -189,7 +189,7 @@ def test_deleting_a_session_branch() -> None:
     repo = GitProfiles().open("default")
     assert delete_branch(repo, "session/s1") is True
     assert delete_branch(repo, "session/s1") is False
-    assert "session/s1" not in repo.branches()
+    assert "session/s1" not in repo.refs.branches()
 
 
 # ---- compare-and-swap under a second writer -----------------------------------------------------
@@ -210,7 +210,7 @@ def test_a_write_whose_branch_another_process_moves_once_retries_from_the_new_he
 
     commit = commit_change(repo, "main", change)
     assert len(calls) == 2 and calls[0] != calls[1]
-    head = repo.read(repo.head("main") or "")
+    head = repo.objects.read(repo.refs.head("main") or "")
     assert head.commit == commit
     assert (
         head.text("notes/other.md") == "from the other process"
@@ -225,7 +225,7 @@ def test_a_write_whose_branch_another_process_moves_once_retries_from_the_new_he
 def test_a_branch_that_keeps_moving_is_refused_by_name_after_the_retries() -> None:
     repo = GitProfiles().open("default")
     seed_main(repo, EMBEDDED, RELEASE)
-    before = repo.head("main")
+    before = repo.refs.head("main")
     tries = []
 
     def change(base: ProfileSnapshot) -> Write:
@@ -242,7 +242,7 @@ def test_a_branch_that_keeps_moving_is_refused_by_name_after_the_retries() -> No
     )
     log = git(repo.path, "log", "--format=%s", f"{before}..main").splitlines()
     assert log == [f"the other process writes notes/other{n}.md" for n in range(CAS_TRIES, 0, -1)]
-    assert "notes/mine.md" not in repo.read(repo.head("main") or "").files
+    assert "notes/mine.md" not in repo.objects.read(repo.refs.head("main") or "").files
 
 
 def _writer(profile_root: str, name: str, files: int, start: object, results: object) -> None:
@@ -273,7 +273,7 @@ def test_writers_in_several_processes_at_once_never_lose_a_write() -> None:
         writer.join(timeout=60)
     written = {path for kind, path in outcomes if kind == "ok"}
     assert all(kind == "ok" or "moved under this write" in text for kind, text in outcomes)
-    head = store.open("default").read(store.open("default").head("main") or "")
+    head = store.open("default").objects.read(store.open("default").refs.head("main") or "")
     assert {path for path in head.files if path.startswith("notes/")} == written
     assert written  # at least the writer that won each round
 
@@ -292,7 +292,7 @@ def test_a_git_that_never_answers_is_cut_at_the_bound(
     monkeypatch.setenv("PATH", f"{hanging}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(bounds, "GIT_TIMEOUT_SECS", 0.5)
     with pytest.raises(ProfileGitFailed, match=r"git rev-parse took longer than 0\.5 s"):
-        repo.head("main")
+        repo.refs.head("main")
 
 
 def test_a_profile_that_is_not_a_repository_falls_back_to_the_embedded_prompts() -> None:
@@ -323,7 +323,7 @@ def test_a_branch_pointing_at_a_missing_commit_is_refused_as_unusable() -> None:
     repo = GitProfiles().open("default")
     (repo.path / "refs" / "heads" / "main").write_text("0123456789abcdef0123456789abcdef01234567\n")
     with pytest.raises(ProfileUnusable, match="cannot be used"):
-        repo.read(repo.head("main") or "")
+        repo.objects.read(repo.refs.head("main") or "")
     assert _attach("s1").name is None
 
 

@@ -202,14 +202,14 @@ async def test_a_revision_that_passes_the_guards_is_one_commit_on_the_model_base
     assert heard.artifacts == [(1, 1, "prompts/routing.md")]
     assert "".join(heard.tokens) == answer(ROUTING, "edit was under-used in these sessions")
     repo = _repo()
-    head = repo.read(repo.head(BRANCH))
+    head = repo.objects.read(repo.refs.head(BRANCH))
     assert report.commit == head.commit and head.text("prompts/routing.md") == ROUTING
     assert head.upstream["prompts/routing.md"].hash == blob_id(EMBEDDED["routing"])
     assert head.upstream["prompts/routing.md"].release == __version__
     message = git(repo.path, "log", "-1", "--format=%B", BRANCH)
     assert message.startswith(f"aerix tune: 1 revision from 1 sessions of {MODEL}")
     assert "- prompts/routing.md: edit was under-used in these sessions" in message
-    assert repo.read(repo.head("main")).text("prompts/routing.md") == EMBEDDED["routing"]
+    assert repo.objects.read(repo.refs.head("main")).text("prompts/routing.md") == EMBEDDED["routing"]
     assert "prompts/system.md" in report.without_evidence  # a done request: no failure to learn from
 
 
@@ -239,7 +239,7 @@ async def test_each_guard_refuses_its_revision_with_the_reason(project: Path, re
     assert refused["prompts/verifier.md"] == "differs: the same as the current text"
     assert [rev.path for rev in report.revisions] == ["prompts/compacted.md"]
     repo = _repo()
-    head = repo.read(repo.head(BRANCH))
+    head = repo.objects.read(repo.refs.head(BRANCH))
     assert head.text("prompts/compacted.md") == compacted and head.tuned_paths == ("prompts/compacted.md",)
 
 
@@ -274,7 +274,7 @@ async def test_a_hand_edit_during_the_run_is_not_overwritten(
     )
     assert sorted(rev.path for rev in report.revisions) == ["prompts/compacted.md", "prompts/system.md"]
     repo = _repo()
-    head = repo.read(repo.head(BRANCH))
+    head = repo.objects.read(repo.refs.head(BRANCH))
     assert head.text("prompts/routing.md") == "my own routing\n"
     assert head.text("prompts/compacted.md") == compacted
     assert git(repo.path, "log", "--format=%s", "-2", BRANCH).splitlines()[1] == "by hand"
@@ -284,13 +284,13 @@ async def test_dry_run_prints_a_diff_per_revision_and_leaves_every_ref_alone(
     project: Path, reflector: Any
 ) -> None:
     seed_main(GitProfiles().open("default"), EMBEDDED, __version__)
-    ensure_model_base(_repo(), MODEL, _repo().head("main"))
-    before = _repo().branches()
+    ensure_model_base(_repo(), MODEL, _repo().refs.head("main"))
+    before = _repo().refs.branches()
     record_session("s1", 1, ROUTED_AND_FAILED)
     await reflector([answer(ROUTING)])
     heard = Heard()
     report = await run_tune(TuneOptions(project, dry_run=True), deps(), heard)
-    assert _repo().branches() == before and report.commit is None
+    assert _repo().refs.branches() == before and report.commit is None
     [diff] = heard.diffs
     assert diff.startswith("--- a/prompts/routing.md\n+++ b/prompts/routing.md\n")
     assert (
@@ -388,7 +388,7 @@ def _tuned_on_an_older_release() -> str:
     repo = GitProfiles().open("default")
     seed_main(repo, {**EMBEDDED, "routing": OLD_ROUTING}, "0.0.9")
     seed_main(repo, EMBEDDED, __version__)
-    ensure_model_base(repo, MODEL, repo.head("main"))
+    ensure_model_base(repo, MODEL, repo.refs.head("main"))
     entry = UpstreamEntry(blob_id(OLD_ROUTING), "0.0.9", "2026-01-01T00:00:00+00:00")
 
     def tune(base: ProfileSnapshot) -> Write:
@@ -411,7 +411,7 @@ async def test_sync_reconciles_a_stale_tuned_text_and_records_the_new_hash(
     assert report.stale == ["prompts/routing.md"] and report.refused == []
     assert heard.artifacts == [(1, 1, "prompts/routing.md")]
     repo = _repo()
-    head = repo.read(repo.head(BRANCH))
+    head = repo.objects.read(repo.refs.head(BRANCH))
     assert report.commit == head.commit and head.text("prompts/routing.md") == reconciled
     assert head.upstream["prompts/routing.md"].hash == blob_id(EMBEDDED["routing"])
     assert (
@@ -447,7 +447,7 @@ async def test_tune_syncs_the_model_base_first(project: Path, reflector: Any) ->
         f"aerix tune: 1 revision from 1 sessions of {MODEL}",
         f"aerix {__version__}: sync {BRANCH} with the release's texts",
     ]
-    head = repo.read(repo.head(BRANCH))
+    head = repo.objects.read(repo.refs.head(BRANCH))
     assert head.text("prompts/routing.md") == ROUTING
     assert head.upstream["prompts/routing.md"].hash == blob_id(EMBEDDED["routing"])
     assert UPSTREAM_FILE in head.files

@@ -85,28 +85,41 @@ class GitProfiles:
 
 
 class GitProfile:
-    """:class:`aerix.app.ports.ProfileRepository` for one bare repository."""
+    """:class:`aerix.app.ports.profiles.ProfileRepository` for one bare repository: its branches
+    (``refs``) and its objects (``objects``)."""
 
     def __init__(self, name: str, path: Path) -> None:
-        self._name = name
-        self._path = path
-        # A commit's files never change: each is read once (a request's attach reads main's head
-        # to seed it, then the session's commit, most often the same one), and from git only by
-        # the first process that needs it (the next ones find it in the cache beside the repository).
-        self._snapshots: dict[str, ProfileSnapshot] = {}
-        self._cache = CommitFilesCache(path)
-        if self._git("rev-parse", "--is-bare-repository").text.strip() != "true":
+        self.name = name
+        self.path = path
+        git = _Git(name, path)
+        if git("rev-parse", "--is-bare-repository").text.strip() != "true":
             raise ProfileUnusable(name, path, "not a bare repository")
+        self.refs = GitProfileRefs(git)
+        self.objects = GitProfileObjects(git)
 
-    @property
-    def name(self) -> str:
-        return self._name
 
-    @property
-    def path(self) -> Path:
-        return self._path
+class _Git:
+    """Bounded git calls on one profile's repository, their failures said as the profile's."""
 
-    # ---- refs -----------------------------------------------------------------------------
+    def __init__(self, name: str, path: Path) -> None:
+        self.name = name
+        self.path = path
+
+    def __call__(
+        self,
+        *args: str,
+        allowed: tuple[int, ...] | None = (0,),
+        stdin: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> GitOutput:
+        return _checked(self.name, self.path, args, allowed=allowed, stdin=stdin, env=env)
+
+
+class GitProfileRefs:
+    """:class:`aerix.app.ports.profiles.ProfileRefs`: a bare repository's branches."""
+
+    def __init__(self, git: _Git) -> None:
+        self._git = git
 
     def head(self, branch: str) -> str | None:
         # --verify without ^{commit}: a branch whose commit is missing still has a head, so the
@@ -145,10 +158,36 @@ class GitProfile:
         if "cannot lock ref" in output.stderr and any(words in output.stderr for words in _RACE_WORDS):
             return False
         if output.status == _GIT_FATAL:  # a commit it cannot read, as any other git call's fatal
-            raise ProfileUnusable(self._name, self._path, f"git update-ref: {output.last_error()}")
-        raise ProfileGitFailed(f"profile {self._name}: git update-ref {branch} failed: {output.last_error()}")
+            raise ProfileUnusable(self._git.name, self._git.path, f"git update-ref: {output.last_error()}")
+        name = self._git.name
+        raise ProfileGitFailed(f"profile {name}: git update-ref {branch} failed: {output.last_error()}")
 
-    # ---- objects --------------------------------------------------------------------------
+    def log(self, branch: str, limit: int) -> list[ProfileCommit]:
+        # Here, not at the top: ``aerix profile log`` is the one command that lists commits, and a
+        # request loads none of the profile ports' module.
+        from aerix.app.ports.profiles import ProfileCommit
+
+        fmt = f"%H%n%cI%n%B{_LOG_SEPARATOR}"
+        out = self._git("log", f"--format={fmt}", f"--max-count={limit}", f"refs/heads/{branch}", "--").text
+        commits = []
+        for chunk in out.split(_LOG_SEPARATOR):
+            lines = chunk.strip("\n").split("\n", 2)
+            if len(lines) >= 2:
+                message = lines[2].strip() if len(lines) == 3 else ""
+                commits.append(ProfileCommit(lines[0], datetime.fromisoformat(lines[1]), message))
+        return commits
+
+
+class GitProfileObjects:
+    """:class:`aerix.app.ports.profiles.ProfileObjects`: a bare repository's commits and blobs."""
+
+    def __init__(self, git: _Git) -> None:
+        self._git = git
+        # A commit's files never change: each is read once (a request's attach reads main's head
+        # to seed it, then the session's commit, most often the same one), and from git only by
+        # the first process that needs it (the next ones find it in the cache beside the repository).
+        self._snapshots: dict[str, ProfileSnapshot] = {}
+        self._cache = CommitFilesCache(git.path)
 
     def has_commit(self, commit: str) -> bool:
         output = self._git("cat-file", "-t", commit, allowed=(0, 1, _GIT_FATAL))
@@ -180,7 +219,7 @@ class GitProfile:
             data = blobs.get(blob)
             if data is None:
                 raise ProfileUnusable(
-                    self._name, self._path, f"{path} of commit {short_commit(commit)} is missing"
+                    self._git.name, self._git.path, f"{path} of commit {short_commit(commit)} is missing"
                 )
             files[path] = data
         return files
@@ -201,9 +240,8 @@ class GitProfile:
                 "hash-object", "-w", "--no-filters", "--stdin-paths", stdin=listing
             ).text.split()
             if len(blob_ids) != len(ordered):
-                raise ProfileGitFailed(
-                    f"profile {self._name}: git hash-object stored {len(blob_ids)} of {len(ordered)} files"
-                )
+                stored = f"stored {len(blob_ids)} of {len(ordered)} files"
+                raise ProfileGitFailed(f"profile {self._git.name}: git hash-object {stored}")
             index = {"GIT_INDEX_FILE": str(scratch / "index")}
             entries = "".join(
                 f"{_BLOB_MODE:o} {blob}\t{path}\0" for (path, _), blob in zip(ordered, blob_ids, strict=True)
@@ -214,23 +252,6 @@ class GitProfile:
             parents = ("-p", parent) if parent else ()
             command = ("commit-tree", tree, *parents, "-F", str(scratch / "message"))
             return self._git(*command, env=AUTHOR_ENV).text.strip()
-
-    def log(self, branch: str, limit: int) -> list[ProfileCommit]:
-        # Here, not at the top: ``aerix profile log`` is the one command that lists commits, and a
-        # request loads none of the profile ports' module.
-        from aerix.app.ports.profiles import ProfileCommit
-
-        fmt = f"%H%n%cI%n%B{_LOG_SEPARATOR}"
-        out = self._git("log", f"--format={fmt}", f"--max-count={limit}", f"refs/heads/{branch}", "--").text
-        commits = []
-        for chunk in out.split(_LOG_SEPARATOR):
-            lines = chunk.strip("\n").split("\n", 2)
-            if len(lines) >= 2:
-                message = lines[2].strip() if len(lines) == 3 else ""
-                commits.append(ProfileCommit(lines[0], datetime.fromisoformat(lines[1]), message))
-        return commits
-
-    # ---- helpers --------------------------------------------------------------------------
 
     def _blobs(self, ids: list[str]) -> dict[str, bytes]:
         """Blobs by id through one ``git cat-file --batch``; a missing one is left out."""
@@ -248,15 +269,6 @@ class GitProfile:
                 found[blob] = data[position : position + size]
                 position += size + 1
         return found
-
-    def _git(
-        self,
-        *args: str,
-        allowed: tuple[int, ...] | None = (0,),
-        stdin: str | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> GitOutput:
-        return _checked(self._name, self._path, args, allowed=allowed, stdin=stdin, env=env)
 
 
 def _checked(

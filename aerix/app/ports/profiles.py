@@ -1,9 +1,10 @@
 """The profile repository port, the editor's, and the values that cross them to the command
 line: what tune, sync and edit report, and the observer that hears them as they run.
 
-``aerix.adapters.git.profile_repo`` implements ``ProfileStore`` and ``ProfileRepository`` over bare
-git repositories, ``aerix.adapters.console.external_editor`` ``TextEditor``, and
-``aerix.adapters.console.profile_output`` prints the reports. Writes are two steps so the
+``aerix.adapters.git.profile_repo`` implements ``ProfileStore`` and ``ProfileRepository`` (its
+``ProfileRefs`` and ``ProfileObjects``) over bare git repositories,
+``aerix.adapters.console.external_editor`` ``TextEditor``, and ``aerix.adapters.console.profile_output``
+prints the reports. Writes are two steps so the
 compare-and-swap policy stays in the application (``aerix.app.profiles.writes``): ``make_commit``
 stores a commit object without moving anything, ``move`` swaps a branch from the commit the writer
 read to the new one, or reports that it moved.
@@ -34,16 +35,10 @@ class ProfileCommit:
         return self.message.split("\n", 1)[0]
 
 
-class ProfileRepository(Protocol):
-    """One profile. Every method may raise :class:`aerix.errors.ProfileUnusable` (the repository
-    or an object in it is broken) or :class:`aerix.errors.ProfileGitFailed` (git failed or ran
-    past its bound)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def path(self) -> Path: ...
+class ProfileRefs(Protocol):
+    """A profile's branches: where each points, its history, and moving one by compare-and-swap.
+    Every method may raise :class:`aerix.errors.ProfileUnusable` (the repository or an object in
+    it is broken) or :class:`aerix.errors.ProfileGitFailed` (git failed or ran past its bound)."""
 
     def head(self, branch: str) -> str | None:
         """The commit ``branch`` points at, or None when there is no such branch."""
@@ -58,6 +53,19 @@ class ProfileRepository(Protocol):
         request's attach reads main's, its model base's and its session's)."""
         ...
 
+    def move(self, branch: str, new: str | None, expected: str | None) -> bool:
+        """Compare-and-swap ``branch`` from ``expected`` (None: it must not exist) to ``new``
+        (None: delete it). False when the branch was not at ``expected`` (or another writer held
+        it at that moment); nothing changed then."""
+        ...
+
+    def log(self, branch: str, limit: int) -> list[ProfileCommit]: ...
+
+
+class ProfileObjects(Protocol):
+    """A profile's commits and blobs: reading them, and storing a new commit (which moves no
+    branch). Raises as :class:`ProfileRefs` does."""
+
     def has_commit(self, commit: str) -> bool: ...
 
     def read(self, commit: str) -> ProfileSnapshot: ...
@@ -70,13 +78,21 @@ class ProfileRepository(Protocol):
         """Store a commit holding exactly ``files`` (path → bytes) on ``parent``; moves nothing."""
         ...
 
-    def move(self, branch: str, new: str | None, expected: str | None) -> bool:
-        """Compare-and-swap ``branch`` from ``expected`` (None: it must not exist) to ``new``
-        (None: delete it). False when the branch was not at ``expected`` (or another writer held
-        it at that moment); nothing changed then."""
-        ...
 
-    def log(self, branch: str, limit: int) -> list[ProfileCommit]: ...
+class ProfileRepository(Protocol):
+    """One profile: its name, its bare repository's folder, its branches and its objects."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def refs(self) -> ProfileRefs: ...
+
+    @property
+    def objects(self) -> ProfileObjects: ...
 
 
 class ProfileStore(Protocol):

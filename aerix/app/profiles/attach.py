@@ -124,7 +124,7 @@ def _attach(
     branch = session_branch(request.session)
     # The three heads the attach reads, in one git call; each write reads its branch again
     # only when its swap finds the branch moved.
-    listed = repo.heads([MAIN_BRANCH, model_branch(request.model), branch])
+    listed = repo.refs.heads([MAIN_BRANCH, model_branch(request.model), branch])
     main_head = seed_main(repo, embedded, request.release, listed)
     base_branch, base_head = ensure_model_base(repo, request.model, main_head, listed)
     notes: list[str] = []
@@ -133,7 +133,7 @@ def _attach(
     place: Callable[[ProfileRepository, str, str, Mapping[str, str]], object]
     if request.refresh or recorded is None:
         commit, place = base_head, point_branch
-    elif repo.has_commit(recorded):
+    elif repo.objects.has_commit(recorded):
         commit, place = recorded, create_branch
     else:
         notes.append(
@@ -143,7 +143,7 @@ def _attach(
         commit, place = base_head, point_branch
     if make_branch:
         place(repo, branch, commit, listed)
-    snapshot = repo.read(commit)
+    snapshot = repo.objects.read(commit)
     notes.extend(_snapshot_notes(repo.name, snapshot, embedded))
     texts = {}
     for name, text in embedded.items():

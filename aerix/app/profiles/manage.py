@@ -43,7 +43,7 @@ from aerix.errors import ProfileChanged, ProfileError, UsageError
 
 def show_profile(store: ProfileStore, name: str, upstream: UpstreamTexts) -> ProfileView:
     repo = existing_profile(store, name)
-    branches = repo.branches()
+    branches = repo.refs.branches()
     views = []
     sessions: dict[str, list[str]] = {}
     for branch in sorted(branches, key=lambda b: (b != MAIN_BRANCH, b)):
@@ -51,8 +51,8 @@ def show_profile(store: ProfileStore, name: str, upstream: UpstreamTexts) -> Pro
         if branch.startswith(SESSION_BRANCH_PREFIX):
             sessions.setdefault(head, []).append(branch.removeprefix(SESSION_BRANCH_PREFIX))
             continue
-        snapshot = repo.read(head)
-        [last] = repo.log(branch, 1) or [ProfileCommit(head, datetime.fromtimestamp(0), "")]
+        snapshot = repo.objects.read(head)
+        [last] = repo.refs.log(branch, 1) or [ProfileCommit(head, datetime.fromtimestamp(0), "")]
         views.append(
             BranchView(
                 branch,
@@ -75,7 +75,7 @@ def profile_log(
 ) -> list[tuple[str, list[ProfileCommit]]]:
     """Each branch's newest commits: ``branch``, else ``main`` and every model base."""
     repo = existing_profile(store, name)
-    branches = repo.branches()
+    branches = repo.refs.branches()
     if branch is not None:
         if branch not in branches:
             raise ProfileError(
@@ -88,7 +88,7 @@ def profile_log(
             for b in sorted(branches, key=lambda b: (b != MAIN_BRANCH, b))
             if not b.startswith(SESSION_BRANCH_PREFIX)
         ]
-    return [(each, repo.log(each, limit)) for each in chosen]
+    return [(each, repo.refs.log(each, limit)) for each in chosen]
 
 
 # ---- edit -----------------------------------------------------------------------------------------
@@ -129,8 +129,8 @@ def edit_profile(options: EditOptions, deps: EditDeps) -> EditOutcome:
         )
     repo = deps.profiles.open(name)
     branch = _editable_branch(repo, deps, options, settings.pool.main)
-    head = repo.head(branch)
-    start = repo.read(head) if head is not None else None
+    head = repo.refs.head(branch)
+    start = repo.objects.read(head) if head is not None else None
     current = (start.effective(artifact.path, upstream) if start is not None else None) or upstream
     edited = deps.editor.edit(current, f"{name}-{branch}-{artifact.path}")
     if edited.text == current:

@@ -44,10 +44,10 @@ async def run_sync(options: SyncOptions, deps: ProfileDeps, observer: ProfileObs
     name = options.profile or settings.profile
     repo = existing_profile(deps.profiles, name)
     branch = options.branch or model_branch(settings.pool.main)
-    head = repo.head(branch)
+    head = repo.refs.head(branch)
     if head is None:
         raise ProfileError(f"profile {name} has no branch {branch}; `aerix profile show` lists its branches")
-    snapshot = repo.read(head)
+    snapshot = repo.objects.read(head)
     upstream = upstream_texts(deps.embedded, project)
     report = SyncReport(name, branch, list(snapshot.stale(upstream)), dry_run=options.dry_run)
     if not report.stale:
@@ -98,7 +98,7 @@ async def _reconcile_one(
 ) -> Revision | Refused:
     tuned = snapshot.text(path) or ""
     entry = (snapshot.upstream or {}).get(path)
-    old_data = repo.read_blob(entry.hash) if entry is not None and entry.hash else None
+    old_data = repo.objects.read_blob(entry.hash) if entry is not None and entry.hash else None
     old = old_data.decode("utf-8", "replace") if old_data is not None else None
     header = "\n\n".join(
         [

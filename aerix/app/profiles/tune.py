@@ -109,8 +109,8 @@ def _base(repo: ProfileRepository | None, branch: str) -> ProfileSnapshot:
     """The model base as it is (a dry run before the base exists: what it would be made from)."""
     if repo is None:
         return ProfileSnapshot(None)
-    head = repo.head(branch) or repo.head(MAIN_BRANCH)
-    return repo.read(head) if head is not None else ProfileSnapshot(None)
+    head = repo.refs.head(branch) or repo.refs.head(MAIN_BRANCH)
+    return repo.objects.read(head) if head is not None else ProfileSnapshot(None)
 
 
 async def _sync_base(

@@ -61,12 +61,12 @@ def _commit_change(
     """(the commit written or None, the head the last try read)."""
     for attempt in range(CAS_TRIES):
         head = _head(repo, branch, listed, attempt)
-        base = repo.read(head) if head is not None else ProfileSnapshot(None)
+        base = repo.objects.read(head) if head is not None else ProfileSnapshot(None)
         write = change(base)
         if write is None:
             return None, head
-        commit = repo.make_commit(head, write.files, write.message)
-        if repo.move(branch, commit, head):
+        commit = repo.objects.make_commit(head, write.files, write.message)
+        if repo.refs.move(branch, commit, head):
             return commit, head
     raise ProfileRace(repo.name, branch, CAS_TRIES)
 
@@ -79,7 +79,7 @@ def create_branch(
         head = _head(repo, branch, listed, attempt)
         if head is not None:
             return head
-        if repo.move(branch, at, None):
+        if repo.refs.move(branch, at, None):
             return at
     raise ProfileRace(repo.name, branch, CAS_TRIES)
 
@@ -90,7 +90,7 @@ def point_branch(
     """Move ``branch`` (made when missing) to ``at``, from wherever it is."""
     for attempt in range(CAS_TRIES):
         head = _head(repo, branch, listed, attempt)
-        if head == at or repo.move(branch, at, head):
+        if head == at or repo.refs.move(branch, at, head):
             return
     raise ProfileRace(repo.name, branch, CAS_TRIES)
 
@@ -98,10 +98,10 @@ def point_branch(
 def delete_branch(repo: ProfileRepository, branch: str) -> bool:
     """Delete ``branch``; False when there was none."""
     for _ in range(CAS_TRIES):
-        head = repo.head(branch)
+        head = repo.refs.head(branch)
         if head is None:
             return False
-        if repo.move(branch, None, head):
+        if repo.refs.move(branch, None, head):
             return True
     raise ProfileRace(repo.name, branch, CAS_TRIES)
 
@@ -112,4 +112,4 @@ def _head(repo: ProfileRepository, branch: str, listed: Mapping[str, str] | None
     and a retry, after the swap found the branch moved, reads it again."""
     if attempt == 0 and listed is not None:
         return listed.get(branch)
-    return repo.head(branch)
+    return repo.refs.head(branch)
