@@ -46,7 +46,7 @@ class Projection:
             self.position = position  # up to the last event applied, even when one raised
 
     def take(self, event: EventBase) -> None:
-        """Apply one event just recorded (a live subscriber of the session's writer)."""
+        """Apply one event just recorded (a view the session's writer feeds)."""
         if event.seq > self.position:
             handler = self.HANDLERS.get(event.__class__)
             if handler is not None:

@@ -15,7 +15,7 @@ Every line carries ``session_id`` and a ``uuid`` (the transcript record's, for a
 makes one), and ``agent``, aerix's id of the agent it belongs to. Tool ids, names and inputs are
 the transcript's and the hooks' (``aerix.domain.claude_format``).
 
-``ClaudeStream`` is a projection the session's writer feeds (subscribed, like the index entry):
+``ClaudeStream`` is a projection the session's writer feeds (its ``claude stream`` view):
 the fold remembers what later lines need, and ``lines`` renders an event just folded. The output
 adapter only writes those lines; it reaches the fold through ``aerix.app.ports.StreamView``.
 Each request's ``session.start`` begins a new fold (each request of a stream-json input has its

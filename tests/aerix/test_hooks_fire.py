@@ -67,15 +67,14 @@ print(json.dumps({"decision": "block", "reason": "you said: " + texts[-1]}))
 
 
 class Recorder:
-    """The session writer with the transcript follower listening, as a request wires them."""
+    """The session writer with the transcript follower attached, as a session wires them."""
 
     def __init__(self, writer: SessionWriter, follower: TranscriptFollower) -> None:
         self.writer, self.follower = writer, follower
+        writer.attach("claude transcript", follower)
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
-        record = self.writer.record(event_cls, **fields)
-        self.follower.seen(record)
-        return record
+        return self.writer.record(event_cls, **fields)
 
     def sync(self) -> None:
         self.writer.sync()
@@ -200,7 +199,8 @@ async def test_a_later_request_appends_to_the_transcript_an_earlier_one_wrote(
     recorder.record(ev.Message, agent="a1", role="assistant", turn=1, text="{}", final="one")
     await hooks.fire("Stop", {})
     inode = writer.ref.transcript.stat().st_ino
-    later, later_recorder = make_hooks(tmp_path, config, writer, files)  # a new process's follower
+    writer.detach("claude transcript")  # a new process's follower, of the same log, takes over
+    later, later_recorder = make_hooks(tmp_path, config, writer, files)
     later_recorder.record(ev.Message, agent="a1", role="assistant", turn=2, text="{}", final="two")
     await later.fire("Stop", {})
     assert writer.ref.transcript.stat().st_ino == inode
@@ -209,6 +209,7 @@ async def test_a_later_request_appends_to_the_transcript_an_earlier_one_wrote(
     assert writer.ref.transcript.read_text().splitlines() == transcript_lines(rebuilt)
     # A transcript that does not match the log (another version wrote it) is written anew.
     writer.ref.transcript.write_text('{"stale": true}\n')
+    writer.detach("claude transcript")
     fresh, _ = make_hooks(tmp_path, config, writer, files)
     await fresh.fire("Stop", {})
     assert writer.ref.transcript.read_text().splitlines() == transcript_lines(rebuilt)

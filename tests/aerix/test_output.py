@@ -148,7 +148,7 @@ def session_lines(*records: ev.EventBase) -> list[dict[str, Any]]:
 def show(output: HeadlessOutput, *records: ev.EventBase) -> None:
     """Each record as a request hands it to the output: to its projections, then to it."""
     for record in records:
-        for view in output.projections():
+        for view in output.projections().values():
             view.take(record)
         output.event(record)
 

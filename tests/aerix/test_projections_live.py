@@ -1,19 +1,20 @@
-"""The session writer publishes each event to its subscribed projections as it records it; every
-projection fed live that way equals the same projection rebuilt from the log on disk, and the
-index entry the writer stores equals the one ``aerix sessions rebuild`` stores."""
+"""The session writer feeds each event to its views as it records it; every projection fed live
+that way (attached when the session starts, or late, catching up from its position) equals the
+same projection rebuilt from the log on disk, and the index entry the writer stores equals the
+one ``aerix sessions rebuild`` stores."""
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.sessions.queries import ResumePoint, rebuild
-from aerix.app.sessions.writer import SessionView, reopen_session, start_session
+from aerix.app.sessions.queries import rebuild
+from aerix.app.sessions.writer import reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.projections.base import Projection
 from aerix.projections.claude_stream import ClaudeStream
@@ -21,11 +22,12 @@ from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
 from aerix.projections.index import IndexEntry
 from aerix.projections.request_totals import RequestTotals
+from aerix.projections.resume_point import ResumePoint
 from aerix.projections.status import StatusFigures
 from aerix.projections.transcript import ClaudeTranscript
 from tests.aerix.session_streams import event_streams
 
-PROJECTIONS: list[Callable[[], Projection | SessionView]] = [
+PROJECTIONS: list[Callable[[], Projection]] = [
     Contexts,
     ClaudeTranscript,
     IndexEntry,
@@ -36,6 +38,24 @@ PROJECTIONS: list[Callable[[], Projection | SessionView]] = [
     ResumePoint,  # what a session held across requests resumes from, instead of the log
 ]
 STAMPED = {"type", "seq", "time", "v"}  # what the writer fills in itself
+
+
+class Each(Projection):
+    """Several projections as one view of the writer (its ``output``, as an observer would be)."""
+
+    def __init__(self, projections: list[Projection]) -> None:
+        super().__init__()
+        self.projections = projections
+
+    def feed(self, events: Iterable[ev.EventBase]) -> None:
+        for event in events:
+            self.take(event)
+
+    def take(self, event: ev.EventBase) -> None:
+        if event.seq > self.position:
+            for projection in self.projections:
+                projection.take(event)
+            self.position = event.seq
 
 
 @settings(max_examples=30, deadline=None)
@@ -52,15 +72,15 @@ def test_each_projection_fed_live_equals_it_rebuilt_from_the_file(
         fields = start.model_dump(exclude=STAMPED)
         first = start_session(files, lambda: next(times), sync="release", **fields)
         live = [make() for make in PROJECTIONS]
-        for projection in live:
-            projection.take(start)  # subscribed after the writer published the start
-            first.subscribe(projection.take)
+        fed = Each(live)
+        first.attach("output", fed)  # after the writer recorded the start: it catches up
         for event in events[1:cut]:
             first.record(type(event), **event.model_dump(exclude=STAMPED))
         first.close()
         writer = reopen_session(files, lambda: next(times), start.session, sync="release")
-        for projection in live:
-            writer.subscribe(projection.take)
+        writer.attach("output", fed)  # from its position: nothing twice
+        late = [make() for make in PROJECTIONS]
+        writer.attach("claude stream", Each(late))  # from the start of the log it was reopened on
         for event in events[cut:]:
             writer.record(type(event), **event.model_dump(exclude=STAMPED))
         writer.close()
@@ -69,10 +89,11 @@ def test_each_projection_fed_live_equals_it_rebuilt_from_the_file(
         on_disk = files.log.read(ref)
         assert on_disk == events
         stored_entry = files.views.load_index(ref.project)[ref.id]
-        for live_projection, make in zip(live, PROJECTIONS, strict=True):
+        for live_projection, late_projection, make in zip(live, late, PROJECTIONS, strict=True):
             rebuilt = make()
             rebuilt.feed(on_disk)
             assert vars(live_projection) == vars(rebuilt), make.__name__
+            assert vars(late_projection) == vars(rebuilt), make.__name__
         assert vars(writer.index) == vars(live[PROJECTIONS.index(IndexEntry)])
 
         (report,) = rebuild(files, start.session)
@@ -99,9 +120,7 @@ def test_text_that_cannot_be_utf8_reaches_each_projection_as_it_is_written(
         [opening] = writer.opening
         assert isinstance(opening, ev.SessionStart) and opening.cwd == "/work/bad\ufffdname"
         live = [make() for make in PROJECTIONS]
-        for projection in live:
-            projection.take(opening)
-            writer.subscribe(projection.take)
+        writer.attach("output", Each(live))
         for event in events[1:]:
             writer.record(type(event), **event.model_dump(exclude=STAMPED))
         writer.close()

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
 
 from aerix.adapters.claude.output_formats import OutputFormat
@@ -107,10 +107,10 @@ class HeadlessOutput(StreamOutput):
         if self.format != "text":  # in text, the note on stderr is the whole of it
             self.json_line(error_object(line, exit_code, session_id))
 
-    def projections(self) -> Sequence[LiveProjection]:
+    def projections(self) -> Mapping[str, LiveProjection]:
         if self.status is None:
-            return (self.stream,)
-        return (self.stream, self.status.figures)
+            return {"claude stream": self.stream}
+        return {"claude stream": self.stream, "status figures": self.status.figures}
 
     def startup(self, listing: dict[str, Any]) -> None:
         self.listing = listing

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -360,8 +360,8 @@ class TerminalScreen:
             self._shown_notes.add(line)
             self.print(Text.assemble(("▲ ", EMBER), line))
 
-    def projections(self) -> Sequence[LiveProjection]:
-        return (self.figures,)
+    def projections(self) -> Mapping[str, LiveProjection]:
+        return {"status figures": self.figures}
 
     def event(self, record: ev.EventBase) -> None:
         if isinstance(record, ev.Message) and record.agent == "a1" and record.role == "assistant":

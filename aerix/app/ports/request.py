@@ -4,7 +4,7 @@ screen) implement, and the result they print; and how the screen steers a runnin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -18,8 +18,14 @@ from aerix.domain.usage import RequestUsage
 
 
 class LiveProjection(Protocol):
-    """A projection of the session's events (``aerix.projections``) that a view shows: the
-    session's writer feeds it each event as it records it."""
+    """A projection of the session's events (``aerix.projections``) that a view shows: a fold
+    with a position, which the session's writer brings up to its request's start, then feeds
+    each event as it records it."""
+
+    @property
+    def position(self) -> int: ...
+
+    def feed(self, events: Iterable[ev.EventBase]) -> None: ...
 
     def take(self, event: ev.EventBase) -> None: ...
 
@@ -52,10 +58,12 @@ class RequestObserver:
     """Hears what happens while a request runs; the output formats subclass it. Every method
     does nothing by default, so an observer overrides only what it shows."""
 
-    def projections(self) -> Sequence[LiveProjection]:
-        """The projections this observer shows: the session's writer feeds each the request's
-        events (its ``session.start`` first), before ``event`` tells the observer of one."""
-        return ()
+    def projections(self) -> Mapping[str, LiveProjection]:
+        """The projections this observer shows, by their names among the session's views
+        (``aerix.app.sessions.writer.VIEWS``: ``status figures``, ``claude stream``): the
+        session's writer feeds each the request's events (its ``session.start`` first), before
+        ``event`` tells the observer of one."""
+        return {}
 
     def note(self, line: str) -> None:
         """A startup or end note for stderr."""

@@ -9,7 +9,7 @@ that cross (the opening's figures, what the user typed, the live figures' shapes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -146,8 +146,8 @@ class ConversationScreen(PlanGate, Protocol):
 
     def note(self, line: str) -> None: ...
 
-    def projections(self) -> Sequence[LiveProjection]:
-        """The projections the screen shows (its status figures), fed by the session's writer."""
+    def projections(self) -> Mapping[str, LiveProjection]:
+        """The projections the screen shows (its ``status figures``), fed by the session's writer."""
         ...
 
     def event(self, record: ev.EventBase) -> None:

@@ -13,7 +13,7 @@ session, ``/resume`` another one (on the same project and pool); the screen hand
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,10 +24,11 @@ from aerix.app.request.opening import new_session_id
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers
 from aerix.app.request.startup import startup_listing
-from aerix.app.sessions.queries import ResumeState, list_sessions, load_for_resume
+from aerix.app.sessions.queries import list_sessions, load_for_resume
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_DONE
 from aerix.errors import AerixError, FileUnusable
+from aerix.projections.resume_point import ResumeState
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class _Observer(RequestObserver):
     def note(self, line: str) -> None:
         self.screen.note(line)
 
-    def projections(self) -> Sequence[LiveProjection]:
+    def projections(self) -> Mapping[str, LiveProjection]:
         return self.screen.projections()
 
     def event(self, record: ev.EventBase) -> None:

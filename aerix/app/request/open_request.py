@@ -28,11 +28,11 @@ from aerix.app.request.root_context import (
     system_text,
 )
 from aerix.app.request.routing import route_request
-from aerix.app.sessions.queries import ResumeState
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.segments import ContextSegment
 from aerix.errors import AerixError, OutputClosed
+from aerix.projections.resume_point import ResumeState
 
 
 @dataclass
@@ -57,7 +57,7 @@ class OpenRequest:
 
     async def run(self, start: ev.SessionStart, snapshot: Snapshot, began: float) -> RequestResult:
         try:
-            self.tap.started(start)
+            self.tap.follow(start)
             self.hooks = self._hooks()
             ended = await self._route_and_run(self.hooks)
         except HookStopped as stopped:

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,9 +12,8 @@ from aerix.app.pool.members import BoundMembers
 from aerix.app.ports.project import Project
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
 from aerix.app.request.options import RequestDeps, RequestOptions
-from aerix.app.sessions.queries import ResumeState, latest_session, load_for_resume
+from aerix.app.sessions.queries import latest_session, load_for_resume
 from aerix.app.sessions.writer import (
-    SessionView,
     SessionWriter,
     fork_session,
     reopen_session,
@@ -25,6 +23,7 @@ from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import encoded_bytes
 from aerix.errors import UsageError
+from aerix.projections.resume_point import ResumeState
 
 
 def new_session_id() -> str:
@@ -143,22 +142,21 @@ def open_session(
     resume: ResumeState | None,
     session_id: str,
     start: dict[str, Any],
-    views: Sequence[SessionView] = (),
 ) -> tuple[SessionWriter, ev.SessionStart]:
-    """The session's writer (with ``views`` on it) and the ``session.start`` of this request,
-    written already; ``start``: its fields (``start_fields``)."""
+    """The session's writer and the ``session.start`` of this request, written already;
+    ``start``: its fields (``start_fields``)."""
     sync = project.settings.session.sync
     if resume is None:
-        writer = start_session(deps.sessions, deps.clock, sync=sync, views=views, session=session_id, **start)
+        writer = start_session(deps.sessions, deps.clock, sync=sync, session=session_id, **start)
         [written] = writer.opening  # Session.begin records the session.start alone
         if not isinstance(written, ev.SessionStart):
             raise RuntimeError("a new session without its session.start")
         return writer, written
     if options.fork_session:
-        writer = fork_session(deps.sessions, deps.clock, resume.session, session_id, project.key, sync, views)
+        writer = fork_session(deps.sessions, deps.clock, resume.session, session_id, project.key, sync)
         start = {**start, "resumed_from": resume.session}
     else:
-        writer = reopen_session(deps.sessions, deps.clock, resume.session, sync, views)
+        writer = reopen_session(deps.sessions, deps.clock, resume.session, sync)
     return writer, next_start(writer, resume, start)
 
 

@@ -1,75 +1,74 @@
-"""The request's recorder: the session writer, with the request's subscribers on it (the
-request's running totals, the projections the observer shows, the observer) and the Claude Code
-transcript brought up to the log at each commit point."""
+"""The request's recorder: the session writer, with the request's views attached to it (its
+running totals, the projections the observer shows, the observer itself) from the request's
+``session.start`` on."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from aerix.app.ports.request import RequestObserver, RequestPiece, RequestUsage
+from aerix.app.ports.request import RequestObserver, RequestPiece
 from aerix.app.ports.sessions import E
 from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain import events as ev
+from aerix.domain.usage import RequestUsage
 from aerix.projections.request_totals import RequestTotals
 
 
 class RequestRecorder:
     """Records the request's events through its session writer (an ``EventRecorder``), which
-    publishes each one, in order, to the session's own subscribers (the index entry, the resume
-    point, the transcript follower), then to the transcript's catch-up, the request's totals
-    (usage, the paths its write/edit calls touched, the root's pieces with their outcomes), the
+    feeds each one to the session's views in their declared order: the request's totals (usage,
+    the paths its write/edit calls touched, the root's pieces with their outcomes), the
     projections the observer shows (its status figures, its stream-json fold) and then the
-    observer. It is the request's spool too (the writer's)."""
+    observer, each attached by ``follow``. It is the request's spool too (the writer's)."""
 
     def __init__(
         self, writer: SessionWriter, observer: RequestObserver, transcript: TranscriptFollower | None = None
     ) -> None:
-        """``transcript``: the session's follower (subscribed to the writer by the session, which
-        holds it across requests); this recorder brings it up to the log at each commit point."""
+        """``transcript``: the session's ``claude transcript`` view (attached by the session,
+        which holds it across requests); a problem writing it is said to this request's observer."""
         self.writer = writer
         self.observer = observer
         self.totals = RequestTotals()
-        #: Keeps the Claude Code transcript up to the log, at each commit point and for hooks;
-        #: None once it could not be written.
-        self.transcript = transcript
-        self._views = [view.take for view in observer.projections()]
-        self._subscribed = [self._to_transcript, self.totals.take, *self._views, observer.event]
-        for subscriber in self._subscribed:
-            writer.subscribe(subscriber)
+        self._transcript = transcript
+        self._attached: list[str] = []
+
+    def follow(self, start: ev.SessionStart) -> None:
+        """Attach the request's views, each brought up to the log from ``start`` (recorded as
+        the request opened its session) on."""
+        if self._transcript is not None:
+            self._transcript.say = self.observer.note
+        views = [
+            ("request totals", self.totals),
+            *self.observer.projections().items(),
+            ("output", _Observed(self.observer)),
+        ]
+        for name, view in views:
+            self.writer.attach(name, view, since=start.seq - 1)
+            self._attached.append(name)
 
     def close(self) -> None:
         """The request is over: the session's next request (a held session's) has its own."""
-        for subscriber in self._subscribed:
-            self.writer.unsubscribe(subscriber)
+        for name in self._attached:
+            self.writer.detach(name)
+        self._attached.clear()
+        if self._transcript is not None:
+            self._transcript.say = None
 
-    def started(self, start: ev.SessionStart) -> None:
-        """Hand the request's ``session.start`` (recorded as the session opened, before this
-        recorder subscribed) to the observer's projections, then to the observer."""
-        for take in self._views:
-            take(start)
-        self.observer.event(start)
+    @property
+    def transcript(self) -> TranscriptFollower | None:
+        """The Claude Code transcript kept up to the log (for hooks); None once it could not be
+        written."""
+        transcript = self._transcript
+        return transcript if transcript is not None and transcript.problem is None else None
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
         return self.writer.record(event_cls, **fields)
 
     def sync(self) -> None:
         self.writer.sync()
-
-    def _to_transcript(self, record: ev.EventBase) -> None:
-        if self.transcript is not None and isinstance(record, ev.COMMIT_EVENTS):
-            self._follow(self.transcript)
-
-    def _follow(self, transcript: TranscriptFollower) -> None:
-        """The transcript is a projection: one that cannot be written is one note, and the
-        request goes on without it (``aerix sessions rebuild`` writes it again)."""
-        try:
-            transcript.follow()
-        except OSError as exc:
-            self.transcript = None
-            note = f"the Claude Code transcript could not be written ({exc}); the session log is kept"
-            self.observer.note(note)
 
     def write_spool(self, name: str, text: str) -> Path:
         return self.writer.write_spool(name, text)
@@ -85,3 +84,21 @@ class RequestRecorder:
     @property
     def usage(self) -> RequestUsage:
         return self.totals.usage
+
+
+class _Observed:
+    """The observer as the last of the request's views: told of each event after the views
+    it reads have taken it."""
+
+    def __init__(self, observer: RequestObserver) -> None:
+        self.observer = observer
+        self.position = 0
+
+    def feed(self, events: Iterable[ev.EventBase]) -> None:
+        for event in events:
+            self.take(event)
+
+    def take(self, event: ev.EventBase) -> None:
+        if event.seq > self.position:
+            self.observer.event(event)
+            self.position = event.seq

@@ -2,8 +2,9 @@
 first request on, its writer (the log's lock) with the resume point the writer keeps up to date.
 
 ``aerix -p`` runs one request on it; the screen and the stream-json input hold one and run each
-prompt on it, so a prompt neither reads the log back (the root's context is the writer's
-``ResumePoint``, fed as events are recorded) nor binds the pool or attaches the profile again.
+prompt on it, so a prompt neither reads the log back (the root's context is the session's
+``resume point`` view, fed by the writer as events are recorded) nor binds the pool or attaches
+the profile again.
 
 A new session's log is made by its first request, under the id the session was opened with;
 until then nothing of it is on disk (the screen shows the profile commit the first request will
@@ -36,12 +37,12 @@ from aerix.app.request.opening import (
 from aerix.app.request.options import RequestDeps, RequestOptions
 from aerix.app.request.recorder import RequestRecorder
 from aerix.app.request.startup import startup_listing
-from aerix.app.sessions.queries import ResumePoint, ResumeState
 from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
 from aerix.errors import PoolUnavailable
+from aerix.projections.resume_point import ResumePoint, ResumeState
 
 
 class LiveSession:
@@ -72,7 +73,7 @@ class LiveSession:
         self.held = held
         self.writer: SessionWriter | None = None
         self._point = ResumePoint()
-        #: The Claude Code transcript kept up to the log, subscribed while the writer is open.
+        #: The Claude Code transcript kept up to the log: the writer's ``claude transcript`` view.
         self._transcript: TranscriptFollower | None = None
         #: Attached by the first request (``preview``: read from the commit it will attach).
         self.profile = self._attach(preview=True) if preview else None
@@ -128,19 +129,17 @@ class LiveSession:
         # The session's own flags are the opening's; a request after the first continues it.
         options = replace(options, fork_session=first and self.fork)
         if self.writer is None:
-            self.writer, record = open_session(
-                options, self.deps, project, self.resume, self.id, start, views=[self._point]
-            )
+            self.writer, record = open_session(options, self.deps, project, self.resume, self.id, start)
+            self.writer.attach("resume point", self._point)
         else:
-            self.resume = self._point.state(self.writer.ref)
+            self.resume = self._point.state(self.writer.ref.id, self.writer.ref.project)
+            assert self.resume is not None  # the point has taken the session's first start
             record = next_start(self.writer, self.resume, start)
         writer = self.writer
         if self._transcript is None:
             claude_projects = project.settings.transcript.claude_projects
-            # A session this request started holds its session.start alone: nothing to read back.
-            log = [record] if first and self.resume is None else None
-            self._transcript = TranscriptFollower(self.deps.sessions, writer.ref, claude_projects, log)
-            writer.subscribe(self._transcript.seen)
+            self._transcript = TranscriptFollower(self.deps.sessions, writer.ref, claude_projects)
+            writer.attach("claude transcript", self._transcript)
         recorder = RequestRecorder(writer, observer, self._transcript)
         request = OpenRequest(
             options, self.deps, project, members, self.bound.pool, recorder, self.resume, profile, controls
@@ -149,8 +148,8 @@ class LiveSession:
             return await request.run(record, snapshot, began)
         finally:
             recorder.close()
-            if recorder.transcript is None:  # it could not be written: the next request starts over
-                writer.unsubscribe(self._transcript.seen)
+            if self._transcript.problem is not None:  # not written: the next request starts over
+                writer.detach("claude transcript")
                 self._transcript = None
             if self.held:
                 writer.settle()

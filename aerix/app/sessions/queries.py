@@ -5,8 +5,8 @@ Each function takes the store (``SessionStorage``) and returns plain data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,6 @@ from typing import Any
 from aerix.app.ports.sessions import SessionRef, SessionStorage
 from aerix.app.sessions.views import LOG_SIZE_KEY, stamped
 from aerix.domain import events as ev
-from aerix.domain.segments import ROOT_AGENT
 from aerix.domain.session import CLAUDE_CODE_TAG
 from aerix.errors import (
     SessionBusy,
@@ -24,82 +23,11 @@ from aerix.errors import (
     SessionSchemaTooNew,
 )
 from aerix.projections.base import feed_all
-from aerix.projections.contexts import AgentContext, Contexts
 from aerix.projections.index import IndexEntry
+from aerix.projections.resume_point import ResumePoint, ResumeState
 from aerix.projections.transcript import ClaudeTranscript, subagent_lines, transcript_lines
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class ResumeState:
-    """What ``--resume``/``--continue`` need: the root's context and plan, the first start, and
-    the profile commit the session read last (its latest request's that recorded one)."""
-
-    session: str
-    project: str
-    start: ev.SessionStart
-    requests: int
-    root: AgentContext
-    plan: str | None
-    last_seq: int
-    profile: str | None = None
-    profile_commit: str | None = None
-
-
-class ResumePoint:
-    """What resuming a session needs, folded from its events: the root's context and plan, the
-    first ``session.start``, how many requests it has, the profile commit it read last. Fed the
-    log (``load_for_resume``) or subscribed to the session's writer (a session held open across
-    requests), it gives the same ``ResumeState``."""
-
-    def __init__(self) -> None:
-        self.contexts = Contexts()
-        self.first: ev.SessionStart | None = None
-        self.requests = 0
-        self.read: ev.SessionStart | None = None  # the last start that recorded a profile commit
-        self.last_seq = 0
-
-    def take(self, record: ev.EventBase) -> None:
-        """One event just recorded (a subscriber of the session's writer)."""
-        if ev.agent_of(record) in (None, ROOT_AGENT):  # subagents are not resumed
-            self.contexts.take(record)
-        if isinstance(record, ev.SessionStart):
-            self._start(record)
-        self.last_seq = record.seq
-
-    def feed(self, records: Sequence[ev.EventBase]) -> None:
-        """A log's events, in bulk (a resume reads the whole log)."""
-        self.contexts.feed(record for record in records if ev.agent_of(record) in (None, ROOT_AGENT))
-        for record in records:
-            if isinstance(record, ev.SessionStart):
-                self._start(record)
-        if records:
-            self.last_seq = records[-1].seq
-
-    def _start(self, record: ev.SessionStart) -> None:
-        self.first = self.first or record
-        self.requests += 1
-        if record.profile_commit is not None:
-            self.read = record
-
-    def state(self, ref: SessionRef) -> ResumeState:
-        if self.first is None:
-            raise SessionNotFound(ref.id)
-        root = self.contexts.agents.get(ROOT_AGENT, AgentContext(ROOT_AGENT, kind="root"))
-        root = replace(root, segments=dict(root.segments))  # the fold goes on; this state does not
-        read = self.read
-        return ResumeState(
-            ref.id,
-            ref.project,
-            self.first,
-            self.requests,
-            root,
-            root.plan,
-            self.last_seq,
-            read.profile if read is not None else None,
-            read.profile_commit if read is not None else None,
-        )
 
 
 def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
@@ -112,7 +40,10 @@ def load_for_resume(storage: SessionStorage, session_id: str) -> ResumeState:
         raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
     point = ResumePoint()
     point.feed(records)
-    return point.state(ref)
+    state = point.state(ref.id, ref.project)
+    if state is None:
+        raise SessionNotFound(session_id)
+    return state
 
 
 def latest_session(storage: SessionStorage, project: str) -> str | None:

@@ -4,15 +4,17 @@ that reads ``transcript_path`` (a Stop hook grepping the last assistant line) fi
 happened.
 
 The transcript is a projection (``aerix.projections.transcript``); this follows it
-incrementally. Events are folded as they are recorded (``seen``, a subscriber of the session's
-writer), and the records they made are appended at each commit point of the log (``follow``,
-from the request's recorder) and when a hook is about to fire (``bring_up_to_date``, which also
-syncs the files to disk). A session this process has just started is not read back (its
-``session.start`` and what followed are folded as they are recorded); otherwise, the first time
-in a process, the log is folded once: when the file on disk already
-holds exactly the records of the earlier events (a resumed session), only the new ones are
-appended; otherwise (no file, or one written by another version) it is written whole, once. The
-result is the same bytes ``aerix sessions rebuild`` writes from the whole log.
+incrementally, as the session writer's ``claude transcript`` view. Attached, it folds the events
+the log holds already (the writer's, so nothing is read back), then each one as it is recorded;
+the records they made are appended at each commit point of the log (``take``) and when a hook is
+about to fire (``bring_up_to_date``, which also syncs the files to disk). At the first catch-up,
+when the file on disk already holds exactly the records of the earlier events (a resumed session),
+only the new ones are appended; otherwise (no file, or one written by another version) it is
+written whole, once. The result is the same bytes ``aerix sessions rebuild`` writes from the
+whole log.
+
+A transcript that cannot be written is one note (``problem``, said through ``say``), and the
+session goes on without it: it is stopped, and ``aerix sessions rebuild`` writes it again.
 
 The projection's records are taken to be append-only, per file: the main chain in
 ``<id>.claude.jsonl`` and each subagent's in ``<id>/subagents/agent-<agent>.jsonl``, each
@@ -25,7 +27,7 @@ folder) is linked into Claude Code's projects folder at the first catch-up.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from aerix.app.ports.sessions import SessionRef, SessionStorage
@@ -36,38 +38,41 @@ from aerix.projections.transcript import ClaudeTranscript, record_line, subagent
 class TranscriptFollower:
     """The Claude Code transcript of one session, appended to as the session goes."""
 
-    def __init__(
-        self,
-        storage: SessionStorage,
-        ref: SessionRef,
-        claude_projects: bool = False,
-        log: Sequence[ev.EventBase] | None = None,
-    ) -> None:
-        """``log``: every event the session's log holds now, when the caller has them (a session
-        it has just started holds its ``session.start`` alone); the first catch-up then folds
-        those and what was recorded since, rather than reading the log back and validating what
-        this process has just written."""
+    def __init__(self, storage: SessionStorage, ref: SessionRef, claude_projects: bool = False) -> None:
         self._storage = storage
         self._ref = ref
         self._claude_projects = claude_projects
         self._projection = ClaudeTranscript()
-        self._folding = log is not None  # whether each recorded event is folded as it comes
-        if log is not None:
-            self._projection.feed(log)
         self._written: int | None = None  # records on disk; None until the first catch-up
         self._written_subagents: dict[str, int] = {}
         self._unsynced: set[str | None] = set()  # files appended to without a sync (None: main)
         self._linked = self._linked_subagents = False
+        #: Where a problem is said (the running request's observer); None: nowhere.
+        self.say: Callable[[str], None] | None = None
+        #: Why the transcript could not be written; None while it can.
+        self.problem: str | None = None
 
-    def seen(self, record: ev.EventBase) -> None:
-        """A session event was just recorded (before a first catch-up that reads the log, there
-        is nothing to fold it into)."""
-        if self._folding:
-            self._projection.take(record)
+    @property
+    def position(self) -> int:
+        return self._projection.position
 
-    def follow(self) -> None:
-        """Append what the log gained since the last call (a commit point of the log)."""
-        self._update(sync=False)
+    def feed(self, events: Iterable[ev.EventBase]) -> None:
+        """Fold what the log holds already (attached to the session's writer)."""
+        self._projection.feed(events)
+
+    def take(self, record: ev.EventBase) -> None:
+        """A session event was just recorded: folded, and at a commit point of the log what the
+        log gained since the last one is appended."""
+        self._projection.take(record)
+        if self.problem is None and isinstance(record, ev.COMMIT_EVENTS):
+            try:
+                self._update(sync=False)
+            except OSError as exc:
+                self.problem = (
+                    f"the Claude Code transcript could not be written ({exc}); the session log is kept"
+                )
+                if self.say is not None:
+                    self.say(self.problem)
 
     def bring_up_to_date(self) -> Path:
         """Append what the log gained since the last call, synced to disk (a hook is about to
@@ -105,9 +110,6 @@ class TranscriptFollower:
             self._unsynced.add(agent)
 
     def _catch_up(self) -> None:
-        if not self._folding:
-            self._projection.feed(self._storage.log.read(self._ref))
-            self._folding = True
         lines = [record_line(record) for record in self._projection.records]
         count, last = self._storage.views.transcript_tail(self._ref)
         if 0 < count <= len(lines) and lines[count - 1] == last:

@@ -2,10 +2,10 @@
 
 The agent loop records through ``SessionWriter``; every ``record`` is one line on disk before it
 returns. The writer is the session's one publisher: it validates and appends each event, then
-hands that same event to each subscriber in the order they subscribed (the request's transcript
-follower, usage totals and observer; the session's index entry, a projection it keeps itself and
-writes to ``index.json`` at the session's end and when it closes, without reading the log back;
-closing right after the end, as ``aerix -p`` does, writes it once).
+hands that same event to the session's views in the one order ``VIEWS`` declares. The first is
+the session's index entry, which the writer keeps itself and writes to ``index.json`` at the
+session's end and when it closes, without reading the log back (closing right after the end, as
+``aerix -p`` does, writes it once); the held session and each request attach the others.
 
 Starting a session writes its ``session.start``; reopening one (``--resume``, ``--continue``)
 becomes its only writer before reading it, so nothing is appended in between; forking one
@@ -14,9 +14,10 @@ becomes its only writer before reading it, so nothing is appended in between; fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import bisect
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 from aerix.app.ports.sessions import Clock, E, SessionRef, SessionStorage
 from aerix.app.sessions.views import store_index_entry
@@ -26,13 +27,27 @@ from aerix.domain.settings import SyncPolicy
 from aerix.errors import SessionBusy, SessionNotFound, SessionNotResumable, UsageError
 from aerix.projections.index import IndexEntry
 
-Subscriber = Callable[[ev.EventBase], None]
-"""Takes each event the writer records, after it is on disk, in order."""
+VIEWS: Final = (
+    "index",  # the session's index.json entry (IndexEntry): the writer's own
+    "resume point",  # where the next request of a held session starts (ResumePoint)
+    "claude transcript",  # <id>.claude.jsonl, written at each commit point (TranscriptFollower)
+    "request totals",  # the running request's usage, touched paths and pieces (RequestTotals)
+    "status figures",  # what the status lines show (StatusFigures)
+    "claude stream",  # the stream-json fold (ClaudeStream)
+    "output",  # the request's observer: what it prints or shows, read from the views above
+)
+"""Every view of a session, in the order the writer feeds each event to them. Nothing else hears
+an event: a view is attached under one of these names or not at all, so this list is everything
+an event reaches, and its order is the order they see it in (the output reads the figures and
+the stream fold it prints, so they take the event before it)."""
 
 
-class SessionView(Protocol):
-    """A fold the writer keeps for as long as it is open (the index entry; a held session's
-    resume point): fed the events the log holds already, then each one recorded."""
+class View(Protocol):
+    """A fold with a position: it applies the events after ``position`` it is given, in order,
+    and ignores any other (``aerix.projections.base.Projection``)."""
+
+    @property
+    def position(self) -> int: ...
 
     def feed(self, events: Sequence[ev.EventBase]) -> None: ...
 
@@ -52,31 +67,30 @@ class SessionWriter:
         clock: Clock,
         sync: SyncPolicy = "commit",
         history: Sequence[ev.EventBase] = (),
-        views: Sequence[SessionView] = (),
     ) -> None:
-        """``history``: the events the log holds already (a reopened or forked session's);
-        ``views``: folds fed that history and then every event recorded, after the index entry."""
+        """``history``: the events the log holds already (a reopened or forked session's)."""
         self.storage = storage
         self.ref = ref
         self.session = session
         self.clock = clock
         self.sync_at_commits = sync == "commit"
         self._closed = False
-        self._subscribers: list[Subscriber] = []
+        #: The log as this writer knows it (what it read, then what it wrote): a view attached
+        #: late catches up from it, from its own position.
+        self._events: list[ev.EventBase] = list(history)
+        self._views: dict[str, View] = {}
+        self._feeding: list[View] = []  # the views attached, in the order of VIEWS
         self.index = IndexEntry()
         #: Whether ``index.json`` holds the entry as it is now (stored at a session.end, nothing
         #: recorded since): closing then has nothing to add, and each write of the index is
         #: three syncs to disk.
         self._index_stored = False
-        for view in (self.index, *views):
-            view.feed(history)
-            self.subscribe(view.take)
+        self.attach("index", self.index)
         last = storage.log.acquire(ref)
         if last != session.version - len(session.pending):
             storage.log.release(ref)
             raise SessionBusy(ref.id, f"its log already reaches seq {last}")
-        # What opening it wrote (a new session's session.start), as written: what a subscriber
-        # added later, such as the transcript's follower, is handed instead of reading it back.
+        #: What opening it wrote (a new session's session.start), as written.
         self.opening = self._save()
         self._publish(self.opening)
 
@@ -84,16 +98,27 @@ class SessionWriter:
     def log_path(self) -> Path:
         return self.ref.log
 
-    def subscribe(self, subscriber: Subscriber) -> None:
-        """Hand ``subscriber`` every event recorded from now on, after those subscribed before."""
-        self._subscribers.append(subscriber)
+    def attach(self, name: str, view: View, since: int = 0) -> None:
+        """Feed ``view`` every event recorded from now on, at ``name``'s place in ``VIEWS``; first
+        it catches up with the events after its position (and after ``since``: a request's views
+        start at its ``session.start``) that the log holds already."""
+        if name not in VIEWS:
+            raise ValueError(f"{name!r} is not a view of a session; they are: {', '.join(VIEWS)}")
+        if name in self._views:
+            raise ValueError(f"session {self.ref.id} has its {name} view already")
+        after = max(view.position, since)
+        view.feed(self._events[bisect.bisect_right(self._events, after, key=_seq) :])
+        self._views[name] = view
+        self._feeding = [self._views[known] for known in VIEWS if known in self._views]
 
-    def unsubscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.remove(subscriber)
+    def detach(self, name: str) -> None:
+        """Stop feeding the view attached as ``name`` (a request's, at its end)."""
+        del self._views[name]
+        self._feeding = [self._views[known] for known in VIEWS if known in self._views]
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
         """Append one event now (``seq``, ``time`` and ``v`` are filled in), then publish it;
-        the event as written (the one every subscriber is handed)."""
+        the event as written (the one every view is handed)."""
         if self._closed:
             raise RuntimeError(f"session {self.ref.id} writer is closed")
         record = self.session.record(event_cls, self.clock(), **fields)
@@ -133,9 +158,14 @@ class SessionWriter:
         return self.storage.log.append(self.ref, self.session.take_new_records(), sync=sync)
 
     def _publish(self, records: list[ev.EventBase]) -> None:
+        self._events.extend(records)
         for record in records:
-            for subscriber in list(self._subscribers):
-                subscriber(record)
+            for view in self._feeding:
+                view.take(record)
+
+
+def _seq(event: ev.EventBase) -> int:
+    return event.seq
 
 
 def start_session(
@@ -143,13 +173,12 @@ def start_session(
     clock: Clock,
     *,
     sync: SyncPolicy = "commit",
-    views: Sequence[SessionView] = (),
     **start: Any,
 ) -> SessionWriter:
     """Create a session from its ``session.start`` fields (``session`` and ``project`` included)."""
     ref = storage.catalog.ref(start["project"], start["session"])
     session = Session.begin(clock(), **start)
-    return SessionWriter(storage, ref, session, clock, sync, views=views)
+    return SessionWriter(storage, ref, session, clock, sync)
 
 
 def reopen_session(
@@ -157,7 +186,6 @@ def reopen_session(
     clock: Clock,
     session_id: str,
     sync: SyncPolicy = "commit",
-    views: Sequence[SessionView] = (),
 ) -> SessionWriter:
     """Become the writer of an existing session, to append a new request to it."""
     ref = storage.catalog.find(session_id)
@@ -169,7 +197,7 @@ def reopen_session(
             raise SessionNotFound(session_id)
         if session.imported:
             raise SessionNotResumable(ref.id, CLAUDE_CODE_TAG)
-        return SessionWriter(storage, ref, session, clock, sync, history=records, views=views)
+        return SessionWriter(storage, ref, session, clock, sync, history=records)
     except BaseException:
         storage.log.release(ref)
         raise
@@ -182,7 +210,6 @@ def fork_session(
     fork_id: str,
     project: str,
     sync: SyncPolicy = "commit",
-    views: Sequence[SessionView] = (),
 ) -> SessionWriter:
     """Copy a session to ``fork_id`` in ``project`` (the folder of the directory the fork runs
     in, as a new session's) and become the copy's writer: every event as it was, with each
@@ -209,7 +236,7 @@ def fork_session(
         if session is None:  # the copy of a session that replayed; never None here
             raise SessionNotFound(fork_id)
         storage.log.release(fork)
-        return SessionWriter(storage, fork, session, clock, sync, history=copy, views=views)
+        return SessionWriter(storage, fork, session, clock, sync, history=copy)
     except BaseException:
         storage.log.release(fork)
         raise
