@@ -105,7 +105,7 @@ class AgentRun:
     async def start(self, segments: Sequence[OpeningSegment]) -> None:
         """Create the agent's context and record what a caller records before the loop."""
         self.segments = list(segments)
-        counts = await self.pool.create_context(self.member, [s.wire() for s in segments])
+        counts = await self.pool.contexts.create(self.member, [s.wire() for s in segments])
         self.context = counts.context
         record_segments(self.writer, segments, counts)
         self.writer.record(ev.AgentSpawn, agent="a1", kind="root", member=self.member)
@@ -194,7 +194,7 @@ async def load_member(
     if constraints is not None:
         data = {"completions": list(completions), "constraints": list(constraints)}
     script.write_text(json.dumps(data))
-    member = await pool.member_load(
+    member = await pool.members.load(
         name, MODEL_REFERENCE, {"engine": "scripted", "script": str(script), "ctx": ctx}
     )
     return name, member.n_ctx

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aerix.adapters.pool.client import CaldrixPool, client_bounds
+import anyio
+
+from aerix.adapters.pool.client import CaldrixContexts, CaldrixPool, client_bounds
 from aerix.domain import events as ev
 from aerix.domain.settings import PoolSettings
 from aerix.projections.contexts import contexts_at
@@ -28,22 +30,35 @@ def verdict(thought: str, passed: bool, reason: str) -> str:
     )
 
 
-class KeepingPool(CaldrixPool):
-    """The real pool adapter; before a context is dropped, its segments (as ``context.get``
+class KeepingContexts(CaldrixContexts):
+    """The real adapter's contexts; before a context is dropped, its segments (as ``context.get``
     gives them: ids, roles, texts, pinned flags, counts) are kept by context id."""
 
-    def __init__(self, socket_path: Path) -> None:
-        super().__init__(socket_path)
+    def __init__(self, pool: CaldrixPool) -> None:
+        super().__init__(pool.control, anyio.CapacityLimiter(PoolSettings().max_connections))
+        self.socket_path = pool.socket_path
         self.kept: dict[str, list[dict[str, Any]]] = {}
 
-    async def drop_context(self, context: str) -> None:
+    async def drop(self, context: str) -> None:
         client = await connect(self.socket_path, bounds=client_bounds(PoolSettings()))
         try:
             reply = await client.context_get(context)
         finally:
             await client.aclose()
         self.kept[context] = [segment.model_dump() for segment in reply.segments]
-        await super().drop_context(context)
+        await super().drop(context)
+
+
+class KeepingPool(CaldrixPool):
+    """The real pool adapter, its contexts kept as they are dropped (``kept``)."""
+
+    def __init__(self, socket_path: Path) -> None:
+        super().__init__(socket_path)
+        self.contexts = self.keeping = KeepingContexts(self)
+
+    @property
+    def kept(self) -> dict[str, list[dict[str, Any]]]:
+        return self.keeping.kept
 
 
 def agent_of(segments: list[dict[str, Any]]) -> str:

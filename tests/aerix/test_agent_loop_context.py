@@ -100,12 +100,12 @@ async def test_a_result_is_fitted_to_the_room_the_window_leaves(make: Make) -> N
 async def _prompt_leaving(pool: CaldrixPool, member: str, room: int) -> str:
     """A prompt after which a context of SYSTEM_TEXT and it leaves ``room`` tokens (by the pool's
     count): measured, not estimated."""
-    window = next(m for m in await pool.member_list() if m.name == member).n_ctx
+    window = next(m for m in await pool.members.loaded() if m.name == member).n_ctx
     words = 10
     for _ in range(6):
         prompt = "word " * words
-        counts = await pool.create_context(member, [s.wire() for s in opening(prompt)])
-        await pool.drop_context(counts.context)
+        counts = await pool.contexts.create(member, [s.wire() for s in opening(prompt)])
+        await pool.contexts.drop(counts.context)
         left = window - 1 - counts.tokens
         if left == room:
             return prompt
@@ -124,7 +124,7 @@ async def test_the_second_hard_limit_hit_kills_the_agent_at_the_context_floor(
         segments=[OpeningSegment("a1.system", "system", "system", SYSTEM_TEXT, True, "system")],
     )
     prompt = await _prompt_leaving(pool, run.member, 100)
-    await pool.drop_context(run.context)
+    await pool.contexts.drop(run.context)
     await run.start(opening(prompt, pin_prompt=True))
     result = await run.run(settings=settings_with(max_new_tokens=128))
     assert result.outcome == "killed" and result.turns == 1

@@ -85,7 +85,7 @@ def test_contexts_and_generation_through_the_port(world: dict[str, Any]) -> None
         async with CaldrixPool(world["socket"]) as pool:
             members = await bind_members(pool, PoolSettings(socket=str(world["socket"])))
             assert members.router.name == "main" and members.main.n_ctx == 1024
-            created = await pool.create_context(
+            created = await pool.contexts.create(
                 "main",
                 [
                     {"id": "s", "role": "system", "text": "You answer briefly.", "pinned": True},
@@ -96,21 +96,21 @@ def test_contexts_and_generation_through_the_port(world: dict[str, Any]) -> None
             assert created.tokens >= sum(c.tokens for c in created.segments)  # plus the generation prompt
             streamed: list[str] = []
             append = SegmentAppend("a")
-            done = await pool.generate(created.context, 6, append=append, on_token=streamed.append)
+            done = await pool.contexts.generate(created.context, 6, append=append, on_token=streamed.append)
             assert done.text == "".join(streamed) and done.completion_tokens <= 6
             assert done.segment is not None and done.segment.id == "a"
-            after = await pool.get_context(created.context)
+            after = await pool.contexts.get(created.context)
             assert [c.id for c in after.segments] == ["s", "u", "a"] and after.member == "main"
-            edited = await pool.edit_context(created.context, [{"op": "remove", "id": "a"}])
+            edited = await pool.contexts.edit(created.context, [{"op": "remove", "id": "a"}])
             assert edited.tokens == created.tokens
-            fork = await pool.fork_context(created.context, keep=1)
+            fork = await pool.contexts.fork(created.context, keep=1)
             assert [c.id for c in fork.segments] == ["s"]
             with pytest.raises(ContextOverflow):
-                await pool.generate(created.context, 5000)
+                await pool.contexts.generate(created.context, 5000)
             for context in (created.context, fork.context):
-                await pool.drop_context(context)
+                await pool.contexts.drop(context)
             with pytest.raises(PoolError) as missing:
-                await pool.get_context(created.context)
+                await pool.contexts.get(created.context)
             assert missing.value.code == "context_not_found"
 
     anyio.run(main)
@@ -140,7 +140,7 @@ def test_routing_records_a_route_event_with_scores(world: dict[str, Any]) -> Non
 def test_no_pool_on_the_socket_is_one_clear_error(tmp_path: Path) -> None:
     async def main() -> None:
         async with CaldrixPool(tmp_path / "nothing.sock") as pool:
-            await pool.member_list()
+            await pool.members.loaded()
 
     with pytest.raises(PoolUnavailable, match="no pool answers"):
         anyio.run(main)
@@ -219,7 +219,7 @@ def test_a_decision_member_is_loaded_within_the_start_timeout_and_routes(world: 
 
     async def wait_while_loading() -> None:
         async with CaldrixPool(socket) as pool:
-            while any(m.name == "decision" and m.state == "loading" for m in await pool.member_list()):
+            while any(m.name == "decision" and m.state == "loading" for m in await pool.members.loaded()):
                 await anyio.sleep(0.2)
 
     async def route_on_the_decision_member() -> tuple[BoundMembers, list[dict[str, Any]]]:

@@ -75,7 +75,7 @@ class World:
 
     async def root(self, completions: Sequence[str], *, constraints: Sequence[str] | None = None) -> AgentRun:
         name = await self.member(completions, constraints)
-        [info] = [m for m in await self.pool.member_list() if m.name == name]
+        [info] = [m for m in await self.pool.members.loaded() if m.name == name]
         writer = new_writer(self.folder, self.cwd)
         run = AgentRun(self.pool, self.process.socket_path, name, info.n_ctx, writer, self.cwd)
         await run.start(opening("Do the task.", instructions=INSTRUCTIONS))
@@ -564,7 +564,7 @@ async def test_a_member_that_does_not_fit_fails_the_piece_in_one_line(tmp_path: 
         assert body["summary"].startswith(f"member {other_model} could not be loaded: the model needs ")
         assert "over the" in body["summary"] and "limit" in body["summary"]
         assert list(spawns(run)) == ["a1"]
-        assert [m.name for m in await pool.member_list()] == ["main"]
+        assert [m.name for m in await pool.members.loaded()] == ["main"]
     finally:
         writer.close()
         await pool.aclose()

@@ -84,7 +84,7 @@ async def reflector(pool_process: PoolProcess, tmp_path: Path) -> AsyncIterator[
         script = tmp_path / f"reflect-{len(names)}.json"
         script.write_text(json.dumps(answers))
         name = f"reflect-{uuid.uuid4().hex[:8]}"
-        await pool.member_load(
+        await pool.members.load(
             name, str(default_model_path()), {"engine": "scripted", "script": str(script), "ctx": ctx}
         )
         names.append(name)
@@ -92,7 +92,7 @@ async def reflector(pool_process: PoolProcess, tmp_path: Path) -> AsyncIterator[
 
     yield load
     for name in names:
-        await pool.member_unload(name)
+        await pool.members.unload(name)
     await pool.aclose()
 
 
@@ -473,6 +473,6 @@ async def test_a_reflection_model_the_pool_lacks_is_loaded_for_the_run_and_unloa
     assert all(item.reason for item in report.refused)
     pool = CaldrixPool(pool_process.socket_path)
     try:
-        assert "reflect" not in {member.name for member in await pool.member_list()}
+        assert "reflect" not in {member.name for member in await pool.members.loaded()}
     finally:
         await pool.aclose()

@@ -38,7 +38,7 @@ async def _route(
     member, _window = await load_member(pool, folder, [answer], constraints=constraints)
     writer = new_writer(folder, folder)
     try:
-        [info] = [m for m in await pool.member_list() if m.name == member]
+        [info] = [m for m in await pool.members.loaded() if m.name == member]
         choice = await route_request(
             pool,
             member,

@@ -165,4 +165,4 @@ async def test_prose_in_member_comes_out_as_a_loaded_member(scene: Scene) -> Non
     spawns = {s.agent: s for s in run.of(ev.AgentSpawn)}
     assert spawns["a1.c1"].member == spawns["a1.c1.v1"].member == call["member"]
     # The only members the pool holds: nothing was loaded under the prose's name.
-    assert sorted(m.name for m in await run.pool.member_list()) == sorted(["main", helper])
+    assert sorted(m.name for m in await run.pool.members.loaded()) == sorted(["main", helper])

@@ -72,21 +72,20 @@ async def _translated() -> AsyncIterator[None]:
 
 
 class CaldrixPool:
-    """:class:`aerix.app.ports.PoolPort` on a caldrix pool's socket."""
+    """:class:`aerix.app.ports.pool.PoolPort` on a caldrix pool's socket: one control connection
+    for the members and the contexts, a connection of its own for each generation."""
 
     def __init__(self, socket_path: Path, settings: PoolSettings = _DEFAULT_SETTINGS) -> None:
         """``settings`` bound the pool's use: at most ``pool.max_connections`` generations at
         once, a member load waits ``pool.start_timeout_secs``, the rest the spec's bounds."""
         self.socket_path = socket_path
         self.bounds = client_bounds(settings)
-        self._control: PoolClient | None = None
-        self._control_lock = anyio.Lock()
-        self._generations = anyio.CapacityLimiter(settings.max_connections)
+        self.control = ControlConnection(socket_path, self.bounds)
+        self.members = CaldrixMembers(self.control)
+        self.contexts = CaldrixContexts(self.control, anyio.CapacityLimiter(settings.max_connections))
 
     async def aclose(self) -> None:
-        if self._control is not None:
-            await self._control.aclose()
-            self._control = None
+        await self.control.aclose()
 
     async def __aenter__(self) -> CaldrixPool:
         return self
@@ -96,46 +95,86 @@ class CaldrixPool:
 
     async def pid(self) -> int:
         """The pool's process id (from its hello)."""
-        client = await self._client()
+        client = await self.control.client()
         return client.hello.pid
 
-    # ---- members ----------------------------------------------------------------------------
 
-    async def member_list(self) -> list[MemberInfo]:
-        reply = await self._on_control(lambda client: client.member_list())
+class ControlConnection:
+    """The one connection a pool's members and contexts are asked about, opened when first
+    needed and again after it closed."""
+
+    def __init__(self, socket_path: Path, bounds: ClientBounds) -> None:
+        self.socket_path = socket_path
+        self.bounds = bounds
+        self._client: PoolClient | None = None
+        self._lock = anyio.Lock()
+
+    async def client(self) -> PoolClient:
+        async with self._lock, _translated():
+            if self._client is None or self._client.closed:
+                self._client = await protocol.connect(
+                    self.socket_path, bounds=self.bounds, client_name=CLIENT_NAME
+                )
+            return self._client
+
+    async def call(self, call: Callable[[PoolClient], Awaitable[T]]) -> T:
+        """``call`` on the control connection, with caldrix's errors translated."""
+        client = await self.client()
+        async with _translated():
+            return await call(client)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+class CaldrixMembers:
+    """:class:`aerix.app.ports.pool.PoolMembers` over the control connection."""
+
+    def __init__(self, control: ControlConnection) -> None:
+        self._control = control
+
+    async def loaded(self) -> list[MemberInfo]:
+        reply = await self._control.call(lambda client: client.member_list())
         return [_member(member) for member in reply.members]
 
-    async def member_load(self, name: str, model: str, flags: Mapping[str, Any] | None = None) -> MemberInfo:
-        reply = await self._on_control(lambda client: client.member_load(name, model, flags))
+    async def load(self, name: str, model: str, flags: Mapping[str, Any] | None = None) -> MemberInfo:
+        reply = await self._control.call(lambda client: client.member_load(name, model, flags))
         return _member(reply.member)
 
-    async def member_unload(self, name: str) -> None:
-        await self._on_control(lambda client: client.member_unload(name))
+    async def unload(self, name: str) -> None:
+        await self._control.call(lambda client: client.member_unload(name))
 
-    # ---- contexts ---------------------------------------------------------------------------
 
-    async def create_context(self, member: str, segments: Sequence[SegmentSpec]) -> ContextCounts:
+class CaldrixContexts:
+    """:class:`aerix.app.ports.pool.PoolContexts`: contexts over the control connection, each
+    generation on a connection of its own, at most ``generations`` at once."""
+
+    def __init__(self, control: ControlConnection, generations: anyio.CapacityLimiter) -> None:
+        self._control = control
+        self._generations = generations
+
+    async def create(self, member: str, segments: Sequence[SegmentSpec]) -> ContextCounts:
         plain = [dict(segment) for segment in segments]
-        reply = await self._on_control(lambda client: client.context_create(member, plain))
+        reply = await self._control.call(lambda client: client.context_create(member, plain))
         return _counts(reply.context, reply.segments, reply.tokens, member)
 
-    async def edit_context(self, context: str, edits: Sequence[ContextEditOp]) -> ContextCounts:
+    async def edit(self, context: str, edits: Sequence[ContextEditOp]) -> ContextCounts:
         plain = [_plain(edit) for edit in edits]
-        reply = await self._on_control(lambda client: client.context_edit(context, plain))
+        reply = await self._control.call(lambda client: client.context_edit(context, plain))
         return _counts(context, reply.segments, reply.tokens)
 
-    async def fork_context(self, context: str, keep: int) -> ContextCounts:
-        reply = await self._on_control(lambda client: client.context_fork(context, keep))
+    async def fork(self, context: str, keep: int) -> ContextCounts:
+        reply = await self._control.call(lambda client: client.context_fork(context, keep))
         return _counts(reply.context, reply.segments, reply.tokens)
 
-    async def get_context(self, context: str) -> ContextCounts:
-        reply = await self._on_control(lambda client: client.context_get(context))
+    async def get(self, context: str) -> ContextCounts:
+        reply = await self._control.call(lambda client: client.context_get(context))
         return _counts(context, reply.segments, reply.tokens, reply.member)
 
-    async def drop_context(self, context: str) -> None:
-        await self._on_control(lambda client: client.context_drop(context))
-
-    # ---- generation -------------------------------------------------------------------------
+    async def drop(self, context: str) -> None:
+        await self._control.call(lambda client: client.context_drop(context))
 
     async def generate(
         self,
@@ -149,7 +188,9 @@ class CaldrixPool:
     ) -> GenerationDone:
         output = wire.AppendOutput(id=append.id, pinned=append.pinned) if append is not None else None
         async with self._generations, _translated():
-            client = await protocol.connect(self.socket_path, bounds=self.bounds, client_name=CLIENT_NAME)
+            client = await protocol.connect(
+                self._control.socket_path, bounds=self._control.bounds, client_name=CLIENT_NAME
+            )
             try:
                 generation = client.generate(
                     context,
@@ -171,22 +212,6 @@ class CaldrixPool:
             finally:
                 await client.aclose()
         raise PoolError("the pool ended a generation without its done frame")
-
-    # ---- the control connection ---------------------------------------------------------------
-
-    async def _client(self) -> PoolClient:
-        async with self._control_lock, _translated():
-            if self._control is None or self._control.closed:
-                self._control = await protocol.connect(
-                    self.socket_path, bounds=self.bounds, client_name=CLIENT_NAME
-                )
-            return self._control
-
-    async def _on_control(self, call: Callable[[PoolClient], Awaitable[T]]) -> T:
-        """``call`` on the control connection, with caldrix's errors translated."""
-        client = await self._client()
-        async with _translated():
-            return await call(client)
 
 
 def _plain(edit: ContextEditOp) -> dict[str, Any]:

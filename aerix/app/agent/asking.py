@@ -132,7 +132,7 @@ class TurnAsker:
             self._scope = scope
             if self.env.cancel.is_set():
                 scope.cancel()
-            done = await self.env.pool.generate(
+            done = await self.env.pool.contexts.generate(
                 self.spec.context_id,
                 max_new_tokens,
                 constraint,

@@ -88,7 +88,7 @@ class LiveContext:
         """Read the pool's segments; what the loop knows of each comes from ``known`` (a segment
         the pool holds that is not listed counts as a user turn)."""
         by_id = {segment.id: segment for segment in known}
-        counts = await self.pool.get_context(self.context_id)
+        counts = await self.pool.contexts.get(self.context_id)
         for count in counts.segments:
             given = by_id.get(count.id)
             if given is None:
@@ -144,13 +144,13 @@ class LiveContext:
     # -- changes ---------------------------------------------------------------------------
 
     async def edit(self, edits: Sequence[dict[str, Any]]) -> ContextCounts:
-        counts = await self.pool.edit_context(self.context_id, edits)
+        counts = await self.pool.contexts.edit(self.context_id, edits)
         self._apply(counts)
         return counts
 
     async def refresh(self) -> None:
         """Take the pool's counts again (after a generation appended a segment)."""
-        self._apply(await self.pool.get_context(self.context_id))
+        self._apply(await self.pool.contexts.get(self.context_id))
 
     async def append(self, segment: ContextSegment, *, record: bool = True) -> ContextSegment:
         """Append a segment; with ``record``, a ``segment`` event with the pool's count."""

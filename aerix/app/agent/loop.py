@@ -247,7 +247,7 @@ class _AgentRun:
     async def _member_list(self) -> list[MemberInfo]:
         """The pool's members, asked once per run."""
         if self._members is None:
-            self._members = await self.env.pool.member_list()
+            self._members = await self.env.pool.members.loaded()
         return self._members
 
     async def _constraint(self, tools: Sequence[ToolSpec]) -> dict[str, Any] | None:

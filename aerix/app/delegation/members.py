@@ -33,7 +33,7 @@ class MemberPicker:
     async def pick(self, wanted: str | None, caller_member: str) -> MemberInfo:
         name = caller_member if wanted is None or wanted.strip() in CALLER_MODEL_ALIASES else wanted.strip()
         async with self._lock:
-            members = await self.pool.member_list()
+            members = await self.pool.members.loaded()
             found = next((m for m in members if m.name == name), None)
             found = found or next((m for m in members if m.model == name and m.state == "ready"), None)
             if found is not None:
@@ -43,6 +43,6 @@ class MemberPicker:
             if name == caller_member:
                 raise MemberUnavailable(f"the caller's member {name} is no longer loaded")
             try:
-                return await self.pool.member_load(name, name)
+                return await self.pool.members.load(name, name)
             except PoolError as exc:
                 raise MemberUnavailable(f"member {name} could not be loaded: {exc}") from exc

@@ -92,16 +92,16 @@ async def open_context(
     """The agent's pool context: the caller's shared prefix, then ``own``; each opening segment
     recorded as a ``segment`` event of ``agent_id``."""
     if member.name == caller.member:
-        forked = await pool.fork_context(caller.context_id, len(caller.prefix))
+        forked = await pool.contexts.fork(caller.context_id, len(caller.prefix))
         try:
-            counts = await pool.edit_context(
+            counts = await pool.contexts.edit(
                 forked.context, [{"op": "append", "segment": segment.wire()} for segment in own]
             )
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await pool.drop_context(forked.context)
+                await pool.contexts.drop(forked.context)
             raise
     else:
-        counts = await pool.create_context(member.name, [s.wire() for s in (*caller.prefix, *own)])
+        counts = await pool.contexts.create(member.name, [s.wire() for s in (*caller.prefix, *own)])
     record_segments(events, [*caller.prefix, *own], counts, agent=agent_id)
     return counts

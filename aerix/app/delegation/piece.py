@@ -256,7 +256,7 @@ class Piece:
             return await run_agent(agent, env)
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(PoolError):
-                await env.pool.drop_context(counts.context)
+                await env.pool.contexts.drop(counts.context)
 
 
 @dataclass(frozen=True)

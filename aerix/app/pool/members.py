@@ -32,11 +32,11 @@ class BoundMembers:
 async def bind_members(pool: PoolPort, settings: PoolSettings) -> BoundMembers:
     """Make sure ``main`` is ready (loading it when the pool has none) and load a configured
     ``decision`` member. A decision member that cannot be loaded is a note: main routes."""
-    members = {member.name: member for member in await pool.member_list()}
+    members = {member.name: member for member in await pool.members.loaded()}
     notes: list[str] = []
     main = members.get(MAIN_MEMBER)
     if main is None:
-        main = await pool.member_load(MAIN_MEMBER, settings.main, settings.main_flags.as_load_flags())
+        main = await pool.members.load(MAIN_MEMBER, settings.main, settings.main_flags.as_load_flags())
     if main.state != "ready":
         raise PoolError(
             f"the pool's main member ({main.model}) is {main.state}; stop the pool with "
@@ -51,7 +51,7 @@ async def bind_members(pool: PoolPort, settings: PoolSettings) -> BoundMembers:
     decision = members.get(DECISION_MEMBER)
     if settings.decision is not None and decision is None:
         try:
-            decision = await pool.member_load(
+            decision = await pool.members.load(
                 DECISION_MEMBER, settings.decision, settings.decision_flags.as_load_flags()
             )
         except PoolError as exc:

@@ -1,7 +1,8 @@
 """The pool port: the model pool as the application sees it, and the values that cross it.
 
-``aerix.adapters.pool.client.CaldrixPool`` implements it over caldrix's client; the autostart adapter
-finds or starts the pool (``PoolStarter``). Token counts are always the pool's own.
+``aerix.adapters.pool.client.CaldrixPool`` implements it (its members and its contexts) over
+caldrix's client; the autostart adapter finds or starts the pool (``PoolStarter``). Token counts
+are always the pool's own.
 """
 
 from __future__ import annotations
@@ -104,31 +105,29 @@ OnToken = Callable[[str], None]
 OnProgress = Callable[[int, int], None]
 
 
-class PoolPort(Protocol):
-    """The model pool, as the application sees it. Every method may raise
+class PoolMembers(Protocol):
+    """The pool's members: those it has, and loading or unloading one. Every method may raise
     :class:`aerix.errors.PoolError` (or a subclass); nothing from caldrix leaks past the adapter."""
 
-    async def member_list(self) -> list[MemberInfo]: ...
+    async def loaded(self) -> list[MemberInfo]: ...
 
-    async def member_load(
-        self, name: str, model: str, flags: Mapping[str, Any] | None = None
-    ) -> MemberInfo: ...
+    async def load(self, name: str, model: str, flags: Mapping[str, Any] | None = None) -> MemberInfo: ...
 
-    async def member_unload(self, name: str) -> None: ...
+    async def unload(self, name: str) -> None: ...
 
-    async def create_context(self, member: str, segments: Sequence[SegmentSpec]) -> ContextCounts: ...
 
-    async def edit_context(self, context: str, edits: Sequence[ContextEditOp]) -> ContextCounts: ...
+class PoolContexts(Protocol):
+    """Contexts in the pool, and generating in one. Raises as :class:`PoolMembers` does."""
 
-    async def fork_context(self, context: str, keep: int) -> ContextCounts: ...
+    async def create(self, member: str, segments: Sequence[SegmentSpec]) -> ContextCounts: ...
 
-    async def get_context(self, context: str) -> ContextCounts: ...
+    async def edit(self, context: str, edits: Sequence[ContextEditOp]) -> ContextCounts: ...
 
-    async def drop_context(self, context: str) -> None: ...
+    async def fork(self, context: str, keep: int) -> ContextCounts: ...
 
-    async def aclose(self) -> None:
-        """Close the connection (contexts live in the pool, not in the connection)."""
-        ...
+    async def get(self, context: str) -> ContextCounts: ...
+
+    async def drop(self, context: str) -> None: ...
 
     async def generate(
         self,
@@ -142,6 +141,20 @@ class PoolPort(Protocol):
     ) -> GenerationDone:
         """One generation; ``constraint`` is the protocol's map (``{"json": schema}``,
         ``{"one_of": [...]}`` …); ``append`` stores the output as an assistant segment."""
+        ...
+
+
+class PoolPort(Protocol):
+    """The model pool, as the application sees it: its members and its contexts."""
+
+    @property
+    def members(self) -> PoolMembers: ...
+
+    @property
+    def contexts(self) -> PoolContexts: ...
+
+    async def aclose(self) -> None:
+        """Close the connection (contexts live in the pool, not in the connection)."""
         ...
 
 

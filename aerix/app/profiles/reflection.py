@@ -86,10 +86,10 @@ async def bind_reflector(
     """``model`` (``--member``, else ``tune.member``) as a member, else the main member."""
     if model is None or model == members.main.model:
         return Reflector(members.main)
-    for member in await pool.member_list():
+    for member in await pool.members.loaded():
         if member.model == model and member.state == "ready":
             return Reflector(member)
-    member = await pool.member_load(REFLECTION_MEMBER, model, flags.as_load_flags())
+    member = await pool.members.load(REFLECTION_MEMBER, model, flags.as_load_flags())
     if member.state != "ready":
         raise PoolError(f"the reflection member {model} is {member.state}", code="member_not_ready")
     return Reflector(member, loaded_here=True)
@@ -97,7 +97,7 @@ async def bind_reflector(
 
 async def release_reflector(pool: PoolPort, reflector: Reflector) -> None:
     if reflector.loaded_here:
-        await pool.member_unload(reflector.member.name)
+        await pool.members.unload(reflector.member.name)
 
 
 def request_text(header: str, evidence: Sequence[str], shown: int) -> str:
@@ -123,7 +123,7 @@ async def reflect(
 ) -> Reflected | NotReflected:
     shown = len(evidence)
     # The user segment holds the release's text first, for the pool to count its tokens.
-    counts = await pool.create_context(
+    counts = await pool.contexts.create(
         member.name,
         [
             {"id": SYSTEM_ID, "role": "system", "text": system, "pinned": True},
@@ -134,7 +134,7 @@ async def reflect(
         release_tokens = counts.tokens_of(REQUEST_ID) or 0
         longest = int(release_tokens * REVISION_MAX_RATIO) + REFLECTION_ANSWER_SLACK_TOKENS
         ask = min(max_new_tokens, member.n_ctx // REFLECTION_ASK_WINDOW_DIVISOR, longest)
-        counts = await pool.edit_context(
+        counts = await pool.contexts.edit(
             counts.context,
             [{"op": "replace", "id": REQUEST_ID, "text": request_text(header, evidence, shown)}],
         )
@@ -145,17 +145,17 @@ async def reflect(
                     f"of {ask} tokens"
                 )
             shown //= 2
-            counts = await pool.edit_context(
+            counts = await pool.contexts.edit(
                 counts.context,
                 [{"op": "replace", "id": REQUEST_ID, "text": request_text(header, evidence, shown)}],
             )
         constraint = {"json": answer_schema()} if "json" in member.constraints else None
         try:
-            done = await pool.generate(counts.context, ask, constraint, on_token=on_token)
+            done = await pool.contexts.generate(counts.context, ask, constraint, on_token=on_token)
         except ContextOverflow as overflow:
             return NotReflected(str(overflow))
     finally:
-        await pool.drop_context(counts.context)
+        await pool.contexts.drop(counts.context)
     if done.finish == "length":
         return NotReflected(f"the answer was cut at {ask} tokens before its JSON closed")
     if done.finish == "degenerate":

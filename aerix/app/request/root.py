@@ -81,7 +81,7 @@ class RootRun:
 
 async def run_root(run: RootRun) -> RootEnded:
     """Create a1's context, spawn it, run its turns, drop the context."""
-    counts = await run.pool.create_context(run.member.name, [s.wire() for s in (*run.rebuilt, *run.added)])
+    counts = await run.pool.contexts.create(run.member.name, [s.wire() for s in (*run.rebuilt, *run.added)])
     try:
         record_segments(run.events, [*run.replaced, *run.added], counts)
         tools = root_tools(run.route, run.project.settings, run.project.permissions)
@@ -150,4 +150,4 @@ def ended_from(result: AgentResult) -> RootEnded:
 
 async def _drop_quietly(pool: PoolPort, context: str) -> None:
     with contextlib.suppress(PoolError):  # the pool went away: the context went with it
-        await pool.drop_context(context)
+        await pool.contexts.drop(context)

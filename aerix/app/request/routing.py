@@ -48,7 +48,7 @@ async def route_request(
 ) -> RouteChoice:
     """Classify ``prompt`` on ``member`` and record the ``route`` event. ``one_of``: whether
     the member declares the ``one_of`` constraint (``MemberInfo.constraints``)."""
-    context = await pool.create_context(
+    context = await pool.contexts.create(
         member,
         [
             {"id": "routing", "role": "system", "text": prompts.get("routing"), "pinned": True},
@@ -57,11 +57,11 @@ async def route_request(
     )
     try:
         constraint = {"one_of": list(ROUTES)} if one_of else None
-        done = await pool.generate(
+        done = await pool.contexts.generate(
             context.context, ROUTING_MAX_TOKENS, constraint=constraint, logprobs=ROUTING_LOGPROBS
         )
     finally:
-        await pool.drop_context(context.context)
+        await pool.contexts.drop(context.context)
     route = choice_of(done, member)
     events.record(ev.RouteDecision, choice=route.choice, scores=route.scores, member=member, raw=route.raw)
     return route

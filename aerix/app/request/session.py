@@ -163,7 +163,7 @@ class LiveSession:
         """Whether the pool bound at opening still answers: between two prompts it may have been
         stopped (``caldrix pool stop``), or have crashed."""
         try:
-            await self.bound.pool.member_list()
+            await self.bound.pool.members.loaded()
         except PoolUnavailable:
             return False
         return True
