@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from aerix.domain.claude_tools import claude_tool_name, to_claude_input
-from aerix.domain.events import Message, ToolCall, Usage
+from aerix.domain.events import Message, SessionEnd, ToolCall, Usage
 from aerix.domain.usage import RequestUsage
 
 #: How aerix -p runs, in Claude Code's terms: no permission is asked, every call runs (hooks'
@@ -163,6 +163,22 @@ class ModelTally:
             "costUSD": 0,
             "contextWindow": self.window or 0,
         }
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    """What a request's result line needs of its events, as the stream-json fold saw them: the
+    session, the main model and each model's usage, the totals, the route, the root's turns,
+    the end (None while it runs) and the calls a permission rule refused."""
+
+    session: str
+    model: str
+    models: dict[str, ModelTally]
+    usage: RequestUsage
+    route: str | None
+    root_turns: int
+    end: SessionEnd | None
+    denials: list[dict[str, Any]]
 
 
 def tool_use_block(agent: str, call: ToolCall, cwd: str | None) -> dict[str, Any]:

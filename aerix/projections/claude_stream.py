@@ -17,7 +17,8 @@ the transcript's and the hooks' (``aerix.domain.claude_format``).
 
 ``ClaudeStream`` is a projection the session's writer feeds (its ``claude stream`` view):
 the fold remembers what later lines need, and ``lines`` renders an event just folded. The output
-adapter only writes those lines; it reaches the fold through ``aerix.app.ports.StreamView``.
+adapter only writes those lines and reads ``summary`` for the result; it reaches the fold through
+``aerix.app.ports.request.StreamView``.
 Each request's ``session.start`` begins a new fold (each request of a stream-json input has its
 own tallies), so fed a whole log it holds the last request's.
 """
@@ -30,6 +31,7 @@ from aerix.domain import events as ev
 from aerix.domain.claude_format import (
     HEADLESS_PERMISSION_MODE,
     ModelTally,
+    StreamSummary,
     assistant_blocks,
     claude_tool_id,
     claude_usage,
@@ -70,6 +72,19 @@ class ClaudeStream(Projection):
         #: result's ``permission_denials``.
         self._calls: dict[str, dict[str, Any]] = {}
         self.denials: list[dict[str, Any]] = []
+
+    def summary(self) -> StreamSummary:
+        """What the request's result line needs, as folded so far."""
+        return StreamSummary(
+            self.session,
+            self.model,
+            self.models,
+            self.usage,
+            self.route,
+            self.root_turns,
+            self.end,
+            self.denials,
+        )
 
     def _start(self, record: ev.SessionStart) -> None:
         self._begin()

@@ -101,7 +101,7 @@ class HeadlessOutput(StreamOutput):
 
     @property
     def session(self) -> str:
-        return self.stream.session
+        return self.stream.summary().session
 
     def failed(self, line: str, exit_code: int, session_id: str | None) -> None:
         if self.format != "text":  # in text, the note on stderr is the whole of it
@@ -152,31 +152,32 @@ class HeadlessOutput(StreamOutput):
         if self.format == "text":
             self._text(result)
         else:
-            self.json_line(result_object(result, self.stream.models or None, self.stream.denials))
+            summary = self.stream.summary()
+            self.json_line(result_object(result, summary.models or None, summary.denials))
         return result.exit_code
 
     def interrupted(self) -> None:
         """The result line of a request an ``interrupt`` control request stopped (it ends as
         ``cancelled``, with no result of its own)."""
-        stream = self.stream
-        if not stream.session:
+        summary = self.stream.summary()
+        if not summary.session:
             self.json_line(error_object("interrupted before the session started", EXIT_CANCELLED))
             return
-        end = stream.end
+        end = summary.end
         result = RequestResult(
-            session_id=stream.session,
+            session_id=summary.session,
             outcome="cancelled",
             exit_code=end.exit_code if end else EXIT_CANCELLED,
             result="",
             reason="interrupted (an interrupt control request)",
-            route=stream.route,
-            turns=stream.root_turns,
-            usage=stream.usage,
+            route=summary.route,
+            turns=summary.root_turns,
+            usage=summary.usage,
             diff=RequestDiff(),
             duration_ms=(end.duration_ms or 0.0) if end else 0.0,
-            model=stream.model,
+            model=summary.model,
         )
-        self.json_line(result_object(result, stream.models or None, stream.denials))
+        self.json_line(result_object(result, summary.models or None, summary.denials))
 
     def _text(self, result: RequestResult) -> None:
         text = result.result.rstrip("\n") + "\n" if result.result else ""

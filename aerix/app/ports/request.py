@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from aerix.domain import events as ev
-from aerix.domain.claude_format import ModelTally
+from aerix.domain.claude_format import StreamSummary
 from aerix.domain.diffs import RequestDiff
 from aerix.domain.usage import RequestUsage
 
@@ -32,26 +32,11 @@ class LiveProjection(Protocol):
 
 class StreamView(LiveProjection, Protocol):
     """The stream-json fold (``aerix.projections.claude_stream.ClaudeStream``): the lines of an
-    event it took, and what a result needs of the request's events."""
-
-    @property
-    def session(self) -> str: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def models(self) -> dict[str, ModelTally]: ...
-    @property
-    def usage(self) -> RequestUsage: ...
-    @property
-    def route(self) -> str | None: ...
-    @property
-    def root_turns(self) -> int: ...
-    @property
-    def end(self) -> ev.SessionEnd | None: ...
-    @property
-    def denials(self) -> list[dict[str, Any]]: ...
+    event it took, and what the request's result line needs of its events."""
 
     def lines(self, record: ev.EventBase, listing: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
+
+    def summary(self) -> StreamSummary: ...
 
 
 class RequestObserver:
