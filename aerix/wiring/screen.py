@@ -12,6 +12,7 @@ from aerix.adapters.paths import history_file
 from aerix.adapters.project.project_key import project_key
 from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.adapters.terminal.screen import TerminalScreen
+from aerix.app.ports.screen import ConversationScreen
 from aerix.app.request.conversation import ConversationOptions, converse
 from aerix.projections.status import StatusFigures
 from aerix.wiring.requests import request_deps
@@ -26,7 +27,8 @@ def run_interactive(options: ConversationOptions) -> int:
 
     async def main() -> int:
         screen = TerminalScreen(__version__, options.cwd, history, StatusFigures, editor)
-        return await screen.run(lambda: converse(options, deps, screen))
+        jobs = ConversationScreen(input=screen, request=screen, session=screen)
+        return await screen.run(lambda: converse(options, deps, jobs))
 
     try:
         return anyio.run(main)

@@ -128,18 +128,22 @@ class Command:
 UserInput = Prompt | Command
 
 
-class ConversationScreen(PlanGate, Protocol):
-    """The screen, as the conversation sees it."""
-
-    def opened(self, opening: Opening) -> None:
-        """Startup is done: show the launch frame and the startup block."""
-
-    def failed_to_open(self, line: str) -> None:
-        """Startup failed: one error row."""
+class ScreenInput(PlanGate, Protocol):
+    """What the person at the screen types and chooses: prompts and commands, a session to
+    resume, and a plan at the gate (``review``)."""
 
     async def next_input(self) -> UserInput | None:
         """The next prompt or command, in the order typed; None when the user exits."""
         ...
+
+    async def pick_session(self, entries: Sequence[SessionSummary]) -> str | None:
+        """Let the user choose one of ``entries`` (``/resume``); None when they do not."""
+        ...
+
+
+class RequestDisplay(Protocol):
+    """How the screen shows a request: its start, its events and tokens as they come (through
+    the projections it shows), its notes, and how it ended."""
 
     def request_started(self, prompt: str, controls: RequestControls) -> None:
         """A request runs ``prompt``; Esc sets ``controls.cancel``."""
@@ -160,6 +164,17 @@ class ConversationScreen(PlanGate, Protocol):
     def request_failed(self, line: str) -> None:
         """The request could not run (an error before its session was written)."""
 
+
+class SessionDisplay(Protocol):
+    """What the screen says about the session: the launch frame (or why there is none), a
+    session changed or its diff, and one-line feedback."""
+
+    def opened(self, opening: Opening) -> None:
+        """Startup is done: show the launch frame and the startup block."""
+
+    def failed_to_open(self, line: str) -> None:
+        """Startup failed: one error row."""
+
     def session_changed(self, session_id: str, resumed: bool) -> None: ...
 
     def session_diff_changed(self, diff: RequestDiff) -> None:
@@ -168,6 +183,11 @@ class ConversationScreen(PlanGate, Protocol):
     def say(self, line: str) -> None:
         """One line of feedback in the transcript."""
 
-    async def pick_session(self, entries: Sequence[SessionSummary]) -> str | None:
-        """Let the user choose one of ``entries`` (``/resume``); None when they do not."""
-        ...
+
+@dataclass(frozen=True)
+class ConversationScreen:
+    """The screen, as the conversation sees it, by job (``TerminalScreen`` is all three)."""
+
+    input: ScreenInput
+    request: RequestDisplay
+    session: SessionDisplay

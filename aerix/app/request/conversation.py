@@ -50,16 +50,16 @@ class _Observer(RequestObserver):
         self.screen = screen
 
     def note(self, line: str) -> None:
-        self.screen.note(line)
+        self.screen.request.note(line)
 
     def projections(self) -> Mapping[str, LiveProjection]:
-        return self.screen.projections()
+        return self.screen.request.projections()
 
     def event(self, record: ev.EventBase) -> None:
-        self.screen.event(record)
+        self.screen.request.event(record)
 
     def token(self, agent: str, text: str) -> None:
-        self.screen.token(agent, text)
+        self.screen.request.token(agent, text)
 
 
 def _opening(session: LiveSession, began: float) -> Opening:
@@ -118,9 +118,9 @@ async def converse(options: ConversationOptions, deps: RequestDeps, screen: Conv
             session = await stack.enter_async_context(live_session(opening, deps, preview=True))
             opened = _opening(session, began)
         except AerixError as error:
-            screen.failed_to_open(str(error))
+            screen.session.failed_to_open(str(error))
             return error.exit_code
-        screen.opened(opened)
+        screen.session.opened(opened)
         held = _Held(session, stack)
         stack.callback(lambda: held.session.close())  # the session held last (after /clear, /resume)
         code = await _converse(held, options, deps, screen)
@@ -132,7 +132,7 @@ async def _converse(
 ) -> int:
     waiting: list[UserInput] = [Prompt(options.first_prompt)] if options.first_prompt else []
     while True:
-        item = waiting.pop(0) if waiting else await screen.next_input()
+        item = waiting.pop(0) if waiting else await screen.input.next_input()
         if item is None:
             return EXIT_DONE
         if isinstance(item, Command):
@@ -155,30 +155,30 @@ async def _request(
         profile_refresh=options.profile_refresh and not held.ran,
     )
     held.ran = True
-    controls = RequestControls(plan_gate=screen)
-    screen.request_started(prompt, controls)
+    controls = RequestControls(plan_gate=screen.input)
+    screen.request.request_started(prompt, controls)
     before = held.session
     try:
         session = held.session = await with_a_pool_that_answers(before, held.stack, deps)
         if session is not before:
             opened = session.bound.opened
             found = f"started it again (pid {opened.pid})" if opened.started else "found it running again"
-            screen.note(f"the pool had gone since the last prompt; {found}")
+            screen.request.note(f"the pool had gone since the last prompt; {found}")
         result = await session.run(request, _Observer(screen), controls)
     except AerixError as error:
-        screen.request_failed(str(error))
+        screen.request.request_failed(str(error))
         return
     except OSError as error:  # the session store unusable: one line, the screen stays
-        screen.request_failed(str(FileUnusable(error)))
+        screen.request.request_failed(str(FileUnusable(error)))
         return
     finally:
         for notice in deps.sessions.log.notices():
-            screen.note(notice)
-    screen.request_ended(result)
+            screen.request.note(notice)
+    screen.request.request_ended(result)
     base = session.base_commit
     if base is not None:
         now = deps.diffs.snapshot(options.cwd)
-        screen.session_diff_changed(deps.diffs.diff(replace(now, base=base)))
+        screen.session.session_diff_changed(deps.diffs.diff(replace(now, base=base)))
 
 
 def _switch(
@@ -204,26 +204,26 @@ async def _command(
     if command.name == "clear":
         session_id = new_session_id()
         _switch(held, options, deps, None, session_id)
-        screen.session_changed(session_id, resumed=False)
+        screen.session.session_changed(session_id, resumed=False)
         return
     if command.name != "resume":
-        screen.say(f"/{command.name} is not a command here; /help lists them")
+        screen.session.say(f"/{command.name} is not a command here; /help lists them")
         return
     chosen = command.args.strip()
     if not chosen:
         project_key = held.session.project.key
         entries = [e for e in list_sessions(deps.sessions, project_key) if not e.imported]
         if not entries:
-            screen.say("no other session in this project to resume")
+            screen.session.say("no other session in this project to resume")
             return
-        picked = await screen.pick_session(entries)
+        picked = await screen.input.pick_session(entries)
         if picked is None:
             return
         chosen = picked
     try:
         state = load_for_resume(deps.sessions, chosen)
     except AerixError as error:
-        screen.say(str(error))
+        screen.session.say(str(error))
         return
     _switch(held, options, deps, state, state.session)
-    screen.session_changed(state.session, resumed=True)
+    screen.session.session_changed(state.session, resumed=True)
