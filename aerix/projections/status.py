@@ -51,6 +51,19 @@ class StatsFigure:
     finished_at: datetime
 
 
+@dataclass(frozen=True)
+class StatusSnapshot:
+    """The figures a line shows, as they were when taken."""
+
+    root_turn: int
+    root_max_turns: int | None
+    tool_calls: int
+    context: ContextFigure | None
+    diff: DiffFigure | None
+    verifier: Literal["pending", "passed", "failed"] | None
+    stats: StatsFigure | None
+
+
 @dataclass
 class StatusFigures(Projection):
     """Status line values for the current (or last) request."""
@@ -71,6 +84,17 @@ class StatusFigures(Projection):
 
     def __post_init__(self) -> None:
         super().__init__()
+
+    def now(self) -> StatusSnapshot:
+        return StatusSnapshot(
+            self.root_turn,
+            self.root_max_turns,
+            self.tool_calls,
+            self.context,
+            self.diff,
+            self.verifier,
+            self.stats,
+        )
 
     def _start(self, event: ev.SessionStart) -> None:
         self.request_started = event.time

@@ -1,5 +1,5 @@
 """The live region's lines, from the status figures (the status projection, read through
-``aerix.app.ports.StatusView``).
+``aerix.app.ports.screen.StatusView.now``).
 
 - status: the thinking icon, the elapsed seconds, the root's turn against its budget, the tool
   calls of every agent, the queued prompts; ``cancelling…`` after Esc. Headless runs on a
@@ -31,7 +31,7 @@ from aerix.adapters.terminal.theme import (
     THINKING_FRAMES,
 )
 from aerix.app.ports.diffs import DiffFigures
-from aerix.app.ports.screen import ContextFigures, StatsFigures, StatusView
+from aerix.app.ports.screen import ContextFigures, StatsFigures, StatusNow
 
 _SEP = " · "
 
@@ -53,7 +53,7 @@ def thinking_icon(elapsed_secs: float) -> str:
     return THINKING_FRAMES[frame]
 
 
-def status_line(figures: StatusView, activity: Activity) -> Text:
+def status_line(figures: StatusNow, activity: Activity) -> Text:
     line = Text()
     line.append(thinking_icon(activity.elapsed_secs), style=EMBER)
     line.append(f" {int(activity.elapsed_secs)}s")

@@ -40,13 +40,14 @@ class LiveState:
 
 def live_lines(state: LiveState, width: int) -> list[RenderableType]:
     lines: list[RenderableType] = []
+    figures = state.figures.now()
     if state.running:
-        lines.append(status_line(state.figures, state.activity))
+        lines.append(status_line(figures, state.activity))
         lines.extend(state.running_calls)
-    context = context_line(state.figures.context, state.activity.streaming_tokens)
+    context = context_line(figures.context, state.activity.streaming_tokens)
     if context is not None:
         lines.append(context)
-    diff = diff_line(state.session_diff or state.figures.diff, state.figures.verifier)
+    diff = diff_line(state.session_diff or figures.diff, figures.verifier)
     if diff is not None:
         lines.append(diff)
     for prompt in state.queued[:QUEUED_SHOWN]:

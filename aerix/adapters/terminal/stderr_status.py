@@ -53,8 +53,9 @@ class StderrStatus:
         from aerix.adapters.terminal.live_lines import Activity, context_line, status_line
 
         activity = Activity(self.clock() - self.began, streaming_tokens=self.streaming)
-        line = status_line(self.figures, activity)
-        context = context_line(self.figures.context, self.streaming)
+        figures = self.figures.now()
+        line = status_line(figures, activity)
+        context = context_line(figures.context, self.streaming)
         if context is not None:
             line.append(" · ")
             line.append_text(context)

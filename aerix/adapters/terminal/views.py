@@ -75,6 +75,7 @@ def finished_lines(result: RequestResult, figures: StatusView) -> list[Renderabl
         lines.append(Text())
         lines.append(diff)
     lines += [Text.assemble(("▲ ", EMBER), note) for note in result.notes]
-    if result.outcome == "done" and result.exit_code == 0 and figures.stats is not None:
-        lines.append(Text.assemble(("✓ ", OK), stats_line(figures.stats)))
+    stats = figures.now().stats
+    if result.outcome == "done" and result.exit_code == 0 and stats is not None:
+        lines.append(Text.assemble(("✓ ", OK), stats_line(stats)))
     return lines

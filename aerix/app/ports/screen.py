@@ -4,7 +4,7 @@ that cross (the opening's figures, what the user typed, the live figures' shapes
 ``aerix.adapters.terminal.screen.TerminalScreen`` implements ``ConversationScreen``;
 ``aerix.app.request.conversation`` drives it. The live figures are the status projection's
 (``aerix.projections.status.StatusFigures``); the screen is handed a way to make one
-(``StatusFactory``) and reads it through ``StatusView``.
+(``StatusFactory``) and reads it through ``StatusView.now``.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ class StatsFigures(Protocol):
     def finished_at(self) -> datetime: ...
 
 
-class StatusView(LiveProjection, Protocol):
-    """The status figures of the current (or last) request, folded from its events (the
-    session's writer feeds them: the observer that shows them lists them in ``projections``)."""
+class StatusNow(Protocol):
+    """The status figures of the current (or last) request at one moment: what the status,
+    context, diff and stats lines show."""
 
     @property
     def root_turn(self) -> int: ...
@@ -70,6 +70,13 @@ class StatusView(LiveProjection, Protocol):
     def verifier(self) -> str | None: ...
     @property
     def stats(self) -> StatsFigures | None: ...
+
+
+class StatusView(LiveProjection, Protocol):
+    """The status figures, folded from the request's events (the session's writer feeds them:
+    the observer that shows them lists them in ``projections``); ``now`` is what they are."""
+
+    def now(self) -> StatusNow: ...
 
 
 #: Makes a fresh fold of the status figures (one per session).
