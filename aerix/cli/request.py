@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from aerix.adapters.project.settings_files import SettingsOverrides, parse_disallowed, parse_sources
-from aerix.app.request.options import RequestOptions
+from aerix.app.request.options import RequestOptions, SessionOptions
 from aerix.claude_flags import ignored_note
 from aerix.cli.parser import STDIN_PROMPT
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
@@ -67,26 +67,29 @@ def cmd_print(args: argparse.Namespace) -> int:
     note = ignored_note(args)
     if note:
         print(f"aerix: {note}", file=sys.stderr)
-    options = RequestOptions(
-        prompt=prompt,
-        prompt_bytes=prompt_bytes,
+    opening = SessionOptions(
         cwd=args.cwd or Path.cwd(),
         resume=args.resume,
         continue_latest=args.continue_latest,
-        max_turns=args.max_turns,
+        session_id=session_id,
+        fork_session=args.fork_session,
         profile=args.profile,
         profile_refresh=args.profile_refresh,
-        session_id=session_id,
+    )
+    options = RequestOptions(
+        prompt=prompt,
+        prompt_bytes=prompt_bytes,
+        max_turns=args.max_turns,
+        profile_refresh=args.profile_refresh,
         append_system_prompt=args.append_system_prompt,
-        fork_session=args.fork_session,
     )
     overrides = SettingsOverrides(sources, args.extra_settings, disallowed, args.tools)
     try:
         if streamed:
             from aerix.wiring.stream_session import run_stream_input  # its modules: only for stream-json
 
-            return run_stream_input(options, sys.stdin, overrides=overrides)
-        return run_headless(options, args.output_format, overrides=overrides)
+            return run_stream_input(opening, options, sys.stdin, overrides=overrides)
+        return run_headless(opening, options, args.output_format, overrides=overrides)
     except KeyboardInterrupt:
         print("aerix: cancelled", file=sys.stderr)
         return EXIT_CANCELLED

@@ -26,9 +26,9 @@ from aerix.adapters.tools import LocalToolsFactory
 from aerix.adapters.tools.hook_runner import SubprocessHooks
 from aerix.app.ports.hooks import HookRunner
 from aerix.app.ports.request import RequestResult
-from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.options import RequestDeps, RequestOptions, SessionOptions
 from aerix.app.request.reported import reported
-from aerix.app.request.run import run_request
+from aerix.app.request.session import run_request
 from aerix.projections.claude_stream import ClaudeStream
 
 
@@ -55,6 +55,7 @@ def request_deps(sessions: SessionFiles, overrides: SettingsOverrides | None = N
 
 
 def run_headless(
+    opening: SessionOptions,
     options: RequestOptions,
     fmt: OutputFormat,
     out: TextIO | None = None,
@@ -71,10 +72,11 @@ def run_headless(
 
         shown = StderrStatus(err, StatusFigures())
     output = HeadlessOutput(fmt, out or sys.stdout, err, ClaudeStream(), shown)
-    return anyio.run(run_one, options, output, overrides, shown)
+    return anyio.run(run_one, opening, options, output, overrides, shown)
 
 
 async def run_one(
+    opening: SessionOptions,
     options: RequestOptions,
     output: HeadlessOutput,
     overrides: SettingsOverrides | None,
@@ -85,22 +87,28 @@ async def run_one(
     sessions = SessionFiles()
     try:
         deps = request_deps(sessions, overrides)
-        return await reported(lambda: _requested(options, output, deps, status), output, sessions.log.notices)
+        return await reported(
+            lambda: _requested(opening, options, output, deps, status), output, sessions.log.notices
+        )
     finally:
         sessions.log.close()
 
 
 async def _requested(
-    options: RequestOptions, output: HeadlessOutput, deps: RequestDeps, status: StderrStatus | None
+    opening: SessionOptions,
+    options: RequestOptions,
+    output: HeadlessOutput,
+    deps: RequestDeps,
+    status: StderrStatus | None,
 ) -> RequestResult:
     if status is None:
-        return await run_request(options, deps, output)
+        return await run_request(opening, options, deps, output)
     done: RequestResult | None = None
     error: Exception | None = None
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(status.tick)
         try:
-            done = await run_request(options, deps, output)
+            done = await run_request(opening, options, deps, output)
         except Exception as exc:  # raised after the task group, not inside an exception group
             error = exc
         finally:

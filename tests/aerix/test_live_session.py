@@ -19,7 +19,7 @@ import pytest
 from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.ports.stream import UserPrompt
-from aerix.app.request.options import RequestOptions
+from aerix.app.request.options import RequestOptions, SessionOptions
 from aerix.app.request.stream import serve_stream
 from aerix.app.sessions.queries import load_for_resume, rebuild
 from aerix.projections.claude_stream import ClaudeStream
@@ -65,7 +65,9 @@ def test_two_prompts_run_on_one_held_session_without_reading_its_log_back(projec
     output = HeadlessOutput("stream-json", out, err, ClaudeStream())
     prompts = [UserPrompt("first question"), UserPrompt("second question")]
     try:
-        code = anyio.run(serve_stream, RequestOptions("", project), deps, output, lambda: iter(prompts))
+        code = anyio.run(
+            serve_stream, SessionOptions(project), RequestOptions(""), deps, output, lambda: iter(prompts)
+        )
     finally:
         sessions.log.close()
     assert code == 0, err.getvalue()
@@ -125,7 +127,9 @@ def test_a_pool_gone_between_prompts_is_found_again_and_the_session_goes_on(tmp_
         yield UserPrompt("second question")
 
     try:
-        code = anyio.run(serve_stream, RequestOptions("", project), request_deps(sessions), output, prompts)
+        code = anyio.run(
+            serve_stream, SessionOptions(project), RequestOptions(""), request_deps(sessions), output, prompts
+        )
     finally:
         sessions.log.close()
         for pool in pools:

@@ -17,7 +17,7 @@ from aerix.adapters.paths import claude_projects_dir, config_home
 from aerix.adapters.project.project import ProjectFiles
 from aerix.app.pool.members import BoundMembers
 from aerix.app.ports.pool import MemberInfo
-from aerix.app.request.startup import startup_listing
+from aerix.app.request.opening import startup_listing
 from aerix.domain import events as ev
 from aerix.domain.claude_tools import claude_tool_name
 from aerix.domain.tools import TOOL_NAMES

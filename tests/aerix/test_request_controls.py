@@ -17,8 +17,8 @@ import pytest
 
 from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.ports.request import PlanReview, RequestControls, RequestObserver, RequestResult
-from aerix.app.request.options import RequestOptions
-from aerix.app.request.run import run_request
+from aerix.app.request.options import RequestOptions, SessionOptions
+from aerix.app.request.session import run_request
 from aerix.domain import events as ev
 from aerix.wiring.requests import request_deps
 from tests.aerix.request_world import make_project, make_world, start_scripted_pool
@@ -90,7 +90,7 @@ async def run(project: Path, controls: RequestControls | None) -> tuple[RequestR
     events = Events()
     try:
         result = await run_request(
-            RequestOptions("Plan it", project), request_deps(sessions), events, controls
+            SessionOptions(project), RequestOptions("Plan it"), request_deps(sessions), events, controls
         )
     finally:
         sessions.log.close()

@@ -221,7 +221,7 @@ async def _acquire(fd: int, timeout: float, lock_path: Path) -> None:
 
 
 class AutostartPool:
-    """:class:`aerix.app.request.startup.PoolStarter`: find or start the pool, then connect to it."""
+    """:class:`aerix.app.ports.pool.PoolStarter`: find or start the pool, then connect to it."""
 
     async def open(self, settings: PoolSettings) -> OpenedPool:
         found = await find_or_start_pool(settings)

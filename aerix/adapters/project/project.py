@@ -19,7 +19,7 @@ from aerix.errors import NotADirectory
 
 
 class ProjectFiles:
-    """:class:`aerix.app.request.startup.ProjectSource` over the files on disk."""
+    """:class:`aerix.app.ports.project.ProjectSource` over the files on disk."""
 
     def __init__(self, overrides: SettingsOverrides | None = None) -> None:
         #: The command line's changes to the settings files (--settings, --setting-sources).

@@ -54,7 +54,7 @@ class RequestObserver:
         """A startup or end note for stderr."""
 
     def startup(self, listing: dict[str, Any]) -> None:
-        """What startup found and bound (``aerix.app.request.startup.startup_listing``), once the
+        """What startup found and bound (``aerix.app.request.opening.startup_listing``), once the
         members are bound and before the session starts."""
 
     def event(self, record: ev.EventBase) -> None:

@@ -113,7 +113,7 @@ class Opening:
     notes: tuple[StartupNote, ...]
     ready_secs: float
     skills: tuple[str, ...] = ()
-    #: ``aerix.app.request.startup.startup_listing``: instruction files, skills, agents, plugins, hooks.
+    #: ``aerix.app.request.opening.startup_listing``: instruction files, skills, agents, plugins, hooks.
     listing: dict[str, Any] = field(default_factory=dict)
     #: --fork-session: the session the first request copies into ``session_id``.
     forked_from: str | None = None

@@ -20,15 +20,13 @@ from pathlib import Path
 
 from aerix.app.ports.request import LiveProjection, RequestControls, RequestObserver
 from aerix.app.ports.screen import Command, ConversationScreen, Opening, Prompt, StartupNote, UserInput
-from aerix.app.request.opening import new_session_id
-from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.opening import new_session_id, startup_listing
+from aerix.app.request.options import RequestDeps, RequestOptions, SessionOptions
 from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers
-from aerix.app.request.startup import startup_listing
 from aerix.app.sessions.queries import list_sessions, load_for_resume
 from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_DONE
 from aerix.errors import AerixError, FileUnusable
-from aerix.projections.resume_point import ResumeState
 
 
 @dataclass(frozen=True)
@@ -104,8 +102,7 @@ class _Held:
 async def converse(options: ConversationOptions, deps: RequestDeps, screen: ConversationScreen) -> int:
     """Open the session, then run what the user types until they exit; the exit code."""
     began = time.monotonic()
-    opening = RequestOptions(
-        "",
+    opening = SessionOptions(
         options.cwd,
         resume=options.resume,
         continue_latest=options.continue_latest,
@@ -150,7 +147,6 @@ async def _request(
 ) -> None:
     request = RequestOptions(
         prompt=prompt,
-        cwd=options.cwd,
         max_turns=options.max_turns,
         profile_refresh=options.profile_refresh and not held.ran,
     )
@@ -181,29 +177,12 @@ async def _request(
         screen.session.session_diff_changed(deps.diffs.diff(replace(now, base=base)))
 
 
-def _switch(
-    held: _Held, options: ConversationOptions, deps: RequestDeps, resume: ResumeState | None, session_id: str
-) -> None:
-    """Hold another session of the same project, on the same pool: the one held is released."""
-    session = held.session
-    session.close()
-    opening = RequestOptions(
-        "",
-        options.cwd,
-        resume=resume.session if resume is not None else None,
-        profile=options.profile,
-        profile_refresh=options.profile_refresh and not held.ran,
-        session_id=None if resume is not None else session_id,
-    )
-    held.session = LiveSession(opening, deps, session.project, session.bound, resume, held=True)
-
-
 async def _command(
     command: Command, held: _Held, options: ConversationOptions, deps: RequestDeps, screen: ConversationScreen
 ) -> None:
     if command.name == "clear":
         session_id = new_session_id()
-        _switch(held, options, deps, None, session_id)
+        held.session = held.session.another(None, session_id, options.profile_refresh and not held.ran)
         screen.session.session_changed(session_id, resumed=False)
         return
     if command.name != "resume":
@@ -225,5 +204,5 @@ async def _command(
     except AerixError as error:
         screen.session.say(str(error))
         return
-    _switch(held, options, deps, state, state.session)
+    held.session = held.session.another(state, state.session, options.profile_refresh and not held.ran)
     screen.session.session_changed(state.session, resumed=True)

@@ -48,6 +48,7 @@ class OpenRequest:
     resume: ResumeState | None
     prompts: PromptSource  # the profile commit's texts (the release's where it tunes none)
     controls: RequestControls
+    fork: bool = False  # the request's session is a copy it made of ``resume``
     route: str | None = None
     hooks: Hooks | None = None
 
@@ -90,7 +91,7 @@ class OpenRequest:
 
     async def _route_and_run(self, hooks: Hooks) -> RootEnded:
         project, cancel = self.project, self.controls.cancel
-        source = "startup" if self.resume is None else "fork" if self.options.fork_session else "resume"
+        source = "startup" if self.resume is None else "fork" if self.fork else "resume"
         started = await hooks.fire(
             "SessionStart", {"source": source, "model": self.members.main.model}, match=(source,)
         )

@@ -1,6 +1,12 @@
-"""A request's session, before it runs: the session it continues (``--resume``,
-``--continue``) or the new id it takes, the profile it reads its prompts from, and its
-``session.start`` written (what startup loaded among it)."""
+"""Opening a session, before its request runs: the session it continues (``--resume``,
+``--continue``) or the new id it takes, the profile it reads its prompts from, what startup
+found and bound (``startup_listing``, which the output shows), and its ``session.start``
+written (what startup loaded among it).
+
+In the spec's order, startup resolves the directory, the settings, instruction files, enabled
+plugins, skills, agent definitions and hooks (``ProjectSource``), then finds or starts the pool
+and binds the members (``aerix.app.pool.members.pool_session``); a resumed session is refused
+before any pool is started (``aerix.app.request.session.live_session``)."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from typing import Any
 from aerix.app.pool.members import BoundMembers
 from aerix.app.ports.project import Project
 from aerix.app.profiles.attach import AttachedProfile, ProfileRequest, attach_profile, preview_profile
-from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.options import RequestDeps, RequestOptions, SessionOptions
 from aerix.app.sessions.queries import latest_session, load_for_resume
 from aerix.app.sessions.writer import (
     SessionWriter,
@@ -22,8 +28,10 @@ from aerix.app.sessions.writer import (
 from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import encoded_bytes
+from aerix.domain.tools import TOOL_NAMES
 from aerix.errors import UsageError
 from aerix.projections.resume_point import ResumeState
+from caldrix.protocol import DECISION_MEMBER, MAIN_MEMBER
 
 
 def new_session_id() -> str:
@@ -32,7 +40,7 @@ def new_session_id() -> str:
     return str(uuid.uuid4())
 
 
-def request_session_id(options: RequestOptions, resume: ResumeState | None) -> str:
+def request_session_id(options: SessionOptions, resume: ResumeState | None) -> str:
     """The session this request writes to: the resumed one, else (a new session or a fork) the
     id --session-id gives or a fresh one."""
     if resume is not None and not options.fork_session:
@@ -40,7 +48,7 @@ def request_session_id(options: RequestOptions, resume: ResumeState | None) -> s
     return options.session_id or new_session_id()
 
 
-def refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Project) -> None:
+def refuse_a_taken_id(options: SessionOptions, deps: RequestDeps, project: Project) -> None:
     """A new session named by the caller (--session-id) must not be one that exists: refused
     before the pool starts or the profile makes the session's branch."""
     taken = options.session_id
@@ -48,7 +56,7 @@ def refuse_a_taken_id(options: RequestOptions, deps: RequestDeps, project: Proje
         raise UsageError(f"session {taken} already exists; give --session-id a new UUID")
 
 
-def resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
+def resume_state(options: SessionOptions, deps: RequestDeps, project: Project) -> ResumeState | None:
     if options.resume and options.continue_latest:
         raise UsageError("--resume and --continue both name a session; give one of them")
     resumes = bool(options.resume or options.continue_latest)
@@ -70,7 +78,7 @@ def resume_state(options: RequestOptions, deps: RequestDeps, project: Project) -
 
 
 def attach_session_profile(
-    options: RequestOptions,
+    options: SessionOptions,
     deps: RequestDeps,
     project: Project,
     members: BoundMembers,
@@ -136,7 +144,7 @@ def start_fields(
 
 
 def open_session(
-    options: RequestOptions,
+    fork: bool,
     deps: RequestDeps,
     project: Project,
     resume: ResumeState | None,
@@ -144,7 +152,7 @@ def open_session(
     start: dict[str, Any],
 ) -> tuple[SessionWriter, ev.SessionStart]:
     """The session's writer and the ``session.start`` of this request, written already;
-    ``start``: its fields (``start_fields``)."""
+    ``start``: its fields (``start_fields``); ``fork``: ``resume`` is copied to ``session_id``."""
     sync = project.settings.session.sync
     if resume is None:
         writer = start_session(deps.sessions, deps.clock, sync=sync, session=session_id, **start)
@@ -152,7 +160,7 @@ def open_session(
         if not isinstance(written, ev.SessionStart):
             raise RuntimeError("a new session without its session.start")
         return writer, written
-    if options.fork_session:
+    if fork:
         writer = fork_session(deps.sessions, deps.clock, resume.session, session_id, project.key, sync)
         start = {**start, "resumed_from": resume.session}
     else:
@@ -177,3 +185,35 @@ def loaded_from(listing: dict[str, Any]) -> ev.Loaded:
         hooks=listing["hooks"],
         plugins=[plugin["name"] for plugin in listing["plugins"] if plugin["enabled"]],
     )
+
+
+def startup_listing(project: Project, members: BoundMembers) -> dict[str, Any]:
+    """What startup found and bound, as plain data for the output (stream-json's ``init``
+    line names its keys as Claude Code's does: ``tools``, ``skills``, ``agents``, ``plugins``);
+    ``tools`` leaves out those a permission rule or ``--tools`` takes away."""
+    return {
+        "tools": [name for name in TOOL_NAMES if name not in project.permissions.removed],
+        "members": {
+            MAIN_MEMBER: members.main.model,
+            DECISION_MEMBER: members.decision.model if members.decision else None,
+        },
+        "settings_files": [str(path) for path in project.settings_files],
+        "instruction_files": [str(path) for path in project.instruction_files],
+        "skills": list(project.skills.names),
+        "agents": list(project.agents.names),
+        "plugins": [
+            {
+                "name": plugin.name,
+                "path": str(plugin.path),
+                "scope": plugin.scope,
+                "enabled": plugin.enabled,
+                "version": plugin.version,
+                "skills": list(plugin.skills),
+                "agents": list(plugin.agents),
+                "commands": list(plugin.commands),
+                "hooks": list(plugin.hooks),
+            }
+            for plugin in project.plugins
+        ],
+        "hooks": list(project.hooks),
+    }

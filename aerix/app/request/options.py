@@ -1,5 +1,6 @@
-"""What a request is asked for (``RequestOptions``, from the command line or the screen) and
-what it runs on (``RequestDeps``: every port; ``aerix.wiring`` builds the real ones)."""
+"""What a session is opened with (``SessionOptions``), what a request on it is asked for
+(``RequestOptions``, from the command line or the screen) and what it runs on (``RequestDeps``:
+every port; ``aerix.wiring`` builds the real ones)."""
 
 from __future__ import annotations
 
@@ -22,26 +23,37 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RequestOptions:
-    """What the command line asked for."""
+class SessionOptions:
+    """What a session is opened with: its folder, and which session it is (``--resume``,
+    ``--continue``, ``--session-id``, ``--fork-session``, the screen's ``/clear`` and ``/resume``)
+    with the profile it reads its prompts from."""
 
-    prompt: str
     cwd: Path
     resume: str | None = None
     continue_latest: bool = False
-    max_turns: int | None = None
-    profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
-    profile_refresh: bool = False
     #: The id a new session gets (Claude Code's --session-id, or the one the screen shows before
     #: the first request); None: a fresh one (``new_session_id``).
     session_id: str | None = None
+    #: --fork-session: the session --resume/--continue names is copied to a new one (its id
+    #: ``session_id``, else a fresh one), and the first request goes to the copy.
+    fork_session: bool = False
+    profile: str | None = None  # --profile; None: the profile setting (a resumed session: its own)
+    #: --profile-refresh: the session attaches its profile's newest commit.
+    profile_refresh: bool = False
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What one request asks of the session it runs on."""
+
+    prompt: str
+    max_turns: int | None = None
+    #: --profile-refresh: a resumed root reads the system prompt of the commit attached anew.
+    profile_refresh: bool = False
     #: Text added to the end of a new session's system segment (--append-system-prompt).
     append_system_prompt: str | None = None
     #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
     prompt_bytes: bytes | None = None
-    #: --fork-session: the session --resume/--continue names is copied to a new one (its id
-    #: ``session_id``, else a fresh one), and the request goes to the copy.
-    fork_session: bool = False
 
 
 @dataclass

@@ -9,12 +9,27 @@ the profile again.
 A new session's log is made by its first request, under the id the session was opened with;
 until then nothing of it is on disk (the screen shows the profile commit the first request will
 read without making its branch: ``preview``).
+
+A request, end to end (``aerix -p``: ``run_request``, one request on a session opened for it):
+
+    project = read settings, instructions, skills, agents, hooks      (ProjectSource)
+    resume  = the session to continue, refused at once if imported     (SessionStorage)
+    pool    = found or started, members bound                          (PoolStarter)
+    snapshot of the working tree                                       (DiffSource)
+    profile = attached: prompts and overlays read from one commit      (ProfileStore)
+    session.start → SessionStart → UserPromptSubmit → route → RouteDecision
+        → a1's context (segment events) → run_agent → session.end → SessionEnd → the diff
+
+Every dependency comes in through ``RequestDeps`` (``aerix.app.request.options``; ``aerix.wiring``
+builds the real ones). The session opens its log at its first request
+(``aerix.app.request.opening``) and runs each as an ``OpenRequest``
+(``aerix.app.request.open_request``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
@@ -32,14 +47,13 @@ from aerix.app.request.opening import (
     request_session_id,
     resume_state,
     start_fields,
+    startup_listing,
     with_overlays,
 )
-from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.options import RequestDeps, RequestOptions, SessionOptions
 from aerix.app.request.recorder import RequestRecorder
-from aerix.app.request.startup import startup_listing
 from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter
-from aerix.domain.diffs import Snapshot
 from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
 from aerix.errors import PoolUnavailable
 from aerix.projections.resume_point import ResumePoint, ResumeState
@@ -50,19 +64,20 @@ class LiveSession:
 
     def __init__(
         self,
-        options: RequestOptions,
+        options: SessionOptions,
         deps: RequestDeps,
         project: Project,
         bound: BoundPool,
         resume: ResumeState | None,
         *,
         preview: bool = False,
-        held: bool = False,
+        held: bool = True,
+        noted: bool = False,
     ) -> None:
-        """``options``: what the session was opened with (--resume, --continue, --session-id,
-        --fork-session, --profile, --profile-refresh); ``preview``: attach the profile without
+        """``options``: what the session was opened with; ``preview``: attach the profile without
         making ``session/<id>`` until the first request; ``held``: it stays open after a request
-        for the next (the log is made durable after each, as closing it would)."""
+        for the next (the log is made durable after each, as closing it would); ``noted``: the
+        first request's prompt and the project's notes were said as the session opened."""
         self.options = options
         self.deps = deps
         self.project = project
@@ -71,6 +86,7 @@ class LiveSession:
         self.id = request_session_id(options, resume)
         self.fork = options.fork_session and resume is not None
         self.held = held
+        self._noted = noted
         self.writer: SessionWriter | None = None
         self._point = ResumePoint()
         #: The Claude Code transcript kept up to the log: the writer's ``claude transcript`` view.
@@ -96,22 +112,18 @@ class LiveSession:
         observer: RequestObserver,
         controls: RequestControls | None = None,
         *,
-        snapshot: Snapshot | None = None,
         began: float | None = None,
-        project_noted: bool = False,
     ) -> RequestResult:
-        """Run one request (``options``: its prompt and its own flags) on this session.
-        ``project_noted``: the caller told ``observer`` the prompt's and the project's notes
-        already."""
+        """Run one request (``options``: its prompt and its own flags) on this session."""
         controls = controls or RequestControls()
         began = time.monotonic() if began is None else began
-        if not project_noted:
+        if not self._noted:
             if options.prompt_bytes is not None:
                 observer.note(invalid_prompt_note(decode_prompt(options.prompt_bytes)))
             for line in self.project.notes:
                 observer.note(line)
-        if snapshot is None:
-            snapshot = self.deps.diffs.snapshot(self.project.cwd)
+        self._noted = False  # said at opening, for the first request only
+        snapshot = self.deps.diffs.snapshot(self.project.cwd)
         members = self.bound.members
         for line in members.notes:
             observer.note(line)
@@ -126,10 +138,9 @@ class LiveSession:
         listing = {**startup_listing(project, members), "profile": profile.listing()}
         observer.startup(listing)
         start = start_fields(options, self.deps, project, members, snapshot, loaded_from(listing), profile)
-        # The session's own flags are the opening's; a request after the first continues it.
-        options = replace(options, fork_session=first and self.fork)
+        fork = first and self.fork  # a request after the first continues the copy
         if self.writer is None:
-            self.writer, record = open_session(options, self.deps, project, self.resume, self.id, start)
+            self.writer, record = open_session(fork, self.deps, project, self.resume, self.id, start)
             self.writer.attach("resume point", self._point)
         else:
             self.resume = self._point.state(self.writer.ref.id, self.writer.ref.project)
@@ -142,7 +153,16 @@ class LiveSession:
             writer.attach("claude transcript", self._transcript)
         recorder = RequestRecorder(writer, observer, self._transcript)
         request = OpenRequest(
-            options, self.deps, project, members, self.bound.pool, recorder, self.resume, profile, controls
+            options,
+            self.deps,
+            project,
+            members,
+            self.bound.pool,
+            recorder,
+            self.resume,
+            profile,
+            controls,
+            fork,
         )
         try:
             return await request.run(record, snapshot, began)
@@ -168,32 +188,55 @@ class LiveSession:
             return False
         return True
 
-    def reopening(self) -> RequestOptions:
+    def reopening(self) -> SessionOptions:
         """What opens this same session again: resumed once its log exists, else new under its
         id; never a fork again (the first request made the copy)."""
         made = self.writer is not None
         return replace(
             self.options,
-            prompt="",
             resume=self.id if made else None,
             continue_latest=False,
             session_id=None if made else self.id,
             fork_session=False,
         )
 
+    def another(self, resume: ResumeState | None, session_id: str, profile_refresh: bool) -> LiveSession:
+        """Another session of the same project on the same pool (the screen's ``/clear``, a new
+        one under ``session_id``, and ``/resume``): this one is released."""
+        self.close()
+        options = SessionOptions(
+            self.options.cwd,
+            resume=resume.session if resume is not None else None,
+            session_id=None if resume is not None else session_id,
+            profile=self.options.profile,
+            profile_refresh=profile_refresh,
+        )
+        return LiveSession(options, self.deps, self.project, self.bound, resume)
+
 
 @asynccontextmanager
 async def live_session(
-    options: RequestOptions, deps: RequestDeps, *, preview: bool = False
+    options: SessionOptions,
+    deps: RequestDeps,
+    *,
+    preview: bool = False,
+    held: bool = True,
+    note: Callable[[str], None] | None = None,
 ) -> AsyncIterator[LiveSession]:
     """Open the session ``options`` name (new, resumed, forked) with the pool bound for it; the
-    pool is closed and the log released when the body ends."""
+    pool is closed and the log released when the body ends. ``note``: where the project's notes
+    are said as soon as it is read (``aerix -p``: before a session that cannot be resumed is
+    refused), rather than by its first request."""
     project = deps.projects.load(options.cwd)
+    if note is not None:
+        for line in project.notes:
+            note(line)
     resume = resume_state(options, deps, project)
     if resume is None or options.fork_session:
         refuse_a_taken_id(options, deps, project)
     async with pool_session(deps.pools, project.settings.pool) as bound:
-        session = LiveSession(options, deps, project, bound, resume, preview=preview, held=True)
+        noted = note is not None
+        session = LiveSession(options, deps, project, bound, resume, preview=preview, held=held, noted=noted)
         try:
             yield session
         finally:
@@ -210,3 +253,20 @@ async def with_a_pool_that_answers(
         return session
     session.close()
     return await stack.enter_async_context(live_session(session.reopening(), deps))
+
+
+async def run_request(
+    opening: SessionOptions,
+    options: RequestOptions,
+    deps: RequestDeps,
+    observer: RequestObserver,
+    controls: RequestControls | None = None,
+) -> RequestResult:
+    """``aerix -p``: open the session ``opening`` names, run one request on it and return how
+    it ended. Errors before the session exists raise; after, they end the request as ``failed``
+    with the error's line as its reason."""
+    began = time.monotonic()
+    if options.prompt_bytes is not None:
+        observer.note(invalid_prompt_note(decode_prompt(options.prompt_bytes)))
+    async with live_session(opening, deps, held=False, note=observer.note) as session:
+        return await session.run(options, observer, controls, began=began)

@@ -27,7 +27,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from aerix.app.ports.request import RequestResult
 from aerix.app.ports.stream import BadLine, ControlRequest, StreamItem, StreamOutput, UserPrompt
-from aerix.app.request.options import RequestDeps, RequestOptions
+from aerix.app.request.options import RequestDeps, RequestOptions, SessionOptions
 from aerix.app.request.reported import reported
 from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
@@ -39,18 +39,20 @@ ItemReader = Callable[[], Iterator[StreamItem]]
 
 
 async def serve_stream(
-    options: RequestOptions, deps: RequestDeps, output: StreamOutput, items: ItemReader
+    opening: SessionOptions, each: RequestOptions, deps: RequestDeps, output: StreamOutput, items: ItemReader
 ) -> int:
     """Answer the control requests ``items`` carries as they come and run each prompt as a
-    request of one session; at the end of the input (once its prompts ran), the exit code of
-    the last request."""
+    request of the session ``opening`` names; ``each``: what every prompt asks besides its text
+    (its ``prompt`` is the prompt's; ``append_system_prompt`` the first's only). At the end of
+    the input (once its prompts ran), the exit code of the last request."""
     async with AsyncExitStack() as stack:
-        return await _StreamSession(options, deps, output, stack).serve(items)
+        return await _StreamSession(opening, each, deps, output, stack).serve(items)
 
 
 @dataclass
 class _StreamSession:
-    options: RequestOptions
+    opening: SessionOptions
+    each: RequestOptions
     deps: RequestDeps
     output: StreamOutput
     stack: AsyncExitStack  # holds the session (its pool, its log) to the end of the input
@@ -104,9 +106,9 @@ class _StreamSession:
     async def _request(self, prompt: UserPrompt) -> None:
         first = self.session is None
         options = dataclasses.replace(
-            self.options,
+            self.each,
             prompt=prompt.text,
-            append_system_prompt=self.options.append_system_prompt if first else None,
+            append_system_prompt=self.each.append_system_prompt if first else None,
         )
         if not prompt.text.strip():
             self.output.note("a user message with no text is left out")
@@ -128,7 +130,7 @@ class _StreamSession:
 
     async def _on_session(self, options: RequestOptions) -> RequestResult:
         if self.live is None:
-            self.live = await self.stack.enter_async_context(live_session(self.options, self.deps))
+            self.live = await self.stack.enter_async_context(live_session(self.opening, self.deps))
         else:
             self.live = await with_a_pool_that_answers(self.live, self.stack, self.deps)
         return await self.live.run(options, self.output)
@@ -163,7 +165,7 @@ class _StreamSession:
                 "agents given by the SDK are not used; aerix reads .aerix/agents and .claude/agents"
             )
         try:
-            project = self.deps.projects.load(self.options.cwd)
+            project = self.deps.projects.load(self.opening.cwd)
         except (AerixError, OSError):
             return {"commands": [], "output_style": "default", "available_output_styles": ["default"]}
         main = project.settings.pool.main
