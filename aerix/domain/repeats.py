@@ -47,8 +47,15 @@ def call_key(call: ToolCall) -> str:
     return call.tool + " " + json.dumps(call.input, sort_keys=True, ensure_ascii=False)
 
 
-def unchanged_result(tool: str, since: str) -> str:
-    """The result of a call that was not run again."""
+def unchanged_result(tool: str, since: str, *, final_next: bool = False) -> str:
+    """The result of a call that was not run again; ``final_next``: the next turn may only be a
+    final. Then it does not say "do something else": qwen2.5-coder-1.5b, told that and held to
+    a final, wrote one claiming a file it had never created."""
+    if final_next:
+        return (
+            f"unchanged since call {since}: this {tool} already ran, and its result is above. "
+            "Use it to answer the request: give your final answer now."
+        )
     return (
         f"unchanged since call {since}: the same {tool} with the same input ran in your previous turn "
         "and nothing has changed since, so it was not run again (its result is above). "

@@ -6,7 +6,11 @@ Each note is a template (``aerix.domain.templates``): the code fills its ``{plac
 - the re-ask after an answer cut at ``max_new_tokens``, or stopped while it degenerated
   (``aerix.app.agent.asking``), both asking for a shorter answer;
 - the re-ask after an answer that is not a valid turn (``TurnParseError``'s message);
-- the note after the calls a turn had past ``MAX_CALLS_PER_TURN`` were dropped.
+- the note after the calls a turn had past ``MAX_CALLS_PER_TURN`` were dropped;
+- the next step, after each turn's results, for an agent whose work is a change to files
+  (``CHANGE_NEXT_NOTE``). Measured on qwen2.5-coder-1.5b (docs/agent-loop.md): without it the
+  model answered its second turn with a copy of its first (the same ``read`` of the file it had
+  just read) until the repeat rule ended it; with it, the second turn wrote the whole file.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ INVALID_TURN_NOTE = (
 DROPPED_CALLS_NOTE = (
     "{dropped} calls after the first {kept} were dropped and not run ({names}); call them again in your "
     "next turn if you still need them."
+)
+CHANGE_NEXT_NOTE = (
+    "Next: if the change the request asks for is not made yet, make it now by writing the whole new file: "
+    '{"thought": ..., "calls": [{"tool": "write", "input": {"path": ..., "content": ...}}]}. '
+    'When it is made and checked, answer {"thought": ..., "final": ...}.'
 )
 #: What ``{final}`` shows in INVALID_TURN_NOTE: a text, or a verifier's verdict.
 _FINAL_SHAPES = {False: '"..."', True: '{"verdict": "pass" or "fail", "reason": "..."}'}

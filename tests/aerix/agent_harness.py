@@ -118,6 +118,7 @@ class AgentRun:
         tools: Sequence[ToolSpec] = TOOLS,
         environment: dict[str, Any] | None = None,
         definitions: AgentDefinitionSource | None = None,
+        makes_changes: bool = False,
     ) -> AgentResult:
         """Run the root; with ``definitions``, as a request runs it: delegating its agent calls
         (every agent with its own local tools, one repo map shared)."""
@@ -129,6 +130,7 @@ class AgentRun:
             tools=tuple(tools),
             max_turns=max_turns,
             segments=self.segments,
+            makes_changes=makes_changes,
         )
         env = AgentEnvironment(
             pool=self.pool,

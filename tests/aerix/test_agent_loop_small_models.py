@@ -13,7 +13,7 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
-from aerix.domain.turn_notes import turn_retry_message
+from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, turn_retry_message
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from caldrix import limits
 from tests.aerix.agent_harness import Make, final, settings_with, turn
@@ -141,7 +141,7 @@ async def test_the_same_call_as_the_previous_turn_is_not_run_again(make: Make) -
         ]
     )
     (run.cwd / "a.txt").write_text("one\n")
-    result = await run.run()
+    result = await run.run(makes_changes=True)  # repeated reads leave a change agent its calls
     assert result.outcome == "done"
     results = {m.call: m.text for m in run.messages("tool")}
     assert results["c1"] == "[read c1]\n1\tone"
@@ -164,7 +164,7 @@ async def test_a_third_identical_turn_ends_the_agent_failed(make: Make) -> None:
     looking = turn("Read the README.", ("read", {"path": "README.md"}))
     run = await make([looking, looking, looking, final("Never.", "never reached")])
     (run.cwd / "README.md").write_text("# Demo\n")
-    result = await run.run()
+    result = await run.run(makes_changes=True)  # a change agent that only reads has made no change
     reason = 'the same call 3 turns in a row, unchanged since call c1: read {"path": "README.md"}'
     assert (result.outcome, result.reason, result.turns) == ("failed", reason, bounds.IDENTICAL_TURNS)
     results = [m.text for m in run.messages("tool")]
@@ -173,6 +173,64 @@ async def test_a_third_identical_turn_ends_the_agent_failed(make: Make) -> None:
     [end] = run.of(ev.AgentEnd)
     assert (end.outcome, end.reason) == ("failed", reason)
     await run.assert_log_rebuilds_the_context()
+
+
+async def test_an_answering_agent_that_repeats_its_read_is_asked_for_its_final(make: Make) -> None:
+    """The answer is in hand: the turn after a turn of nothing but unchanged repeats may only
+    be a final, whatever the model would have called (the script's third turn is a call)."""
+    looking = turn("greet.py greets its argument.", ("read", {"path": "greet.py"}))
+    run = await make([looking, looking, looking, final("Never.", "never reached")])
+    (run.cwd / "greet.py").write_text("print('hello')\n")
+    result = await run.run()
+    assert (result.outcome, result.turns) == ("done", 3)
+    *_, last = run.messages()
+    answer = json.loads(last.text)
+    assert set(answer) == {"thought", "final"} and answer["final"].strip()
+    assert result.final == answer["final"]
+    # The repeat's result says the final comes next, not "do something else".
+    repeat = run.messages("tool")[1].text
+    assert repeat.startswith("[read c2]\nunchanged since call c1: this read already ran")
+    assert "give your final answer now" in repeat and "Do something else" not in repeat
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_change_agent_that_repeats_its_write_is_asked_for_its_final(make: Make) -> None:
+    writing = turn("Write it.", ("write", {"path": "a.txt", "content": "two\n"}))
+    run = await make([writing, writing, writing, final("Never.", "never reached")])
+    result = await run.run(makes_changes=True)
+    assert (result.outcome, result.turns) == ("done", 3)
+    assert (run.cwd / "a.txt").read_text() == "two\n"
+    assert set(json.loads(run.messages()[-1].text)) == {"thought", "final"}
+
+
+async def test_a_change_agent_is_told_the_next_step_after_each_turns_results(make: Make) -> None:
+    run = await make(
+        [
+            turn("Look.", ("read", {"path": "a.txt"})),
+            turn("Change it.", ("write", {"path": "a.txt", "content": "two\n"})),
+            final("Done.", "a.txt holds two"),
+        ]
+    )
+    (run.cwd / "a.txt").write_text("one\n")
+    result = await run.run(makes_changes=True)
+    assert result.outcome == "done"
+    pool = await run.pool_segments()
+    assert [s["id"] for s in pool] == [
+        "a1.system", "a1.p1", "a1.m1", "a1.c1", "a1.n1", "a1.m2", "a1.c2", "a1.n2", "a1.m3"
+    ]  # fmt: skip
+    assert pool[4]["text"] == pool[7]["text"] == CHANGE_NEXT_NOTE
+    await run.assert_log_rebuilds_the_context()
+
+    answering = await make([turn("Look.", ("read", {"path": "a.txt"})), final("Done.", "it holds two")])
+    (answering.cwd / "a.txt").write_text("two\n")
+    await answering.run()
+    assert [s["id"] for s in await answering.pool_segments()] == [
+        "a1.system",
+        "a1.p1",
+        "a1.m1",
+        "a1.c1",
+        "a1.m2",
+    ]
 
 
 async def test_the_same_failing_call_a_third_time_ends_the_agent_even_alternated(make: Make) -> None:
@@ -231,7 +289,7 @@ async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> No
         ]
     )
     (run.cwd / "log.txt").write_text("a\n")
-    result = await run.run()
+    result = await run.run(makes_changes=True)  # it edits between its bash runs
     assert result.outcome == "done"
     results = {m.call: m.text for m in run.messages("tool")}
     assert results["c2"].startswith("[bash c2]\nunchanged since call c1")

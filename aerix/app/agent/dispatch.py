@@ -129,13 +129,24 @@ class Dispatcher:
         return self.live.agent_id
 
     async def run_turn(
-        self, turn: Turn, turn_number: int, unchanged: Mapping[str, str] | None = None
+        self,
+        turn: Turn,
+        turn_number: int,
+        unchanged: Mapping[str, str] | None = None,
+        *,
+        final_next: bool = False,
     ) -> RanTurn:
         """Run the turn's calls, then append their results, its notes and finished jobs; a call
-        in ``unchanged`` (call id -> the earlier call it repeats) is not run, its result says so."""
+        in ``unchanged`` (call id -> the earlier call it repeats) is not run, its result says so
+        (and, with ``final_next``, that the final is what comes next)."""
         context_tool = ContextTool(self.live)
         results = {
-            call.id: Result(call.id, call.tool, unchanged_result(call.tool, since), unchanged_since=since)
+            call.id: Result(
+                call.id,
+                call.tool,
+                unchanged_result(call.tool, since, final_next=final_next),
+                unchanged_since=since,
+            )
             for call in turn.calls
             if unchanged and (since := unchanged.get(call.id)) is not None
         }

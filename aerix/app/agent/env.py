@@ -93,6 +93,10 @@ class AgentSpec:
     #: How many leading segments are the request's shared prefix (an implementer's fork kept
     #: them); None: the leading system and instruction segments.
     shared_prefix: int | None = None
+    #: Whether its work is a change to files (a root that acts on an ``edit`` or ``plan``
+    #: route, an implementer): after each turn's results it is told the next step
+    #: (``CHANGE_NEXT_NOTE``).
+    makes_changes: bool = False
 
 
 @dataclass

@@ -30,6 +30,10 @@ Each turn:
    the IDENTICAL_TURNS-th turn in a row of nothing but such calls ends the agent ``failed``.
    So does the REPEATED_FAILURES-th error result of one call (the same tool and input) in the
    run, whatever came between (``FailureWatch``); the results are appended first.
+   A turn of nothing but such repeats leaves an answering agent, or a change agent that
+   repeated a ``write`` or ``edit``, nothing but its final: the next turn is asked with only
+   the final branch (``_answers_next``). A change agent (``AgentSpec.makes_changes``) is told
+   the next step after each turn's results (``CHANGE_NEXT_NOTE``).
 
 The callable tools are offered as they exist when the run starts
 (``aerix.domain.tool_choices``): ``agent``'s ``definition`` and ``member`` and ``skill``'s
@@ -47,7 +51,7 @@ errors end the agent ``failed`` with the error's line as the reason.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -68,12 +72,17 @@ from aerix.domain.repeats import FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import ToolSpec
+from aerix.domain.turn_notes import CHANGE_NEXT_NOTE
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
 CANCELLED = "cancelled"
 #: The label of the user message a Stop hook's block adds (a user turn: never compacted).
 STOP_HOOK_LABEL = "stop hook"
+#: The label of the note on the next step of a change (``AgentSpec.makes_changes``).
+NEXT_STEP_LABEL = "next step"
+#: The calls that change files: repeating one unchanged means the change is there.
+_CHANGE_TOOLS = frozenset({"write", "edit"})
 #: The kinds of the leading segments every agent of a request shares (an implementer forks them).
 _PREFIX_KINDS = frozenset({SegmentKind.SYSTEM, SegmentKind.INSTRUCTIONS})
 
@@ -124,6 +133,8 @@ class _AgentRun:
         self.stop_continues = 0
         self.turns = 0
         self.hard_limit_hits = 0
+        #: Whether the next turn may only be a final (``_answers_next``).
+        self.final_only = False
 
     @property
     def agent_id(self) -> str:
@@ -199,7 +210,8 @@ class _AgentRun:
                 return asked
             self.turns += 1
             turn_number = self.live.next_number("m")
-            turn = await self.asker.ask(turn_number, asked, constraint, tools)
+            asks = self._final_constraint() if self.final_only and constraint is not None else constraint
+            turn = await self.asker.ask(turn_number, asked, asks, tools)
             if isinstance(turn, AskEnded):
                 return _Ended(turn.outcome, turn.reason)
             if turn.is_final:
@@ -218,7 +230,8 @@ class _AgentRun:
         if self.runner.jobs.running_ids():
             self.repeats.reset()  # a background job may change what any call sees
         check = self.repeats.check(turn.calls)
-        ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged)
+        self.final_only = _answers_next(turn.calls, check.unchanged, self.spec.makes_changes)
+        ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, final_next=self.final_only)
         if ran.jobs_reported:
             self.repeats.reset()  # finished jobs reported after the results
         if check.failure is not None:
@@ -227,7 +240,11 @@ class _AgentRun:
         failed = self.failures.check(
             [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]
         )
-        return _Ended("failed", failed) if failed is not None else None
+        if failed is not None:
+            return _Ended("failed", failed)
+        if self.spec.makes_changes:
+            await self.live.add_note(CHANGE_NEXT_NOTE, label=NEXT_STEP_LABEL)
+        return None
 
     async def _offered_tools(self) -> tuple[ToolSpec, ...]:
         """The callable tools, their fields that name something built from what exists now:
@@ -259,6 +276,9 @@ class _AgentRun:
         if not supported:
             return None
         return {"json": turn_schema(tools, verifier=self.spec.verifier)}
+
+    def _final_constraint(self) -> dict[str, Any]:
+        return {"json": turn_schema((), verifier=self.spec.verifier)}
 
     async def _room_for_turn(self) -> int | _Ended:
         """Compact when needed, then this turn's max_new_tokens (or the context floor)."""
@@ -325,6 +345,18 @@ class _AgentRun:
             plan=self.plan.text,
             tool_calls=self.dispatcher.calls_run,
         )
+
+
+def _answers_next(calls: Sequence[ToolCall], unchanged: Mapping[str, str], makes_changes: bool) -> bool:
+    """Whether a turn made only of unchanged repeats leaves the agent nothing but its final:
+    an agent that answers has what it asked for; one that makes a change has written what it
+    means to write (a repeated ``write`` or ``edit``). A change agent that repeats only reads has
+    not made its change, so the repeat rule stands for it. Measured on qwen2.5-coder-1.5b: it
+    answered "What does greet.py do?" right in the thought of its second turn, then called the
+    same ``read`` until the repeat rule ended it ``failed``; under this constraint it answered."""
+    if not calls or len(unchanged) < len(calls):
+        return False
+    return not makes_changes or any(call.tool in _CHANGE_TOOLS for call in calls)
 
 
 def _final(turn: Turn) -> _Ended:

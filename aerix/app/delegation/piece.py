@@ -251,6 +251,7 @@ class Piece:
             depth=depth,
             agent_type=spawn.agent_type,
             shared_prefix=len(caller.prefix),
+            makes_changes=spawn.kind != "verifier" and any(tool.name == "write" for tool in spawn.tools),
         )
         try:
             return await run_agent(agent, env)

@@ -33,6 +33,9 @@ from aerix.domain.segments import ROOT_AGENT, ContextSegment
 from aerix.errors import PoolError
 
 #: The exit status of each way an agent ends (``budget`` is the spec's; see docs/configuration.md).
+#: The routes whose request is a change to files: a root that acts on them (not a planner) is
+#: told the next step after each turn's results (``AgentSpec.makes_changes``).
+CHANGE_ROUTES: Final = frozenset({"edit", "plan"})
 EXIT_CODES: Final[dict[str, int]] = {
     "done": EXIT_DONE,
     "failed": EXIT_FAILED,
@@ -109,6 +112,7 @@ async def run_root(run: RootRun) -> RootEnded:
             segments=(*run.rebuilt, *run.added),
             plan=run.plan,
             json_constraint="json" in run.member.constraints,
+            makes_changes=run.route in CHANGE_ROUTES and any(tool.name == "write" for tool in tools),
         )
         result = await run_agent(spec, env)
     finally:
