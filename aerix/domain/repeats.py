@@ -49,12 +49,14 @@ def call_key(call: ToolCall) -> str:
 
 def unchanged_result(tool: str, since: str, *, final_next: bool = False) -> str:
     """The result of a call that was not run again; ``final_next``: the next turn may only be a
-    final. Then it does not say "do something else": qwen2.5-coder-1.5b, told that and held to
-    a final, wrote one claiming a file it had never created."""
+    final. Then it says neither "do something else" nor "unchanged": qwen2.5-coder-1.5b, held to
+    a final after the first, claimed a file it had never created; after "unchanged since c1 …
+    give your final answer now", it answered that greet.py "does not contain" what it had just
+    described; after this text, it answered what greet.py does."""
     if final_next:
         return (
-            f"unchanged since call {since}: this {tool} already ran, and its result is above. "
-            "Use it to answer the request: give your final answer now."
+            f"Already answered by call {since} above. Use that result to answer the request: "
+            "give your final answer now."
         )
     return (
         f"unchanged since call {since}: the same {tool} with the same input ran in your previous turn "

@@ -189,7 +189,7 @@ async def test_an_answering_agent_that_repeats_its_read_is_asked_for_its_final(m
     assert result.final == answer["final"]
     # The repeat's result says the final comes next, not "do something else".
     repeat = run.messages("tool")[1].text
-    assert repeat.startswith("[read c2]\nunchanged since call c1: this read already ran")
+    assert repeat.startswith("[read c2]\nAlready answered by call c1 above.")
     assert "give your final answer now" in repeat and "Do something else" not in repeat
     await run.assert_log_rebuilds_the_context()
 
