@@ -170,12 +170,15 @@ EVERY_KIND: list[tuple[type[ev.EventBase], dict[str, Any]]] = [
     (ev.SessionEnd, {"outcome": "failed", "exit_code": 1, "reason": "verification failed after 1 attempts"}),
 ]
 
+#: A revision of routing.md the reflector proposes: within the length guard's bounds (half to
+#: twice the release's text).
 ROUTING = (
-    "Classify the user's request with one word:\n"
-    "answer - a question you can answer without touching files\n"
-    "edit - any change to files; prefer it when files change\n"
-    "investigate - a question that needs reading files or running commands\n"
-    "plan - a larger piece of work\n"
+    "Sort the user's request into one of four kinds and reply with its one word:\n"
+    "edit - any change to files; prefer it whenever a file changes, also for a task that says what\n"
+    "code should do and names the file\n"
+    "answer - a general question answered without touching files\n"
+    "investigate - a question about this repository that needs reading files or running commands\n"
+    "plan - a larger piece of work across many files, planned and split first\n"
 )
 
 
@@ -294,8 +297,8 @@ async def test_dry_run_prints_a_diff_per_revision_and_leaves_every_ref_alone(
     [diff] = heard.diffs
     assert diff.startswith("--- a/prompts/routing.md\n+++ b/prompts/routing.md\n")
     assert (
-        "+edit - any change to files; prefer it when files change\n" in diff
-        and "-Classify the user's request. Answer with one word:\n" in diff
+        "+answer - a general question answered without touching files\n" in diff
+        and "-Sort the user's request to a coding agent into one of four kinds" in diff
     )
 
 
