@@ -61,7 +61,7 @@ def record(prompts: list[str], max_turns: int, script: list[Any] | None = None) 
     ).start()
     project = _scratch_project(work / "project")
     settings = {
-        "pool": {"socket": str(proxy_path), "main_flags": {"ctx": WINDOW}},
+        "pool": {"socket": str(proxy_path), "main": DEFAULT_MODEL_NAME, "main_flags": {"ctx": WINDOW}},
         "delegation": {"parallel": RECORDING_PARALLEL},
     }
     env = _aerix_env(work, settings)

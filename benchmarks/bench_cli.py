@@ -86,7 +86,7 @@ class Tree:
             self.env[var] = str(self.folder / name)
         self.env["CLAUDE_CONFIG_DIR"] = str(self.folder / "claude")
         (self.folder / "config" / "aerix").mkdir(parents=True, exist_ok=True)
-        settings = {"pool": {"socket": str(self.socket)}}
+        settings = {"pool": {"socket": str(self.socket), "main": MODEL}}
         (self.folder / "config" / "aerix" / "settings.json").write_text(json.dumps(settings))
         self.project = self.folder / "proj"
         self.project.mkdir()

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 BIN = Path(sys.executable).parent
+#: The embedded model the request runs on: the tests' small one, pinned as pool.main too.
+MODEL = "smollm2-135m"
 PIECES = ("A", "B", "C")
 PROMPT = "Do three pieces: create a.txt, b.txt and c.txt, each holding its own letter."
 DECISION = re.compile(r"main: (\d+)-row prompt: (\w+) from row (\d+)")
@@ -99,7 +101,7 @@ def run_once(root: Path, budget: int | None, threads: int | None) -> dict[str, A
         env[var] = str(root / var.lower())
     env["CLAUDE_CONFIG_DIR"] = str(root / "claude")
     socket = root / "xdg_runtime_dir" / "pool.sock"
-    settings = {"pool": {"socket": str(socket)}, "context": {"max_new_tokens": 256}}
+    settings = {"pool": {"socket": str(socket), "main": MODEL}, "context": {"max_new_tokens": 256}}
     (root / "xdg_config_home" / "aerix").mkdir()
     (root / "xdg_config_home" / "aerix" / "settings.json").write_text(json.dumps(settings))
     project = root / "project"
@@ -121,7 +123,7 @@ def run_once(root: Path, budget: int | None, threads: int | None) -> dict[str, A
     )
     script_file = root / "script.json"
     script_file.write_text(json.dumps(script()))
-    args = [str(BIN / "caldrix"), "pool", "--socket", str(socket), "--load", "smollm2-135m"]
+    args = [str(BIN / "caldrix"), "pool", "--socket", str(socket), "--load", MODEL]
     args += ["--engine", "scripted", "--script-prefill", "--script", str(script_file), "--ctx", "4096"]
     args += ["--idle-timeout", "0"]
     if threads:

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_durability.py [--runs 5]
 
-Starts a pool on the embedded default model in a scratch world (temporary XDG folders, a small
+Starts a pool on the tests' embedded model (smollm2-135m) in a scratch world (temporary XDG folders, a small
 git project), warms it with one request, then runs the same ``aerix -p`` request ``--runs``
 times with each ``session.sync`` policy, alternated (commit, release, commit, …), and prints the
 median wall time of each, their ratio, and how many commit points (syncs) a request made.

@@ -1,4 +1,5 @@
-"""The embedded default model's file, found the way a user's command finds it.
+"""The tests' embedded model's file, found the way a user's command finds it: ``smollm2-135m``,
+not the default model (qwen2.5-coder-1.5b), which no test loads.
 
 ``scripts/setup`` puts ``smollm2-135m`` into the model cache; a test that opens the file directly
 (rather than through the daemon) takes its path from here.

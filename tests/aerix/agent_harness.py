@@ -38,7 +38,7 @@ from aerix.projections.contexts import contexts_at
 from caldrix.protocol import connect
 from tests.caldrix.pool_harness import PoolProcess, start_pool
 
-#: The embedded default model's file: the scripted engine reads its vocabulary.
+#: The tests' embedded model's file: the scripted engine reads its vocabulary.
 MODEL_REFERENCE = "smollm2-135m"
 #: A short system segment: the scripted member computes nothing, but every token is counted.
 SYSTEM_TEXT = "You are Aerix, a coding agent. Answer each turn with one JSON object."

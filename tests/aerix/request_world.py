@@ -16,6 +16,8 @@ from typing import Any
 BIN = Path(sys.executable).parent
 AERIX = str(BIN / "aerix")
 CALDRIX = str(BIN / "caldrix")
+#: The model every world's ``pool.main`` names unless its settings name another: the tests' small
+#: model, never the default (qwen2.5-coder-1.5b), which no test loads.
 MODEL = "smollm2-135m"
 RUN_TIMEOUT_SECS = 480
 
@@ -39,6 +41,9 @@ class World:
 
 
 def make_world(root: Path, settings: dict[str, Any]) -> World:
+    """A world whose user settings are ``settings`` with ``pool.main`` pinned to :data:`MODEL`
+    unless they name one: a pool it starts loads the tests' model, and one a test starts (on
+    that model) is the configured one."""
     env = dict(os.environ)
     for var, name in (
         ("XDG_DATA_HOME", "data"),
@@ -50,8 +55,17 @@ def make_world(root: Path, settings: dict[str, Any]) -> World:
         env[var] = str(root / name)
     env["CLAUDE_CONFIG_DIR"] = str(root / "claude")
     (root / "config" / "aerix").mkdir(parents=True)
-    (root / "config" / "aerix" / "settings.json").write_text(json.dumps(settings))
+    (root / "config" / "aerix" / "settings.json").write_text(json.dumps(pinned_main(settings)))
     return World(root, env)
+
+
+def pinned_main(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with ``pool.main`` set to the tests' model, :data:`MODEL`, unless they set it
+    (nested or dotted)."""
+    pool = settings.get("pool", {})
+    if "pool.main" in settings or "main" in pool:
+        return settings
+    return {**settings, "pool": {**pool, "main": MODEL}}
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -1,4 +1,4 @@
-"""The loop on the real default model (smollm2-135m through llama.cpp in the real daemon).
+"""The loop on the real test model (smollm2-135m through llama.cpp in the real daemon).
 
 A 135M model is no agent; this checks only that the machinery holds with a real model's
 answers under the JSON constraint and a small token budget: the loop ends with a named outcome,

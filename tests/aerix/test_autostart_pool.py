@@ -26,7 +26,7 @@ from aerix.app.request.routing import ROUTES, route_request
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable
 from caldrix.protocol.messages import PoolStatusResult
-from tests.aerix.request_world import aerix, make_project, make_world
+from tests.aerix.request_world import MODEL, aerix, make_project, make_world
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
 
@@ -35,7 +35,7 @@ START_ONE = """
 import json, sys, anyio
 from aerix.adapters.pool.autostart import find_or_start_pool
 from aerix.domain.settings import PoolSettings, MemberFlags
-settings = PoolSettings(socket=sys.argv[1], main_flags=MemberFlags(ctx=1024))
+settings = PoolSettings(socket=sys.argv[1], main=sys.argv[2], main_flags=MemberFlags(ctx=1024))
 found = anyio.run(find_or_start_pool, settings)
 print(json.dumps({"pid": found.pid, "started": found.started}))
 """
@@ -49,7 +49,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     socket = root / "run" / "pool.sock"
     starters = [
         subprocess.Popen(
-            [sys.executable, "-c", START_ONE, str(socket)], env=env, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", START_ONE, str(socket), MODEL], env=env, stdout=subprocess.PIPE, text=True
         )
         for _ in range(2)
     ]
@@ -67,12 +67,12 @@ def test_two_processes_starting_at_once_start_one_pool(world: dict[str, Any]) ->
     assert sorted(r["started"] for r in results) == [False, True]
     log = world["log"].read_text()
     assert log.count(" starts: ") == 1
-    assert f"pool --socket {world['socket']} --load smollm2-135m --ctx 1024" in log
+    assert f"pool --socket {world['socket']} --load {MODEL} --ctx 1024" in log
 
 
 def test_a_running_pool_is_found_not_started(world: dict[str, Any]) -> None:
     async def main() -> tuple[int, bool]:
-        opened = await AutostartPool().open(PoolSettings(socket=str(world["socket"])))
+        opened = await AutostartPool().open(PoolSettings(socket=str(world["socket"]), main=MODEL))
         await opened.aclose()
         return opened.pid, opened.started
 
@@ -83,7 +83,7 @@ def test_a_running_pool_is_found_not_started(world: dict[str, Any]) -> None:
 def test_contexts_and_generation_through_the_port(world: dict[str, Any]) -> None:
     async def main() -> None:
         async with CaldrixPool(world["socket"]) as pool:
-            members = await bind_members(pool, PoolSettings(socket=str(world["socket"])))
+            members = await bind_members(pool, PoolSettings(socket=str(world["socket"]), main=MODEL))
             assert members.router.name == "main" and members.main.n_ctx == 1024
             created = await pool.contexts.create(
                 "main",
@@ -205,7 +205,8 @@ def test_a_decision_member_is_loaded_within_the_start_timeout_and_routes(world: 
     def settings(timeout: float) -> PoolSettings:
         return PoolSettings(
             socket=str(socket),
-            decision="smollm2-135m",
+            main=MODEL,
+            decision=MODEL,
             decision_flags=MemberFlags(ctx=512),
             start_timeout_secs=timeout,
         )

@@ -1,4 +1,4 @@
-"""Delegation on the real default model's rows: every implementer's and verifier's first
+"""Delegation on the real test model's rows: every implementer's and verifier's first
 generation resumes from the stored shared prefix.
 
 The pool's member is the embedded model (smollm2-135m) loaded with ``--engine scripted

@@ -24,7 +24,7 @@ from aerix.app.request.stream import serve_stream
 from aerix.app.sessions.queries import load_for_resume, rebuild
 from aerix.projections.claude_stream import ClaudeStream
 from aerix.wiring.requests import request_deps
-from tests.aerix.request_world import make_project, make_world, start_scripted_pool
+from tests.aerix.request_world import make_project, make_world, pinned_main, start_scripted_pool
 
 pytestmark = [pytest.mark.e2e]
 
@@ -36,7 +36,7 @@ def project(tmp_path: Path) -> Iterator[Path]:
     socket = tmp_path / "run" / "pool.sock"
     settings = Path(os.environ["XDG_CONFIG_HOME"]) / "aerix" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"pool": {"socket": str(socket)}}))
+    settings.write_text(json.dumps(pinned_main({"pool": {"socket": str(socket)}})))
     world = make_world(tmp_path / "world", {})
     pool = start_scripted_pool(world, socket, ["answer", FINAL, "answer", FINAL])
     yield make_project(tmp_path / "proj", {"README.md": "# Demo\n"})
@@ -104,7 +104,7 @@ def test_a_pool_gone_between_prompts_is_found_again_and_the_session_goes_on(tmp_
     socket = tmp_path / "run" / "pool.sock"
     settings = Path(os.environ["XDG_CONFIG_HOME"]) / "aerix" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"pool": {"socket": str(socket)}}))
+    settings.write_text(json.dumps(pinned_main({"pool": {"socket": str(socket)}})))
     world = make_world(tmp_path / "world", {})
     pools = [start_scripted_pool(world, socket, ["answer", FINAL])]
     project = make_project(tmp_path / "proj", {"README.md": "# Demo\n"})

@@ -101,7 +101,7 @@ def project(tmp_path: Path, pool_process: PoolProcess) -> Path:
     root = tmp_path / "proj"
     (root / ".aerix").mkdir(parents=True)
     settings = {
-        "pool": {"socket": str(pool_process.socket_path)},
+        "pool": {"socket": str(pool_process.socket_path), "main": MODEL},
         "tune": {"member": str(default_model_path())},
         "context": {"max_new_tokens": 512},
     }

@@ -21,7 +21,7 @@ from aerix.app.request.options import RequestOptions, SessionOptions
 from aerix.app.request.session import run_request
 from aerix.domain import events as ev
 from aerix.wiring.requests import request_deps
-from tests.aerix.request_world import make_project, make_world, start_scripted_pool
+from tests.aerix.request_world import make_project, make_world, pinned_main, start_scripted_pool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -72,7 +72,7 @@ def scripted(tmp_path: Path) -> Iterator[Any]:
     socket = tmp_path / "run" / "pool.sock"
     settings = Path(os.environ["XDG_CONFIG_HOME"]) / "aerix" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"pool": {"socket": str(socket)}}))
+    settings.write_text(json.dumps(pinned_main({"pool": {"socket": str(socket)}})))
     world = make_world(tmp_path / "world", {})
 
     def start(completions: list[str]) -> Path:

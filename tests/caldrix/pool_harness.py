@@ -26,7 +26,7 @@ from caldrix.processes import stop_process
 from caldrix.protocol.client import ClientBounds
 from caldrix.protocol.framing import FrameMode, decode_payload, encode_frame
 
-#: The embedded default model, as a user names it.
+#: The tests' embedded model (not the default, which no test loads), as a user names it.
 DEFAULT_MODEL = "smollm2-135m"
 #: How long a pool may take to load its members and bind (the machine is shared and slow).
 START_TIMEOUT_SECS = 180.0

@@ -1,5 +1,5 @@
 """The download progress bar, seen the way a person sees it: ``caldrix models pull`` and
-``caldrix pool --load`` run on a pseudo-terminal and fetch the real default model over HTTP
+``caldrix pool --load`` run on a pseudo-terminal and fetch the real test model (smollm2-135m) over HTTP
 from a server on 127.0.0.1. Without a terminal there is no bar (logs stay clean).
 """
 
@@ -33,7 +33,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def model_url(tmp_path: Path) -> Iterator[str]:
-    """The default model's file served over HTTP (a symlink into the served folder)."""
+    """The test model's file served over HTTP (a symlink into the served folder)."""
     served = tmp_path / "served"
     served.mkdir()
     (served / MODEL.name).symlink_to(MODEL)

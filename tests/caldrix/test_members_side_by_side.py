@@ -1,6 +1,6 @@
 """Members run side by side: a generation on one member never waits for another member.
 
-The real ``caldrix pool`` daemon with two members of the embedded default model, both named by
+The real ``caldrix pool`` daemon with two members of the tests' embedded model, both named by
 ``--load`` at start ('main' and 'member2'). A long generation runs on 'main'; a short one sent to
 'member2' while it runs must finish first, with 'main' still busy when it does. Had the members
 shared one thread (or one lock), the short one would wait behind the long one.

@@ -21,7 +21,7 @@ from tests.caldrix.ggml_writer import write_tiny_gpt2
 from tests.default_model import default_model_path
 
 #: How long a load may take before the test calls it hung (the tiny models load in well under
-#: a second, the default model in a few).
+#: a second, the test model in a few).
 LOAD_DEADLINE_S = 120.0
 
 pytestmark = pytest.mark.skipif(not PROC_FD_FOLDER.exists(), reason="needs /proc/self/fd (Linux)")

@@ -1,7 +1,7 @@
 """Every op and error code of caldrix-protocol 2 against the real daemon, in both frame modes.
 
 One pool process per frame mode serves the whole module: ``caldrix pool`` started as a
-subprocess on a Unix socket in a temporary folder, with the embedded default model.
+subprocess on a Unix socket in a temporary folder, with the tests' embedded model.
 """
 
 from __future__ import annotations
