@@ -6,9 +6,9 @@ question below about a scratch git repository holding ``greet.py``, so the agent
 this checkout, with ``--output-format json`` so its end is read from the result's fields, not
 from text. A pool it started is stopped afterwards; one that was already running is left alone.
 
-The default model is tiny (135M parameters): it proves the machinery, not the answers. So what
-the model does with its turns cannot fail setup. The job passes (exit 0) when the machinery ran
-the request to its end:
+The default model (Qwen2.5-Coder-1.5B-Instruct, on a CPU) is a small coder: setup checks the
+machinery, not the answers, so what the model does with its turns cannot fail setup. The job
+passes (exit 0) when the machinery ran the request to its end:
 
 - ``done`` (aerix's exit 0): the model gave a final answer;
 - ``budget`` (2): it used up its turns without one;
@@ -37,7 +37,7 @@ QUESTION = "What does greet.py do? Answer in one sentence."
 GREET_PY = 'def greet(name):\n    return f"Hello, {name}!"\n'
 MAX_TURNS = 4
 #: Where the next step is explained: pool.main, the model a pool serves.
-REAL_WORK = "for real work point pool.main at a bigger GGUF model (docs/configuration.md)"
+REAL_WORK = "for harder work point pool.main at a bigger GGUF model (docs/configuration.md)"
 
 BIN = Path(sys.executable).parent
 AERIX, CALDRIX = str(BIN / "aerix"), str(BIN / "caldrix")
@@ -130,7 +130,7 @@ def _failed_on_its_turns(events: list[dict[str, Any]]) -> bool:
 def _ran(what: str) -> Verdict:
     line = (
         f"main job {what}; the pool, the agent loop and the session log all ran. "
-        f"The default model only proves the machinery: {REAL_WORK}"
+        f"The default model is a small coder (1.5B parameters): {REAL_WORK}"
     )
     return Verdict(True, line, 0)
 

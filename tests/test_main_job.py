@@ -3,8 +3,10 @@ and says which in one line; only the machinery failing fails it.
 
 The job runs as setup runs it (the virtual environment's Python on the script, the real
 ``aerix`` and ``caldrix`` console scripts) against a scripted pool on the world's default
-socket, and against a pool that cannot start. ``judge`` is also read on the ends the world
-cannot stage on demand: a crash, a refused command line, a killed agent, a pool that broke off.
+socket, and against a pool that cannot start; the world pins ``pool.main`` to the tests' model,
+so no test loads the default 1.5B model (setup's own run of the job does). ``judge`` is also
+read on the ends the world cannot stage on demand: a crash, a refused command line, a killed
+agent, a pool that broke off.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "main_job.py"
 COPIED_NOTE = (
     "Your last answer was stopped after 125 tokens because it was going nowhere … Answer again, shorter"
 )
-REAL_WORK = "for real work point pool.main at a bigger GGUF model (docs/configuration.md)"
+REAL_WORK = "for harder work point pool.main at a bigger GGUF model (docs/configuration.md)"
 
 
 def _load_main_job() -> ModuleType:
@@ -96,7 +98,7 @@ def test_whatever_the_model_does_with_its_turns_setup_passes_and_says_which(
         'setup: the main job: aerix -p "What does greet.py do? Answer in one sentence."'
     )
     assert lines[-1].startswith(f"setup: {says}"), lines[-1]
-    assert lines[-1].endswith(f"The default model only proves the machinery: {REAL_WORK}")
+    assert lines[-1].endswith(f"The default model is a small coder (1.5B parameters): {REAL_WORK}")
     assert "Traceback" not in job.stderr
     if "done" in says:
         assert "setup: the model's answer: greet.py greets a name." in lines

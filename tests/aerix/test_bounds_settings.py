@@ -10,8 +10,9 @@ import pytest
 from aerix.adapters.paths import config_home
 from aerix.adapters.project.settings_files import claude_home, load_settings, parse_settings
 from aerix.domain import bounds
-from aerix.domain.settings import HookHandler, MemberFlags, Settings
+from aerix.domain.settings import DEFAULT_MAIN_MODEL, HookHandler, MemberFlags, Settings
 from aerix.errors import SettingsError
+from caldrix.models.embedded import DEFAULT_MODEL_NAME
 
 
 def write_json(path: Path, data: object) -> Path:
@@ -55,6 +56,8 @@ def test_bounds_are_the_spec_numbers() -> None:
 def test_defaults_are_the_spec_defaults() -> None:
     settings = Settings()
     assert settings.pool.caldrix == "caldrix" and settings.pool.socket is None
+    # The default main model is the one caldrix names in its hints and setup pulls.
+    assert settings.pool.main == DEFAULT_MAIN_MODEL == DEFAULT_MODEL_NAME == "qwen2.5-coder-1.5b"
     assert settings.pool.start_timeout_secs == 900 and settings.pool.max_connections == 4
     assert settings.pool.decision is None
     delegation = settings.delegation

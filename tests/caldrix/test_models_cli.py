@@ -35,7 +35,8 @@ def test_an_empty_cache_says_how_to_fill_it(cache_home: Path) -> None:
     done = models(cache_home, "list")
     assert done.returncode == 0
     assert done.stdout.splitlines() == [
-        f"the model cache ({cache_home}/caldrix/models) is empty; try: caldrix models pull smollm2-135m",
+        f"the model cache ({cache_home}/caldrix/models) is empty; "
+        "try: caldrix models pull qwen2.5-coder-1.5b",
         "embedded, not in the cache: smollm2-135m (93.8 MiB), qwen2.5-coder-0.5b (468.6 MiB), "
         "qwen2.5-coder-1.5b (1065.6 MiB); caldrix models pull NAME",
     ]
