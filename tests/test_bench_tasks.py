@@ -62,6 +62,15 @@ def _final(text: str) -> str:
 LOOK = _turn("See what is here.", "bash", {"command": "ls -A"})
 
 
+def _read_then_write(path: str, content: str) -> str:
+    """One turn that reads the stub and writes it whole (a write over a file not read is refused)."""
+    calls = [
+        {"tool": "read", "input": {"path": path}},
+        {"tool": "write", "input": {"path": path, "content": content}},
+    ]
+    return json.dumps({"thought": "Read it, then write it.", "calls": calls})
+
+
 def script() -> list[Any]:
     """Each run's pool starts the script afresh. Routing takes the plain ``answer``s; each root
     turn the first unused answer its prompt matches: double's are keyed to its instructions,
@@ -71,28 +80,18 @@ def script() -> list[Any]:
         {"when": "# Double", "text": LOOK},
         {
             "when": "# Double",
-            "text": _turn(
-                "Write it.",
-                "write",
-                {"path": "double.py", "content": "def double(number):\n    return number * 2\n"},
-            ),
+            "text": _read_then_write("double.py", "def double(number):\n    return number * 2\n"),
         },
         {
             "when": "# Shout",
-            "text": _turn(
-                "Write it.", "write", {"path": "shout.py", "content": "def shout(text):\n    return text\n"}
-            ),
+            "text": _read_then_write("shout.py", "def shout(text):\n    return text\n"),
         },
         _final("Implemented."),
         "answer",
         {"when": "# Shout", "text": LOOK},
         {
             "when": "# Shout",
-            "text": _turn(
-                "Fix it.",
-                "write",
-                {"path": "shout.py", "content": "def shout(text):\n    return text.lower()\n"},
-            ),
+            "text": _read_then_write("shout.py", "def shout(text):\n    return text.lower()\n"),
         },
         _final("Fixed."),
     ]
@@ -183,7 +182,7 @@ def _check_the_first_run(tasks: Path, kept: Path, results: Path, stdout: str) ->
         "Fix the code in shout.py to resolve the errors.\n"
     )
     assert str(kept) not in prompts[1]  # the tests' folder is named as the exercise, as Aider does
-    assert _tool_results(events)[1] == "[bash c2]\n.git\nshout.py\n[exit 0]"
+    assert _tool_results(events)[2] == "[bash c3]\n.git\nshout.py\n[exit 0]"  # after try 1's read, write
 
     # The pool's figures count every generation: each request's own, and its routing probe.
     for row, name in ((double, "double"), (shout, "shout")):

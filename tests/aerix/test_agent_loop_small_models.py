@@ -284,7 +284,12 @@ async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> No
         [
             turn("Count.", count),
             turn("Count again.", count),
-            turn("Add a line, then count.", ("write", {"path": "log.txt", "content": "a\nb\n"}), count),
+            turn(
+                "Add a line, then count.",
+                ("read", {"path": "log.txt"}),
+                ("write", {"path": "log.txt", "content": "a\nb\n"}),
+                count,
+            ),
             final("Done.", "two lines"),
         ]
     )
@@ -293,7 +298,7 @@ async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> No
     assert result.outcome == "done"
     results = {m.call: m.text for m in run.messages("tool")}
     assert results["c2"].startswith("[bash c2]\nunchanged since call c1")
-    assert not results["c4"].startswith("[bash c4]\nunchanged") and "2" in results["c4"]
+    assert not results["c5"].startswith("[bash c5]\nunchanged") and "2" in results["c5"]
 
 
 async def test_a_final_that_echoes_the_examples_placeholder_is_asked_again(make: Make) -> None:

@@ -285,8 +285,11 @@ def test_text_output_is_the_answer_then_the_diff(world: World, scripted: tuple[P
 
 EDIT_TURN = json.dumps(
     {
-        "thought": "Add a line.",
-        "calls": [{"tool": "write", "input": {"path": "a.txt", "content": "one\ntwo\n"}}],
+        "thought": "Read, then add a line.",
+        "calls": [
+            {"tool": "read", "input": {"path": "a.txt"}},
+            {"tool": "write", "input": {"path": "a.txt", "content": "one\ntwo\n"}},
+        ],
     }
 )
 

@@ -62,7 +62,7 @@ SCRIPT = [
     # The second prompt, on the held session: a note, a pin, an edit of a file, the answer.
     "answer",
     _turn("Keep a note.", ("context", {"op": "note", "text": "hello.txt holds hi"})),
-    _turn("Pin it and edit.", ("context", {"op": "pin", "ids": ["a1.c1"]}), ("read", {"path": "hello.txt"})),
+    _turn("Pin it and edit.", ("context", {"op": "pin", "ids": ["a1.c1"]}), ("read", {"path": "a.txt"})),
     _turn("Add a line.", ("write", {"path": "a.txt", "content": "one\ntwo\n"})),
     _final("Done.", "a.txt has two lines."),
     # -p --resume: the root rebuilt from the log.

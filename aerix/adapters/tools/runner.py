@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
-from aerix.adapters.tools.common import ToolFailure, error_result
+from aerix.adapters.tools.common import ToolFailure, error_result, resolve_path
 from aerix.adapters.tools.fs import edit_tool, read_tool, write_tool
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
@@ -39,6 +39,8 @@ class LocalTools:
         self.jobs = jobs if jobs is not None else JobTable(cwd)
         self.repo_maps = repo_maps if repo_maps is not None else RepoMapCache()
         self.skills: SkillSource = skills if skills is not None else SkillCatalog(())
+        #: Files this agent read or wrote: the ones ``write`` may replace (see ``write_tool``).
+        self.known_files: set[Path] = set()
 
     def run(
         self,
@@ -65,11 +67,13 @@ class LocalTools:
         if tool in REFUSED_TOOLS:
             raise ToolFailure(f"{tool} is not available: aerix's tools do not use the network")
         if tool == "read":
-            return read_tool(
+            text = read_tool(
                 self.cwd, args["path"], args.get("offset", 1), args.get("limit", bounds.READ_LIMIT_LINES)
             )
+            self.known_files.add(resolve_path(self.cwd, args["path"]))
+            return text
         if tool == "write":
-            return write_tool(self.cwd, args["path"], args["content"])
+            return write_tool(self.cwd, args["path"], args["content"], self.known_files)
         if tool == "edit":
             return edit_tool(
                 self.cwd, args["path"], args["old"], args["new"], bool(args.get("replace_all", False))
