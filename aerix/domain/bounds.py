@@ -58,6 +58,10 @@ IDENTICAL_TURNS: Final = 3
 #: run, in a row or not, ends the agent ``failed``: the same input keeps failing (A, B, A, B, A
 #: counts A three times). A success of that call clears its count.
 REPEATED_FAILURES: Final = 3
+#: The same change (a ``write`` or ``edit`` with the same input) made this many times in one agent
+#: run ends the agent ``failed``: something in between undoes it each time, so it goes nowhere
+#: (A, B, A, B, A, each of them a write that succeeds, counts A three times).
+REPEATED_CHANGES: Final = 3
 #: The repeated call that ended an agent is named in its reason cut to this many characters,
 #: and so is the error a repeated failing call returned.
 REPEATED_CALL_SHOWN_CHARS: Final = 120

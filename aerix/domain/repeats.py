@@ -12,10 +12,15 @@ A call that keeps failing is caught even when the model alternates it with anoth
 A: no turn repeats the one before it): the same call that returned an error result
 REPEATED_FAILURES times in the agent's run ends it ``failed`` (``FailureWatch``). A success of
 that call clears its count: a read of a missing file, then a write of it, then the same read.
+A change that keeps being made is caught the same way: the same ``write`` or ``edit`` that
+succeeded REPEATED_CHANGES times in the run ends it ``failed`` (``ChangeWatch``): each time
+something in between undid it. qwen2.5-coder-1.5b wrote two files in turn, each write changing
+what the other's read saw, for the rest of its time.
 
 Both are pure: the loop tells ``RepeatWatch`` each calls turn (and when the world moved under
 it) and it answers which calls are unchanged repeats, and whether the agent should end; it tells
-``FailureWatch`` each call's result, and it answers whether the agent should end.
+``FailureWatch`` and ``ChangeWatch`` each call's result, and they answer whether the agent should
+end.
 """
 
 from __future__ import annotations
@@ -134,6 +139,30 @@ class FailureWatch:
             if count >= self.limit and failure is None:
                 failure = f"the same failing call {count} times: {_shortened(key)} ({_shortened(text)})"
         return failure
+
+
+#: The tools whose calls ``ChangeWatch`` counts.
+CHANGING_FILE_TOOLS = frozenset({"write", "edit"})
+
+
+@dataclass
+class ChangeWatch:
+    """The file changes of one agent run that succeeded, and how often each was made."""
+
+    limit: int = bounds.REPEATED_CHANGES
+    _made: dict[str, int] = field(default_factory=dict)
+
+    def check(self, results: Sequence[tuple[ToolCall, str, bool]]) -> str | None:
+        """Count a turn's results (each call that ran, its text, whether it is an error); the
+        reason the agent ends when one change has now been made ``limit`` times, else None."""
+        for call, _text, is_error in results:
+            if is_error or call.tool not in CHANGING_FILE_TOOLS:
+                continue
+            key = call_key(call)
+            self._made[key] = count = self._made.get(key, 0) + 1
+            if count >= self.limit:
+                return f"the same change made {count} times, undone in between: {_shortened(key)}"
+        return None
 
 
 def _shortened(text: str) -> str:

@@ -254,6 +254,22 @@ async def test_the_same_failing_call_a_third_time_ends_the_agent_even_alternated
     await run.assert_log_rebuilds_the_context()
 
 
+async def test_the_same_change_made_a_third_time_ends_the_agent_even_alternated(make: Make) -> None:
+    """A, B, A, B, A, every write succeeding: each undoes the other, no turn repeats the one
+    before it and no call fails, yet A is made a third time, and the agent ends after it."""
+    one = turn("Write one.", ("write", {"path": "n.txt", "content": "1\n"}))
+    two = turn("Write two.", ("write", {"path": "n.txt", "content": "2\n"}))
+    run = await make([one, two, one, two, one, final("Never.", "never reached")])
+    result = await run.run(makes_changes=True)
+    reason = 'the same change made 3 times, undone in between: write {"content": "1\\n", "path": "n.txt"}'
+    assert (result.outcome, result.reason, result.turns) == ("failed", reason, 5)
+    assert [m.is_error for m in run.messages("tool")] == [False] * 5
+    assert (run.cwd / "n.txt").read_text() == "1\n"
+    [end] = run.of(ev.AgentEnd)
+    assert (end.outcome, end.reason) == ("failed", reason)
+    await run.assert_log_rebuilds_the_context()
+
+
 async def test_a_call_that_failed_then_succeeded_starts_counting_again(make: Make) -> None:
     """read x fails, x is written, the read works: that failure no longer counts, so two more
     failures of the same read (x removed again) leave the agent going."""

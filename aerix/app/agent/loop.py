@@ -29,7 +29,8 @@ Each turn:
    since, is not run again (``aerix.domain.repeats``): its result says it is unchanged, and
    the IDENTICAL_TURNS-th turn in a row of nothing but such calls ends the agent ``failed``.
    So does the REPEATED_FAILURES-th error result of one call (the same tool and input) in the
-   run, whatever came between (``FailureWatch``); the results are appended first.
+   run, whatever came between (``FailureWatch``), and the REPEATED_CHANGES-th time the same
+   ``write`` or ``edit`` succeeds (``ChangeWatch``); the results are appended first.
    A turn of nothing but such repeats leaves an answering agent, or a change agent that
    repeated a ``write`` or ``edit``, nothing but its final: the next turn is asked with only
    the final branch (``_answers_next``). A change agent (``AgentSpec.makes_changes``) is told
@@ -68,7 +69,7 @@ from aerix.app.ports.pool import MemberInfo
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
-from aerix.domain.repeats import FailureWatch, RepeatWatch
+from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import ToolSpec
@@ -129,6 +130,7 @@ class _AgentRun:
         self.asker = TurnAsker(spec, env, self.live)
         self.repeats = RepeatWatch()
         self.failures = FailureWatch()
+        self.changes = ChangeWatch()
         self._members: list[MemberInfo] | None = None
         self.stop_continues = 0
         self.turns = 0
@@ -226,7 +228,8 @@ class _AgentRun:
     async def _run_calls(self, turn: Turn, turn_number: int) -> _Ended | None:
         """Run the turn's calls, except those that repeat the previous turn's unchanged (their
         result says so); the IDENTICAL_TURNS-th turn in a row of nothing else ends the agent,
-        and so does a call's REPEATED_FAILURES-th error result (after the results are in)."""
+        and so does a call's REPEATED_FAILURES-th error result, or a change's REPEATED_CHANGES-th
+        success (after the results are in)."""
         if self.runner.jobs.running_ids():
             self.repeats.reset()  # a background job may change what any call sees
         check = self.repeats.check(turn.calls)
@@ -237,9 +240,8 @@ class _AgentRun:
         if check.failure is not None:
             return _Ended("failed", check.failure)
         calls = {call.id: call for call in turn.calls}
-        failed = self.failures.check(
-            [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]
-        )
+        results = [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]
+        failed = self.failures.check(results) or self.changes.check(results)
         if failed is not None:
             return _Ended("failed", failed)
         if self.spec.makes_changes:
