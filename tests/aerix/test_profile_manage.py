@@ -34,7 +34,8 @@ from aerix.errors import ProfileChanged, ProfileError, UsageError
 from tests.aerix.profile_world import EMBEDDED, ROOT, git
 from tests.aerix.session_streams import T0
 
-BRANCH = "model/smollm2-135m"
+MODEL = "smollm2-135m"
+BRANCH = f"model/{MODEL}"
 
 
 @pytest.fixture
@@ -45,6 +46,8 @@ def project(tmp_path: Path) -> Path:
     (skill / "SKILL.md").write_text(
         "---\ndescription: Deploy it\n---\nRun make deploy and read its output.\n"
     )
+    # pool.main names the model base the edits go to: the tests' model, not the default.
+    (root / ".aerix" / "settings.json").write_text(json.dumps({"pool": {"main": MODEL}}))
     return root
 
 
