@@ -7,8 +7,9 @@ replaces that segment in place (a new text or a token count read back from the p
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
+from typing import Any, ClassVar, Final
 
 from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind
@@ -63,93 +64,157 @@ class Contexts(Projection):
         return context
 
     def _segment(self, event: ev.Segment) -> None:
-        context = self.agents.get(event.agent) or self.agent(event.agent)  # the hot path: no call
-        context.segments[event.id] = ContextSegment(
-            event.id,
-            event.role,
-            event.kind,
-            event.text,
-            event.pinned,
-            event.label,
-            event.tokens,
-            event.call,
-            event.tool,
-        )
+        _take_segment(self.agents.get(event.agent) or self.agent(event.agent), event)  # the hot path
 
     def _message(self, event: ev.Message) -> None:
         if event.role == "assistant" and event.parse_error is None:
-            context = self.agent(event.agent)
-            if event.turn > context.turns:
-                context.turns = event.turn
-
-    def _plan(self, event: ev.Plan) -> None:
-        self.agent(event.agent).plan = event.text
-
-    def _spawn(self, event: ev.AgentSpawn) -> None:
-        context = self.agent(event.agent)
-        context.kind, context.parent = event.kind, event.parent
-
-    def _agent_end(self, event: ev.AgentEnd) -> None:
-        context = self.agent(event.agent)
-        context.outcome = event.outcome
-        context.turns = max(context.turns, event.turns)
-
-    def _compaction(self, event: ev.Compaction) -> None:
-        context = self.agent(event.agent)
-        context.compactions += 1
-        for replaced in event.replaced:
-            old = context.segments.get(replaced.id)
-            if old is not None:
-                context.segments[replaced.id] = replace(
-                    old, kind=SegmentKind.MARKER, text=replaced.marker, tokens=replaced.tokens, pinned=False
-                )
+            _take_message(self.agent(event.agent), event)
 
     def _context_op(self, event: ev.ContextOp) -> None:
-        if event.refused is not None:
-            return
-        context = self.agent(event.agent)
-        segments = context.segments
-        if event.op == "drop":
-            for segment_id in event.ids:
-                segments.pop(segment_id, None)
-        elif event.op in ("pin", "unpin"):
-            for segment_id in event.ids:
-                if segment_id in segments:
-                    segments[segment_id] = replace(segments[segment_id], pinned=event.op == "pin")
-        elif event.op == "summarize":
-            summary = ContextSegment(
-                event.segment or f"summary-{event.seq}",
-                "user",
-                SegmentKind.SUMMARY,
-                event.text or "",
-                pinned=True,
-                tokens=event.tokens,
-                label="summary",
+        if event.refused is None:
+            _take_context_op(self.agent(event.agent), event)
+
+    def _other(self, event: AgentEvent) -> None:
+        AGENT_STEPS[event.__class__](self.agent(event.agent), event)
+
+    HANDLERS: ClassVar[Handlers] = {
+        ev.Segment: _segment,
+        ev.Message: _message,
+        ev.Compaction: _other,
+        ev.ContextOp: _context_op,
+        ev.Plan: _other,
+        ev.AgentSpawn: _other,
+        ev.AgentEnd: _other,
+    }
+
+
+class AgentFold(Projection):
+    """One agent's context, folded from its own events by the steps ``Contexts`` folds every
+    agent's with: what an agent's live context is (``aerix.app.agent.live_context``), so the
+    context the loop works on is the one a rebuild or a resume gives, by construction. It starts
+    from ``segments`` (a resumed root's, as the resume point folded them from the log); the
+    events of other agents only move its position."""
+
+    def __init__(self, agent: str, segments: Iterable[ContextSegment] = ()) -> None:
+        super().__init__()
+        self.context = AgentContext(agent, segments={segment.id: segment for segment in segments})
+
+    def _own(self, event: AgentEvent) -> None:
+        if event.agent == self.context.agent:
+            AGENT_STEPS[event.__class__](self.context, event)
+
+    HANDLERS: ClassVar[Handlers] = {
+        ev.Segment: _own,
+        ev.Message: _own,
+        ev.Compaction: _own,
+        ev.ContextOp: _own,
+        ev.Plan: _own,
+        ev.AgentSpawn: _own,
+        ev.AgentEnd: _own,
+    }
+
+
+# -- the steps: one event of an agent, on that agent's context --------------------------------
+
+AgentEvent = ev.Segment | ev.Message | ev.Compaction | ev.ContextOp | ev.Plan | ev.AgentSpawn | ev.AgentEnd
+
+
+def _take_segment(context: AgentContext, event: ev.Segment) -> None:
+    context.segments[event.id] = ContextSegment(
+        event.id,
+        event.role,
+        event.kind,
+        event.text,
+        event.pinned,
+        event.label,
+        event.tokens,
+        event.call,
+        event.tool,
+    )
+
+
+def _take_message(context: AgentContext, event: ev.Message) -> None:
+    if event.role == "assistant" and event.parse_error is None and event.turn > context.turns:
+        context.turns = event.turn
+
+
+def _take_plan(context: AgentContext, event: ev.Plan) -> None:
+    context.plan = event.text
+
+
+def _take_spawn(context: AgentContext, event: ev.AgentSpawn) -> None:
+    context.kind, context.parent = event.kind, event.parent
+
+
+def _take_end(context: AgentContext, event: ev.AgentEnd) -> None:
+    context.outcome = event.outcome
+    context.turns = max(context.turns, event.turns)
+
+
+def _take_compaction(context: AgentContext, event: ev.Compaction) -> None:
+    context.compactions += 1
+    for replaced in event.replaced:
+        old = context.segments.get(replaced.id)
+        if old is not None:
+            context.segments[replaced.id] = replace(
+                old, kind=SegmentKind.MARKER, text=replaced.marker, tokens=replaced.tokens, pinned=False
             )
-            context.segments = _replace_with(segments, set(event.ids), summary)
-        elif event.op == "note":
-            note_id = event.segment or SCRATCHPAD_ID
-            old = segments.get(note_id)
-            text = event.text or ""
+
+
+def _take_context_op(context: AgentContext, event: ev.ContextOp) -> None:
+    if event.refused is not None:
+        return
+    segments = context.segments
+    if event.op == "drop":
+        for segment_id in event.ids:
+            segments.pop(segment_id, None)
+    elif event.op in ("pin", "unpin"):
+        for segment_id in event.ids:
+            if segment_id in segments:
+                segments[segment_id] = replace(segments[segment_id], pinned=event.op == "pin")
+    elif event.op == "summarize":
+        summary = ContextSegment(
+            event.segment or f"summary-{event.seq}",
+            "user",
+            SegmentKind.SUMMARY,
+            event.text or "",
+            pinned=True,
+            tokens=event.tokens,
+            label="summary",
+        )
+        context.segments = _replace_with(segments, set(event.ids), summary)
+    elif event.op == "note":
+        note_id = event.segment or SCRATCHPAD_ID
+        old = segments.get(note_id)
+        text = event.text or ""
+        if old is not None:  # the line appended to the scratchpad as it stands (pinned or not)
+            segments[note_id] = replace(
+                old, text=f"{old.text}\n{text}" if old.text else text, tokens=event.tokens
+            )
+        else:
             segments[note_id] = ContextSegment(
                 note_id,
                 "user",
                 SegmentKind.SCRATCHPAD,
-                f"{old.text}\n{text}" if old else text,
+                text,
                 pinned=True,
                 tokens=event.tokens,
                 label="scratchpad",
             )
 
-    HANDLERS: ClassVar[Handlers] = {
-        ev.Segment: _segment,
-        ev.Message: _message,
-        ev.Compaction: _compaction,
-        ev.ContextOp: _context_op,
-        ev.Plan: _plan,
-        ev.AgentSpawn: _spawn,
-        ev.AgentEnd: _agent_end,
-    }
+
+AGENT_STEPS: Final[Mapping[type[ev.EventBase], Callable[[AgentContext, Any], None]]] = {
+    ev.Segment: _take_segment,
+    ev.Message: _take_message,
+    ev.Compaction: _take_compaction,
+    ev.ContextOp: _take_context_op,
+    ev.Plan: _take_plan,
+    ev.AgentSpawn: _take_spawn,
+    ev.AgentEnd: _take_end,
+}
+"""How one event of an agent changes that agent's context: the one definition ``Contexts``
+(every agent's, for rebuilds, ``sessions show`` and the resume point) and ``AgentFold`` (one
+agent's, live) both fold with."""
 
 
 def _replace_with(

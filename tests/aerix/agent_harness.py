@@ -25,8 +25,8 @@ from aerix.adapters.prompts import EmbeddedPrompts
 from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.adapters.tools import LocalToolsFactory
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
-from aerix.app.agent.live_context import record_segments
-from aerix.app.agent.loop import run_agent
+from aerix.app.agent.live_context import LiveContext, record_segments
+from aerix.app.agent.loop import _AgentRun
 from aerix.app.delegation import delegating
 from aerix.app.ports.project import AgentDefinitionSource
 from aerix.app.sessions.writer import SessionWriter, start_session
@@ -101,13 +101,16 @@ class AgentRun:
     cwd: Path
     segments: list[OpeningSegment] = field(default_factory=list)
     context: str = ""
+    opened: list[ev.Segment] = field(default_factory=list)
+    #: The last run's live context, as the agent left it.
+    live: LiveContext | None = None
 
     async def start(self, segments: Sequence[OpeningSegment]) -> None:
         """Create the agent's context and record what a caller records before the loop."""
         self.segments = list(segments)
         counts = await self.pool.contexts.create(self.member, [s.wire() for s in segments])
         self.context = counts.context
-        record_segments(self.writer, segments, counts)
+        self.opened = record_segments(self.writer, segments, counts)
         self.writer.record(ev.AgentSpawn, agent="a1", kind="root", member=self.member)
 
     async def run(
@@ -129,7 +132,7 @@ class AgentRun:
             window=self.window,
             tools=tuple(tools),
             max_turns=max_turns,
-            segments=self.segments,
+            opening=self.opened,
             makes_changes=makes_changes,
         )
         env = AgentEnvironment(
@@ -145,7 +148,9 @@ class AgentRun:
         )
         if definitions is not None:
             env = delegating(env, definitions)
-        return await run_agent(spec, env)
+        agent = _AgentRun(spec, env)  # what run_agent runs, its live context kept for the checks
+        self.live = agent.live
+        return await agent.run()
 
     def events(self) -> list[ev.EventBase]:
         """Every line of the session log, validated."""
@@ -169,8 +174,12 @@ class AgentRun:
         return [segment.model_dump() for segment in reply.segments]
 
     async def assert_log_rebuilds_the_context(self) -> None:
-        """The context projection over the log holds exactly the pool's segments."""
+        """The context projection over the log holds exactly the pool's segments, and it is the
+        live context the agent ended with, every field of every segment (the live context is
+        the fold of its events)."""
         rebuilt = contexts_at(self.events()).agents["a1"].ordered()
+        if self.live is not None:
+            assert self.live.segments == rebuilt
         pool = await self.pool_segments()
         assert [(s.id, s.role, s.text, s.pinned, s.tokens) for s in rebuilt] == [
             (s["id"], s["role"], s["text"], s["pinned"], s["tokens"]) for s in pool

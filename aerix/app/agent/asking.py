@@ -146,7 +146,7 @@ class TurnAsker:
         if done.finish == "degenerate":
             return done  # the pool appended nothing
         turn_label = f"turn {segment_id.rsplit('.m', 1)[-1]}"
-        self.live.adopt(
+        self.live.hold(
             ContextSegment(segment_id, "assistant", SegmentKind.ASSISTANT, done.text, label=turn_label)
         )
         await self.live.refresh()
@@ -165,9 +165,8 @@ class TurnAsker:
     def _record_attempt(
         self, turn_number: int, attempt: int, text: str, problem: str, usage: ev.Usage | None
     ) -> None:
-        self.env.events.record(
+        self.live.record(
             ev.Message,
-            agent=self.agent_id,
             role="assistant",
             turn=turn_number,
             text=text,
@@ -182,9 +181,8 @@ class TurnAsker:
         if segment is not None:
             self.live.record_segment(segment)
         verdict = turn.verdict
-        self.env.events.record(
+        self.live.record(
             ev.Message,
-            agent=self.agent_id,
             role="assistant",
             turn=turn_number,
             text=done.text,

@@ -341,9 +341,8 @@ class Dispatcher:
         segment = target.appended
         assert segment is not None
         self.live.record_segment(segment)
-        self.live.events.record(
+        self.live.record(
             ev.Message,
-            agent=self.agent_id,
             role="tool",
             turn=turn_number,
             text=segment.text or "",

@@ -78,9 +78,11 @@ class AgentSpec:
     tools: Sequence[ToolSpec]  # the callable tools; the turn schema is built from these
     max_turns: int
     verifier: bool = False
-    #: The context's opening segments in order, with their kinds. Segments the pool holds that
-    #: are not listed here are treated as user turns: never compacted.
-    segments: Sequence[ContextSegment] = ()
+    #: The events the caller recorded as it made the pool context (its opening ``segment``
+    #: events, as written): the live context is their fold, then the fold of the agent's own.
+    opening: Sequence[ev.EventBase] = ()
+    #: A resumed root's segments before them, as the resume point folded them from the log.
+    resumed: Sequence[ContextSegment] = ()
     #: The plan this agent starts with (a resumed root's, rebuilt from the log).
     plan: str | None = None
     #: Whether the member has the ``json`` constraint; None asks the pool (``member.list``).

@@ -1,11 +1,18 @@
-"""An agent's context as the loop sees it: the pool's segments with what the loop knows of each
-(kind, label, pinned, the call a result answers), kept in step with the pool's counts.
+"""An agent's context as the loop sees it: the fold of the agent's events, kept beside the pool.
 
-Every change goes through the pool's ``context.edit`` and takes the counts from its reply: the
-token figures here are always the pool's own. Segments the loop adds are recorded as
-``segment`` events with their counts (``add``); removals and replacements are recorded by the
-caller as the event that explains them (``compaction``, ``context.op``), which is how the
-context projection rebuilds the same context from the log.
+The context an agent works on is :class:`aerix.projections.contexts.AgentFold` over its own
+events — the ``segment`` events its caller recorded as it opened the context (after a resumed
+root's segments, as the resume point folded them from the log), then every event that changes
+it, recorded here: ``segment`` for a segment added or counted again, ``compaction`` for markers,
+``context.op`` for the context tool's drop, summarize, pin, unpin and note. The fold is the
+code ``--resume``, ``aerix sessions rebuild`` and ``sessions show`` use, so the live context
+equals the context rebuilt from the log by construction.
+
+Every change goes to the pool first, through its ``context.edit``, and the event that records it
+carries the pool's counts from the reply: the token figures are always the pool's own. Until its
+event is recorded, a segment the pool holds is only *held* here (a generation's answer before it
+parses, a tool result while it is fitted to the room): it counts in ``segments`` and ``tokens``,
+and is either recorded or removed before anything else changes the context.
 
 Compaction (spec, "Context management") is planned by :mod:`aerix.domain.compaction` and applied
 here: markers replace segments in place, a ``compaction`` event lists them, and a note tells the
@@ -22,10 +29,11 @@ from typing import Any, Literal
 from aerix.app.hooks.fire import Hooks
 from aerix.app.ports.pool import ContextCounts, PoolPort
 from aerix.app.ports.project import PromptSource
-from aerix.app.ports.sessions import EventRecorder
+from aerix.app.ports.sessions import E, EventRecorder
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, needs_compaction, plan_compaction
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind, note_segment_id
+from aerix.projections.contexts import AgentFold
 
 #: The label of the runtime's notes to the model (re-asks, dropped calls, compaction).
 NOTE_LABEL = "note"
@@ -33,30 +41,36 @@ NOTE_LABEL = "note"
 _NUMBERED_ID = re.compile(r"\.([a-z])(\d+)(?:\.|$)")
 
 
-def record_segment(events: EventRecorder, agent_id: str, segment: ContextSegment) -> None:
-    """The ``segment`` event of one segment of ``agent_id``'s context, with its pool count: the
-    one place that writes it (the request's opening segments, the loop's own, tests)."""
-    events.record(
-        ev.Segment,
-        agent=agent_id,
-        id=segment.id,
-        role=segment.role,
-        kind=segment.kind,
-        label=segment.label,
-        text=segment.text,
-        pinned=segment.pinned,
-        tokens=segment.tokens,
-        call=segment.call,
-        tool=segment.tool,
-    )
+def segment_fields(segment: ContextSegment) -> dict[str, Any]:
+    """A segment as the fields of its ``segment`` event (the agent's id aside)."""
+    return {
+        "id": segment.id,
+        "role": segment.role,
+        "kind": segment.kind,
+        "label": segment.label,
+        "text": segment.text,
+        "pinned": segment.pinned,
+        "tokens": segment.tokens,
+        "call": segment.call,
+        "tool": segment.tool,
+    }
+
+
+def record_segment(events: EventRecorder, agent_id: str, segment: ContextSegment) -> ev.Segment:
+    """The ``segment`` event of one segment of ``agent_id``'s context, with its pool count (the
+    request's and delegation's opening segments, tests)."""
+    return events.record(ev.Segment, agent=agent_id, **segment_fields(segment))
 
 
 def record_segments(
     events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts, agent: str = ROOT_AGENT
-) -> None:
-    """One ``segment`` event per segment of ``agent``'s context, with the pool's token count."""
-    for segment in segments:
+) -> list[ev.Segment]:
+    """One ``segment`` event per segment of ``agent``'s context, with the pool's token count;
+    the events as written (what the agent's live context folds first: ``AgentSpec.opening``)."""
+    return [
         record_segment(events, agent, replace(segment, tokens=counts.tokens_of(segment.id)))
+        for segment in segments
+    ]
 
 
 def hook_context_segment(segment_id: str, context: str) -> ContextSegment:
@@ -66,17 +80,31 @@ def hook_context_segment(segment_id: str, context: str) -> ContextSegment:
 
 
 class LiveContext:
-    """The agent's context in the pool, and the loop's knowledge of its segments."""
+    """The agent's context: the fold of its events, and the pool context it is sent as."""
 
     def __init__(
-        self, pool: PoolPort, events: EventRecorder, agent_id: str, context_id: str, budget: ContextBudget
+        self,
+        pool: PoolPort,
+        events: EventRecorder,
+        agent_id: str,
+        context_id: str,
+        budget: ContextBudget,
+        *,
+        resumed: Iterable[ContextSegment] = (),
+        opening: Iterable[ev.EventBase] = (),
     ) -> None:
+        """``resumed``: a resumed root's segments, as the log left them; ``opening``: the events
+        the caller recorded as it made the pool context (``AgentSpec``)."""
         self.pool = pool
         self.events = events
         self.agent_id = agent_id
         self.context_id = context_id
         self.budget = budget
-        self.segments: list[ContextSegment] = []
+        self.fold = AgentFold(agent_id, resumed)
+        self.fold.feed(opening)
+        #: Segments the pool holds that no event records yet (at most one, and only for a moment).
+        self._held: list[ContextSegment] = []
+        #: The pool's count of the whole context (the generation prompt included).
         self.tokens = 0
         self._next: dict[str, int] = {}
         #: The request's hooks (PreCompact/ContextCompact fire around each compaction pass) and
@@ -84,18 +112,23 @@ class LiveContext:
         self.hooks: Hooks | None = None
         self.agent_type: str | None = None
 
-    async def open(self, known: Sequence[ContextSegment]) -> None:
-        """Read the pool's segments; what the loop knows of each comes from ``known`` (a segment
-        the pool holds that is not listed counts as a user turn)."""
-        by_id = {segment.id: segment for segment in known}
+    async def open(self) -> None:
+        """Take the pool's counts of the context the caller made. It holds the segments the
+        events say, in their order; a segment the pool counts otherwise than its event did (a
+        resumed root on another model's template) is recorded again with the pool's count."""
         counts = await self.pool.contexts.get(self.context_id)
+        folded = self.fold.context.segments
+        held = [count.id for count in counts.segments]
+        if held != list(folded):
+            raise RuntimeError(
+                f"pool context {self.context_id} holds {held}, not the segments {self.agent_id}'s events "
+                f"say ({list(folded)})"
+            )
         for count in counts.segments:
-            given = by_id.get(count.id)
-            if given is None:
-                given = ContextSegment(count.id, "user", SegmentKind.PROMPT, label=count.id)
-            self.segments.append(given)
-        self._apply(counts)
-        self._continue_numbering(segment.id for segment in self.segments)
+            if folded[count.id].tokens != count.tokens:
+                self.record_segment(replace(folded[count.id], tokens=count.tokens))
+        self.tokens = counts.tokens
+        self._continue_numbering(held)
 
     # -- ids -------------------------------------------------------------------------------
 
@@ -129,8 +162,16 @@ class LiveContext:
 
     # -- lookups ---------------------------------------------------------------------------
 
+    @property
+    def segments(self) -> list[ContextSegment]:
+        """The context in the pool's order: the fold's segments, then any held one."""
+        return [*self.fold.context.segments.values(), *self._held]
+
     def get(self, segment_id: str) -> ContextSegment | None:
-        return next((segment for segment in self.segments if segment.id == segment_id), None)
+        segment = self.fold.context.segments.get(segment_id)
+        if segment is None:
+            segment = next((held for held in self._held if held.id == segment_id), None)
+        return segment
 
     @property
     def room(self) -> int:
@@ -141,56 +182,69 @@ class LiveContext:
         """Whether a whole turn's ask still fits after what the context holds."""
         return self.tokens + self.budget.ask < self.budget.window
 
-    # -- changes ---------------------------------------------------------------------------
+    # -- events ----------------------------------------------------------------------------
+
+    def record(self, event_cls: type[E], **fields: Any) -> E:
+        """Record an event of this agent and fold it: the one way the context changes."""
+        event = self.events.record(event_cls, agent=self.agent_id, **fields)
+        self.fold.take(event)
+        if self._held:
+            folded = self.fold.context.segments
+            self._held = [segment for segment in self._held if segment.id not in folded]
+        return event
+
+    def record_segment(self, segment: ContextSegment) -> ev.Segment:
+        """The ``segment`` event of a segment the pool holds (held until now, or counted anew)."""
+        return self.record(ev.Segment, **segment_fields(segment))
+
+    # -- changes in the pool ---------------------------------------------------------------
 
     async def edit(self, edits: Sequence[dict[str, Any]]) -> ContextCounts:
+        """Apply ``edits`` in the pool; the caller records the event that explains them, with the
+        counts of the reply."""
         counts = await self.pool.contexts.edit(self.context_id, edits)
-        self._apply(counts)
+        self._counted(counts)
         return counts
 
     async def refresh(self) -> None:
         """Take the pool's counts again (after a generation appended a segment)."""
-        self._apply(await self.pool.contexts.get(self.context_id))
+        self._counted(await self.pool.contexts.get(self.context_id))
 
-    async def append(self, segment: ContextSegment, *, record: bool = True) -> ContextSegment:
-        """Append a segment; with ``record``, a ``segment`` event with the pool's count."""
-        self.segments.append(segment)
-        try:
-            await self.edit([{"op": "append", "segment": segment.wire()}])
-        except BaseException:
-            self.segments.remove(segment)
-            raise
-        added = self.get(segment.id) or segment
-        if record:
-            self.record_segment(added)
-        return added
+    async def append(self, segment: ContextSegment) -> ContextSegment:
+        """Append a segment in the pool, held until its event is recorded (or it is removed);
+        returns it with the pool's count."""
+        counts = await self.pool.contexts.edit(self.context_id, [{"op": "append", "segment": segment.wire()}])
+        held = replace(segment, tokens=counts.tokens_of(segment.id))
+        self._held.append(held)
+        self._counted(counts)
+        return held
 
-    def adopt(self, segment: ContextSegment) -> None:
-        """A segment the pool appended itself (a generation's output): known from now on."""
+    async def add(self, segment: ContextSegment) -> ContextSegment:
+        """Append a segment and record its ``segment`` event with the pool's count."""
+        held = await self.append(segment)
+        self.record_segment(held)
+        return held
+
+    def hold(self, segment: ContextSegment) -> None:
+        """A segment the pool appended itself (a generation's output), held until recorded or
+        removed; ``refresh`` takes its count."""
         if self.get(segment.id) is None:
-            self.segments.append(segment)
-
-    def record_segment(self, segment: ContextSegment) -> None:
-        record_segment(self.events, self.agent_id, segment)
+            self._held.append(segment)
 
     async def remove(self, segment_ids: Sequence[str]) -> None:
+        """Remove segments in the pool: held ones, or ones whose removal the caller records."""
         await self.edit([{"op": "remove", "id": segment_id} for segment_id in segment_ids])
+        self._held = [segment for segment in self._held if segment.id not in segment_ids]
 
     async def add_note(self, text: str, *, label: str = NOTE_LABEL) -> ContextSegment:
         """A note from the runtime to the model, as a user segment."""
         note_id = note_segment_id(self.agent_id, self.next_number("n"))
-        return await self.append(ContextSegment(note_id, "user", SegmentKind.PROMPT, text, label=label))
+        return await self.add(ContextSegment(note_id, "user", SegmentKind.PROMPT, text, label=label))
 
-    def _apply(self, counts: ContextCounts) -> None:
-        tokens = {count.id: count.tokens for count in counts.segments}
-        self.segments = [
-            replace(segment, tokens=tokens[segment.id]) for segment in self.segments if segment.id in tokens
-        ]
+    def _counted(self, counts: ContextCounts) -> None:
         self.tokens = counts.tokens
-
-    def changed(self, segment_id: str, **fields: Any) -> None:
-        """Update what the loop knows of a segment after an edit the pool applied."""
-        self.segments = [replace(s, **fields) if s.id == segment_id else s for s in self.segments]
+        if self._held:
+            self._held = [replace(segment, tokens=counts.tokens_of(segment.id)) for segment in self._held]
 
 
 Trigger = Literal["auto", "manual", "hard_limit"]
@@ -210,20 +264,15 @@ async def compact(live: LiveContext, prompts: PromptSource, trigger: Trigger = "
         if pre.blocked:
             return False
     before = live.tokens
-    await live.edit([{"op": "replace", "id": r.segment_id, "text": r.marker} for r in plan.replacements])
-    replaced = []
-    for replacement in plan.replacements:
-        live.changed(replacement.segment_id, kind=SegmentKind.MARKER, text=replacement.marker, pinned=False)
-        segment = live.get(replacement.segment_id)
-        tokens = segment.tokens if segment else None
-        replaced.append(ev.Replaced(id=replacement.segment_id, marker=replacement.marker, tokens=tokens))
-    live.events.record(
-        ev.Compaction,
-        agent=live.agent_id,
-        trigger=trigger,
-        replaced=replaced,
-        tokens_before=before,
-        tokens_after=live.tokens,
+    counts = await live.edit(
+        [{"op": "replace", "id": r.segment_id, "text": r.marker} for r in plan.replacements]
+    )
+    replaced = [
+        ev.Replaced(id=r.segment_id, marker=r.marker, tokens=counts.tokens_of(r.segment_id))
+        for r in plan.replacements
+    ]
+    live.record(
+        ev.Compaction, trigger=trigger, replaced=replaced, tokens_before=before, tokens_after=live.tokens
     )
     await live.add_note(prompts.get("compacted").strip())
     if live.hooks is not None:

@@ -107,7 +107,15 @@ class _AgentRun:
         self.spec = spec
         self.env = env
         budget = ContextBudget.from_settings(spec.window, env.settings.context)
-        self.live = LiveContext(env.pool, env.events, spec.agent_id, spec.context_id, budget)
+        self.live = LiveContext(
+            env.pool,
+            env.events,
+            spec.agent_id,
+            spec.context_id,
+            budget,
+            resumed=spec.resumed,
+            opening=spec.opening,
+        )
         self.live.hooks, self.live.agent_type = env.hooks, spec.agent_type
         self.runner = env.tools(env.cwd, env.skills)
         self.thread_cancel = threading.Event()
@@ -199,7 +207,7 @@ class _AgentRun:
     # -- the loop ----------------------------------------------------------------------------
 
     async def _turns(self) -> _Ended:
-        await self.live.open(self.spec.segments)
+        await self.live.open()
         tools = await self._offered_tools()
         constraint = await self._constraint(tools)
         while True:

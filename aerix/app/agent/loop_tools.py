@@ -4,9 +4,10 @@
 - ``plan``: ``read`` shows the agent's plan, ``write`` replaces it (a ``plan`` event).
 - ``context``: ``status`` / ``drop`` / ``summarize`` / ``pin`` / ``unpin`` / ``note`` on the
   agent's own context through the pool's ``context.edit``; every op is a ``context.op`` event,
-  refused ones too (with ``refused``). ``drop`` and ``summarize`` refuse the system,
-  instructions and scratchpad segments. A summary takes the place (and the id) of the first
-  segment it replaces, pinned; ``note`` appends to the pinned scratchpad ``<agent>.scratchpad``.
+  refused ones too (with ``refused``), and the live context is its fold. ``drop`` and
+  ``summarize`` refuse the system, instructions and scratchpad segments. A summary takes the
+  place (and the id) of the first segment it replaces, pinned; ``note`` appends to the pinned
+  scratchpad ``<agent>.scratchpad``.
 - ``agent`` without a delegator (an agent run outside a request, as some tests run one): every
   call is the result ``error: delegation is not available yet``.
 
@@ -164,12 +165,7 @@ class ContextTool:
             {"op": "replace", "id": first, "text": summary, "role": "user", "pinned": True}
         ]
         edits += [{"op": "remove", "id": segment_id} for segment_id in rest]
-        await self.live.edit(edits)
-        self.live.changed(
-            first, kind=SegmentKind.SUMMARY, label="summary", text=summary, role="user", pinned=True
-        )
-        segment = self.live.get(first)
-        tokens = segment.tokens if segment else None
+        tokens = (await self.live.edit(edits)).tokens_of(first)
         self._record("summarize", ids, summary, segment=first, tokens=tokens)
         return f"summarized {', '.join(ids)} into {first} ({tokens} tokens, pinned)"
 
@@ -181,8 +177,6 @@ class ContextTool:
 
     async def _set_pinned(self, op: str, ids: list[str], pinned: bool) -> str:
         await self.live.edit([{"op": "replace", "id": segment_id, "pinned": pinned} for segment_id in ids])
-        for segment_id in ids:
-            self.live.changed(segment_id, pinned=pinned)
         self._record(op, ids)
         return f"{'pinned' if pinned else 'unpinned'} {', '.join(ids)}"
 
@@ -194,14 +188,13 @@ class ContextTool:
         pad = self.live.get(self.scratchpad_id)
         if pad is None:
             pad = ContextSegment(self.scratchpad_id, "user", SegmentKind.SCRATCHPAD, text, True, "scratchpad")
-            pad = await self.live.append(pad, record=False)
+            tokens = (await self.live.append(pad)).tokens
         else:
             joined = f"{pad.text}\n{text}" if pad.text else text
-            await self.live.edit([{"op": "replace", "id": pad.id, "text": joined}])
-            self.live.changed(pad.id, text=joined)
-            pad = self.live.get(pad.id) or pad
-        self._record("note", [], text, segment=pad.id, tokens=pad.tokens)
-        return f"noted in {pad.id} ({pad.tokens} tokens, pinned; it survives compaction)"
+            counts = await self.live.edit([{"op": "replace", "id": pad.id, "text": joined}])
+            tokens = counts.tokens_of(pad.id)
+        self._record("note", [], text, segment=pad.id, tokens=tokens)
+        return f"noted in {pad.id} ({tokens} tokens, pinned; it survives compaction)"
 
     def _record(
         self,
@@ -213,13 +206,7 @@ class ContextTool:
         tokens: int | None = None,
         refused: str | None = None,
     ) -> None:
-        self.live.events.record(
-            ev.ContextOp,
-            agent=self.live.agent_id,
-            op=op,
-            ids=list(ids),
-            text=text,
-            segment=segment,
-            tokens=tokens,
-            refused=refused,
+        """The ``context.op`` event; the live context folds it (a refused one changes nothing)."""
+        self.live.record(
+            ev.ContextOp, op=op, ids=list(ids), text=text, segment=segment, tokens=tokens, refused=refused
         )

@@ -60,4 +60,4 @@ class LiveResultTarget:
             call=self.call_id,
             tool=self.tool,
         )
-        return await self.live.append(segment, record=False)
+        return await self.live.append(segment)  # held: the dispatcher records it with its result

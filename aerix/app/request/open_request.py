@@ -21,7 +21,6 @@ from aerix.app.request.root import EXIT_CODES, RootEnded, RootRun, run_root
 from aerix.app.request.root_context import (
     planner_tool_names,
     prompt_text,
-    rebuilt_segments,
     refreshed_system,
     request_segments,
     shared_prefix,
@@ -183,7 +182,7 @@ class OpenRequest:
                     "--append-system-prompt shapes a new session's system prompt; "
                     f"session {self.resume.session} keeps the one it started with"
                 )
-            return rebuilt_segments(self.resume.root.ordered()), added
+            return self.resume.root.ordered(), added
         return [], [*shared_prefix(self._system(), self.project.instructions), *added]
 
     def _system(self) -> str:

@@ -86,7 +86,7 @@ async def run_root(run: RootRun) -> RootEnded:
     """Create a1's context, spawn it, run its turns, drop the context."""
     counts = await run.pool.contexts.create(run.member.name, [s.wire() for s in (*run.rebuilt, *run.added)])
     try:
-        record_segments(run.events, [*run.replaced, *run.added], counts)
+        opening = record_segments(run.events, [*run.replaced, *run.added], counts)
         tools = root_tools(run.route, run.project.settings, run.project.permissions)
         max_turns = run.max_turns or run.project.settings.delegation.max_turns
         env = _environment(run)
@@ -109,7 +109,8 @@ async def run_root(run: RootRun) -> RootEnded:
             tools=tools,
             max_turns=max_turns,
             verifier=False,
-            segments=(*run.rebuilt, *run.added),
+            opening=opening,
+            resumed=run.rebuilt,
             plan=run.plan,
             json_constraint="json" in run.member.constraints,
             makes_changes=run.route in CHANGE_ROUTES and any(tool.name == "write" for tool in tools),

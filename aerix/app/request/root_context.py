@@ -11,7 +11,7 @@ context rebuilt from the log, with the new prompt appended.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from aerix.app.agent.live_context import hook_context_segment
@@ -131,11 +131,6 @@ def request_segments(request: int, prompt: str, hook_context: str | None = None)
         ContextSegment(f"{ROOT_AGENT}.p{request}", "user", SegmentKind.PROMPT, prompt, False, label)
     )
     return segments
-
-
-def rebuilt_segments(segments: Iterable[ContextSegment]) -> list[ContextSegment]:
-    """A resumed root's segments, exactly as the log left them (markers and summaries included)."""
-    return [segment if segment.label else replace(segment, label=segment.kind.value) for segment in segments]
 
 
 def refreshed_system(
