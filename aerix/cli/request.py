@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from aerix.adapters.project.settings_files import SettingsOverrides, parse_disallowed, parse_sources
-from aerix.app.request.options import RequestOptions, SessionOptions
+from aerix.app.request.options import RequestFlags, SessionOptions
 from aerix.claude_flags import ignored_note
 from aerix.cli.parser import STDIN_PROMPT
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
@@ -76,19 +76,14 @@ def cmd_print(args: argparse.Namespace) -> int:
         profile=args.profile,
         profile_refresh=args.profile_refresh,
     )
-    options = RequestOptions(
-        prompt=prompt,
-        prompt_bytes=prompt_bytes,
-        max_turns=args.max_turns,
-        profile_refresh=args.profile_refresh,
-        append_system_prompt=args.append_system_prompt,
-    )
+    flags = RequestFlags(args.max_turns, args.profile_refresh, args.append_system_prompt)
     overrides = SettingsOverrides(sources, args.extra_settings, disallowed, args.tools)
     try:
         if streamed:
             from aerix.wiring.stream_session import run_stream_input  # its modules: only for stream-json
 
-            return run_stream_input(opening, options, sys.stdin, overrides=overrides)
+            return run_stream_input(opening, flags, sys.stdin, overrides=overrides)
+        options = flags.request(prompt, prompt_bytes)
         return run_headless(opening, options, args.output_format, overrides=overrides)
     except KeyboardInterrupt:
         print("aerix: cancelled", file=sys.stderr)

@@ -13,7 +13,7 @@ from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.claude.stream_input import read_items
 from aerix.adapters.project.settings_files import SettingsOverrides
 from aerix.adapters.sessions.session_store import SessionFiles
-from aerix.app.request.options import RequestOptions, SessionOptions
+from aerix.app.request.options import RequestFlags, SessionOptions
 from aerix.app.request.stream import serve_stream
 from aerix.projections.claude_stream import ClaudeStream
 from aerix.wiring.requests import request_deps
@@ -21,7 +21,7 @@ from aerix.wiring.requests import request_deps
 
 def run_stream_input(
     opening: SessionOptions,
-    each: RequestOptions,
+    each: RequestFlags,
     source: TextIO,
     out: TextIO | None = None,
     err: TextIO | None = None,

@@ -13,7 +13,7 @@ import pytest
 from aerix.adapters.claude.stream_input import BadLine, ControlRequest, UserPrompt, parse_line
 from aerix.adapters.paths import config_home
 from aerix.adapters.project.settings_files import SettingsOverrides, load_settings, parse_sources
-from aerix.app.request.options import RequestOptions, SessionOptions
+from aerix.app.request.options import RequestFlags, SessionOptions
 from aerix.claude_flags import ACTED_ON, IGNORED, ignored_note
 from aerix.cli.main import build_parser, main, split_prompt
 from aerix.domain.bounds import EXIT_USAGE
@@ -175,7 +175,7 @@ def test_control_requests_are_answered_without_a_pool_and_a_bad_line_is_one_note
     raw = "".join(json.dumps(r) + "\n" for r in requests).encode() + b"{nope\n\xff\xfe\n"
     source = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
     out, err = io.StringIO(), io.StringIO()
-    assert run_stream_input(SessionOptions(tmp_path), RequestOptions(""), source, out, err) == 0
+    assert run_stream_input(SessionOptions(tmp_path), RequestFlags(), source, out, err) == 0
     answers = {
         line["response"]["request_id"]: line["response"]
         for line in map(json.loads, out.getvalue().splitlines())

@@ -19,7 +19,7 @@ import pytest
 from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.ports.stream import UserPrompt
-from aerix.app.request.options import RequestOptions, SessionOptions
+from aerix.app.request.options import RequestFlags, SessionOptions
 from aerix.app.request.stream import serve_stream
 from aerix.app.sessions.queries import load_for_resume, rebuild
 from aerix.projections.claude_stream import ClaudeStream
@@ -66,7 +66,7 @@ def test_two_prompts_run_on_one_held_session_without_reading_its_log_back(projec
     prompts = [UserPrompt("first question"), UserPrompt("second question")]
     try:
         code = anyio.run(
-            serve_stream, SessionOptions(project), RequestOptions(""), deps, output, lambda: iter(prompts)
+            serve_stream, SessionOptions(project), RequestFlags(), deps, output, lambda: iter(prompts)
         )
     finally:
         sessions.log.close()
@@ -128,7 +128,7 @@ def test_a_pool_gone_between_prompts_is_found_again_and_the_session_goes_on(tmp_
 
     try:
         code = anyio.run(
-            serve_stream, SessionOptions(project), RequestOptions(""), request_deps(sessions), output, prompts
+            serve_stream, SessionOptions(project), RequestFlags(), request_deps(sessions), output, prompts
         )
     finally:
         sessions.log.close()

@@ -1,6 +1,7 @@
 """What a session is opened with (``SessionOptions``), what a request on it is asked for
-(``RequestOptions``, from the command line or the screen) and what it runs on (``RequestDeps``:
-every port; ``aerix.wiring`` builds the real ones)."""
+(``RequestOptions``, from the command line or the screen; ``RequestFlags``, the command line's
+for every prompt of a stream) and what it runs on (``RequestDeps``: every port; ``aerix.wiring``
+builds the real ones)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,28 @@ class RequestOptions:
     append_system_prompt: str | None = None
     #: The prompt's bytes as given when they were not valid UTF-8 (``prompt`` has U+FFFD there).
     prompt_bytes: bytes | None = None
+
+
+@dataclass(frozen=True)
+class RequestFlags:
+    """What the command line asks of every request besides its prompt: ``--input-format
+    stream-json`` runs one request per prompt of its input, each asking these."""
+
+    max_turns: int | None = None
+    profile_refresh: bool = False
+    #: For a new session's first request only (it shapes the system segment the session keeps).
+    append_system_prompt: str | None = None
+
+    def request(self, prompt: str, raw: bytes | None = None, *, first: bool = True) -> RequestOptions:
+        """The request of ``prompt`` (``raw``: its bytes, when not valid UTF-8) with these flags;
+        ``first``: the session's first request."""
+        return RequestOptions(
+            prompt,
+            self.max_turns,
+            self.profile_refresh,
+            self.append_system_prompt if first else None,
+            raw,
+        )
 
 
 @dataclass

@@ -12,7 +12,6 @@ not be opened prints its error result, and the next prompt tries again.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 import threading
@@ -27,7 +26,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from aerix.app.ports.request import RequestResult
 from aerix.app.ports.stream import BadLine, ControlRequest, StreamItem, StreamOutput, UserPrompt
-from aerix.app.request.options import RequestDeps, RequestOptions, SessionOptions
+from aerix.app.request.options import RequestDeps, RequestFlags, RequestOptions, SessionOptions
 from aerix.app.request.reported import reported
 from aerix.app.request.session import LiveSession, live_session, with_a_pool_that_answers
 from aerix.domain.bounds import EXIT_CANCELLED, EXIT_USAGE
@@ -39,12 +38,12 @@ ItemReader = Callable[[], Iterator[StreamItem]]
 
 
 async def serve_stream(
-    opening: SessionOptions, each: RequestOptions, deps: RequestDeps, output: StreamOutput, items: ItemReader
+    opening: SessionOptions, each: RequestFlags, deps: RequestDeps, output: StreamOutput, items: ItemReader
 ) -> int:
     """Answer the control requests ``items`` carries as they come and run each prompt as a
     request of the session ``opening`` names; ``each``: what every prompt asks besides its text
-    (its ``prompt`` is the prompt's; ``append_system_prompt`` the first's only). At the end of
-    the input (once its prompts ran), the exit code of the last request."""
+    (``append_system_prompt`` the first's only). At the end of the input (once its prompts ran),
+    the exit code of the last request."""
     async with AsyncExitStack() as stack:
         return await _StreamSession(opening, each, deps, output, stack).serve(items)
 
@@ -52,7 +51,7 @@ async def serve_stream(
 @dataclass
 class _StreamSession:
     opening: SessionOptions
-    each: RequestOptions
+    each: RequestFlags
     deps: RequestDeps
     output: StreamOutput
     stack: AsyncExitStack  # holds the session (its pool, its log) to the end of the input
@@ -104,12 +103,7 @@ class _StreamSession:
                     self.output.note(f"{where}{item.problem}; left out")
 
     async def _request(self, prompt: UserPrompt) -> None:
-        first = self.session is None
-        options = dataclasses.replace(
-            self.each,
-            prompt=prompt.text,
-            append_system_prompt=self.each.append_system_prompt if first else None,
-        )
+        options = self.each.request(prompt.text, first=self.session is None)
         if not prompt.text.strip():
             self.output.note("a user message with no text is left out")
             self.output.failed("the prompt is empty", EXIT_USAGE, self.session)
