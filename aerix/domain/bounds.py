@@ -59,7 +59,7 @@ IDENTICAL_TURNS: Final = 3
 #: counts A three times). A success of that call clears its count.
 REPEATED_FAILURES: Final = 3
 #: The same change (a ``write`` or ``edit`` with the same input) made this many times in one agent
-#: run ends the agent ``failed``: something in between undoes it each time, so it goes nowhere
+#: run ends the agent ``failed``: made again it changes nothing, or undoes what came between
 #: (A, B, A, B, A, each of them a write that succeeds, counts A three times).
 REPEATED_CHANGES: Final = 3
 #: The repeated call that ended an agent is named in its reason cut to this many characters,

@@ -13,9 +13,10 @@ A: no turn repeats the one before it): the same call that returned an error resu
 REPEATED_FAILURES times in the agent's run ends it ``failed`` (``FailureWatch``). A success of
 that call clears its count: a read of a missing file, then a write of it, then the same read.
 A change that keeps being made is caught the same way: the same ``write`` or ``edit`` that
-succeeded REPEATED_CHANGES times in the run ends it ``failed`` (``ChangeWatch``): each time
-something in between undid it. qwen2.5-coder-1.5b wrote two files in turn, each write changing
-what the other's read saw, for the rest of its time.
+succeeded REPEATED_CHANGES times in the run ends it ``failed`` (``ChangeWatch``): making it
+again changes nothing, or only undoes what came between. qwen2.5-coder-1.5b wrote two files in
+turn, each write changing what the other's read saw, for the rest of its time; asked to fix
+calc.py it sent one turn (read, write, run) three times, each write the content already there.
 
 Both are pure: the loop tells ``RepeatWatch`` each calls turn (and when the world moved under
 it) and it answers which calls are unchanged repeats, and whether the agent should end; it tells
@@ -161,7 +162,7 @@ class ChangeWatch:
             key = call_key(call)
             self._made[key] = count = self._made.get(key, 0) + 1
             if count >= self.limit:
-                return f"the same change made {count} times, undone in between: {_shortened(key)}"
+                return f"the same change made {count} times: {_shortened(key)}"
         return None
 
 

@@ -261,7 +261,7 @@ async def test_the_same_change_made_a_third_time_ends_the_agent_even_alternated(
     two = turn("Write two.", ("write", {"path": "n.txt", "content": "2\n"}))
     run = await make([one, two, one, two, one, final("Never.", "never reached")])
     result = await run.run(makes_changes=True)
-    reason = 'the same change made 3 times, undone in between: write {"content": "1\\n", "path": "n.txt"}'
+    reason = 'the same change made 3 times: write {"content": "1\\n", "path": "n.txt"}'
     assert (result.outcome, result.reason, result.turns) == ("failed", reason, 5)
     assert [m.is_error for m in run.messages("tool")] == [False] * 5
     assert (run.cwd / "n.txt").read_text() == "1\n"
