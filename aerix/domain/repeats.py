@@ -2,7 +2,8 @@
 
 A small model that is stuck asks for the same call turn after turn (``read README.md``, forty
 times). Running it again tells it nothing new, so a call with the same tool and input as one of
-the agent's previous turn is not run when nothing could have changed its result since: no call
+the agent's previous turn is not run when nothing could have changed its result since (a
+``write`` or ``edit`` that failed is run again: see ``RepeatWatch.failed``): no call
 that changes things (``write``, ``edit``, ``bash``, ``agent``, a plan write, a context edit) ran
 after it in that turn or before it in this one, and no background job ran or reported meanwhile.
 Its result says so (``unchanged since call c1 …``) and asks for something else. A turn that asks
@@ -35,6 +36,9 @@ from aerix.domain.turns import ToolCall
 
 #: Tools that only look: running one changes nothing another call could see.
 LOOKING_TOOLS = frozenset({"read", "glob", "grep", "repo_map", "skill", "web_fetch", "web_search"})
+#: The tools that change files: ``ChangeWatch`` counts their successes, and ``RepeatWatch`` runs
+#: one again after it failed.
+CHANGING_FILE_TOOLS = frozenset({"write", "edit"})
 #: The ops of ``plan`` and ``context`` that only look.
 _LOOKING_OPS = {"plan": "read", "context": "status"}
 
@@ -95,6 +99,15 @@ class RepeatWatch:
         """Something changed between turns (a job's report, a hook's message): nothing repeats."""
         self._still, self._identical = {}, 1
 
+    def failed(self, calls: Sequence[ToolCall]) -> None:
+        """This turn's ``write`` and ``edit`` calls that returned an error: the change is not
+        there, so the same call next turn runs again. A write refused over a file the agent had
+        not seen shows it the file, and the same write is then what should run: the 1.5B sent
+        exactly that write again, and held as a repeat it gave up with the stub unchanged."""
+        for call in calls:
+            if call.tool in CHANGING_FILE_TOOLS:
+                self._still.pop(call_key(call), None)
+
     def check(self, calls: Sequence[ToolCall]) -> RepeatCheck:
         """Which of this turn's calls repeat the previous turn's unchanged; remembers this turn."""
         unchanged: dict[str, str] = {}
@@ -140,10 +153,6 @@ class FailureWatch:
             if count >= self.limit and failure is None:
                 failure = f"the same failing call {count} times: {_shortened(key)} ({_shortened(text)})"
         return failure
-
-
-#: The tools whose calls ``ChangeWatch`` counts.
-CHANGING_FILE_TOOLS = frozenset({"write", "edit"})
 
 
 @dataclass

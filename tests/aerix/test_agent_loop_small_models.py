@@ -254,6 +254,22 @@ async def test_the_same_failing_call_a_third_time_ends_the_agent_even_alternated
     await run.assert_log_rebuilds_the_context()
 
 
+async def test_a_write_refused_over_an_unseen_file_runs_again_when_asked_again(make: Make) -> None:
+    """The refusal shows the file, so the same write sent next turn is what should run: held as
+    an unchanged repeat, the 1.5B gave its final with the exercise's stub still in place."""
+    write = turn("Write it.", ("write", {"path": "stub.py", "content": "def f():\n    return 1\n"}))
+    run = await make([write, write, final("Done.", "stub.py returns 1")])
+    (run.cwd / "stub.py").write_text("def f():\n    pass\n")
+    result = await run.run(makes_changes=True)
+    assert (result.outcome, result.final) == ("done", "stub.py returns 1")
+    first, second = run.messages("tool")
+    assert first.is_error and first.text.startswith("[write c1]\nerror: stub.py already exists")
+    assert (second.is_error, second.unchanged_since) == (False, None)
+    assert second.text == "[write c2]\nreplaced stub.py (22 bytes, 2 lines)"
+    assert (run.cwd / "stub.py").read_text() == "def f():\n    return 1\n"
+    await run.assert_log_rebuilds_the_context()
+
+
 async def test_the_same_change_made_a_third_time_ends_the_agent_even_alternated(make: Make) -> None:
     """A, B, A, B, A, every write succeeding: each undoes the other, no turn repeats the one
     before it and no call fails, yet A is made a third time, and the agent ends after it."""

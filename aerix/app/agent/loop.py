@@ -245,9 +245,10 @@ class _AgentRun:
         ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, final_next=self.final_only)
         if ran.jobs_reported:
             self.repeats.reset()  # finished jobs reported after the results
+        calls = {call.id: call for call in turn.calls}
+        self.repeats.failed([calls[r.call_id] for r in ran.results if r.is_error])
         if check.failure is not None:
             return _Ended("failed", check.failure)
-        calls = {call.id: call for call in turn.calls}
         results = [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]
         failed = self.failures.check(results) or self.changes.check(results)
         if failed is not None:
