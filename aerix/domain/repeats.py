@@ -32,13 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aerix.domain import bounds
+from aerix.domain.tools import FILE_CHANGING_TOOLS
 from aerix.domain.turns import ToolCall
 
 #: Tools that only look: running one changes nothing another call could see.
 LOOKING_TOOLS = frozenset({"read", "glob", "grep", "repo_map", "skill", "web_fetch", "web_search"})
-#: The tools that change files: ``ChangeWatch`` counts their successes, and ``RepeatWatch`` runs
-#: one again after it failed.
-CHANGING_FILE_TOOLS = frozenset({"write", "edit"})
 #: The ops of ``plan`` and ``context`` that only look.
 _LOOKING_OPS = {"plan": "read", "context": "status"}
 
@@ -105,7 +103,7 @@ class RepeatWatch:
         not seen shows it the file, and the same write is then what should run: the 1.5B sent
         exactly that write again, and held as a repeat it gave up with the stub unchanged."""
         for call in calls:
-            if call.tool in CHANGING_FILE_TOOLS:
+            if call.tool in FILE_CHANGING_TOOLS:
                 self._still.pop(call_key(call), None)
 
     def check(self, calls: Sequence[ToolCall]) -> RepeatCheck:
@@ -166,7 +164,7 @@ class ChangeWatch:
         """Count a turn's results (each call that ran, its text, whether it is an error); the
         reason the agent ends when one change has now been made ``limit`` times, else None."""
         for call, _text, is_error in results:
-            if is_error or call.tool not in CHANGING_FILE_TOOLS:
+            if is_error or call.tool not in FILE_CHANGING_TOOLS:
                 continue
             key = call_key(call)
             self._made[key] = count = self._made.get(key, 0) + 1

@@ -258,6 +258,9 @@ TOOL_NAMES: Final[tuple[str, ...]] = tuple(TOOLS_BY_NAME)
 DEFAULT_PLANNER_TOOLS: Final = ("repo_map", "agent", "plan", "context")
 #: The routes whose root is a planner by default (``delegation.planner_routes``).
 DEFAULT_PLANNER_ROUTES: Final = ("edit", "plan")
+#: The tools that change files: the paths an agent touched, a repeat that means the change is
+#: there, and the same change made again are all counted over these.
+FILE_CHANGING_TOOLS: Final = frozenset({WRITE.name, EDIT.name})
 #: A verifier may only look and run checks.
 VERIFIER_TOOLS: Final = ("read", "bash", "grep", "glob", "repo_map")
 #: Names kept for tools aerix does not offer; every call is refused.

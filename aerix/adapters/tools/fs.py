@@ -63,15 +63,15 @@ UNREAD_WRITE = "{path} already exists and you had not read it, so it was not rep
 UNREAD_WRITE_NEXT = "Write it again with every part you keep, or edit just the lines that change."
 
 
-def write_tool(cwd: Path, path: str, content: str, known: set[Path] | None = None) -> str:
-    """Create or replace a file; parent folders are created. With ``known`` (the files this
-    agent read or wrote), a file with content that is not in it is refused, not replaced, and
-    shown; a file shown or written joins it."""
+def write_tool(cwd: Path, path: str, content: str, known: set[Path]) -> str:
+    """Create or replace a file; parent folders are created. A file with content that is not in
+    ``known`` (the files this agent read or wrote) is refused, not replaced, and shown; a file
+    shown or written joins it."""
     target = resolve_path(cwd, path)
     if target.is_dir():
         raise ToolFailure(f"{path} is a folder")
     existed = target.exists()
-    if known is not None and existed and target not in known and target.stat().st_size > 0:
+    if existed and target not in known and target.stat().st_size > 0:
         shown = read_tool(cwd, path)
         known.add(target)
         raise ToolFailure("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
@@ -80,8 +80,7 @@ def write_tool(cwd: Path, path: str, content: str, known: set[Path] | None = Non
         target.write_text(content, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
-    if known is not None:
-        known.add(target)
+    known.add(target)
     verb = "replaced" if existed else "created"
     size = len(content.encode("utf-8"))
     return f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"

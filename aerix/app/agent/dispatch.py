@@ -61,14 +61,13 @@ from aerix.domain.permissions import NO_RESTRICTIONS, Denial, Permissions
 from aerix.domain.pieces import piece_outcome
 from aerix.domain.repeats import unchanged_result
 from aerix.domain.settings import ToolCaps
+from aerix.domain.tools import FILE_CHANGING_TOOLS
 from aerix.domain.turns import ToolCall, Turn
 
 _JOB_STARTED = re.compile(r"^started job (j\d+)")
 #: Runs a turn's agent calls, each inside the given tool hooks, and gives each one's result
 #: text, in call order.
 Delegate = Callable[[Sequence[ToolCall], ToolHooks], Awaitable[list[str]]]
-#: Results whose tool changed files, and the input field naming the file.
-_WRITING_TOOLS = ("write", "edit")
 _TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 #: The result of a call a hook refused.
 REFUSED_PREFIX = "refused: "
@@ -258,7 +257,7 @@ class Dispatcher:
         if text.startswith("error:"):
             return
         path = args.get("path")
-        if call.tool in _WRITING_TOOLS and isinstance(path, str) and path not in self.files_touched:
+        if call.tool in FILE_CHANGING_TOOLS and isinstance(path, str) and path not in self.files_touched:
             self.files_touched.append(path)
         if call.tool != "bash":
             return

@@ -72,7 +72,7 @@ from aerix.domain.compaction import ContextBudget, check_room
 from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
-from aerix.domain.tools import ToolSpec
+from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
 from aerix.domain.turn_notes import CHANGE_NEXT_NOTE
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
@@ -82,8 +82,6 @@ CANCELLED = "cancelled"
 STOP_HOOK_LABEL = "stop hook"
 #: The label of the note on the next step of a change (``AgentSpec.makes_changes``).
 NEXT_STEP_LABEL = "next step"
-#: The calls that change files: repeating one unchanged means the change is there.
-_CHANGE_TOOLS = frozenset({"write", "edit"})
 #: The kinds of the leading segments every agent of a request shares (an implementer forks them).
 _PREFIX_KINDS = frozenset({SegmentKind.SYSTEM, SegmentKind.INSTRUCTIONS})
 
@@ -367,7 +365,7 @@ def _answers_next(calls: Sequence[ToolCall], unchanged: Mapping[str, str], makes
     same ``read`` until the repeat rule ended it ``failed``; under this constraint it answered."""
     if not calls or len(unchanged) < len(calls):
         return False
-    return not makes_changes or any(call.tool in _CHANGE_TOOLS for call in calls)
+    return not makes_changes or any(call.tool in FILE_CHANGING_TOOLS for call in calls)
 
 
 def _final(turn: Turn) -> _Ended:
