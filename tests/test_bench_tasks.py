@@ -62,13 +62,12 @@ def _final(text: str) -> str:
 LOOK = _turn("See what is here.", "bash", {"command": "ls -A"})
 
 
-def _read_then_write(path: str, content: str) -> str:
-    """One turn that reads the stub and writes it whole (a write over a file not read is refused)."""
-    calls = [
-        {"tool": "read", "input": {"path": path}},
-        {"tool": "write", "input": {"path": path, "content": content}},
-    ]
-    return json.dumps({"thought": "Read it, then write it.", "calls": calls})
+def _read_then_write(when: str, path: str, content: str) -> list[dict[str, str]]:
+    """Two turns: read the stub, then write it whole (a write over a file whose text the agent
+    has not had in an earlier turn is refused)."""
+    read = _turn("Read it.", "read", {"path": path})
+    write = _turn("Write it.", "write", {"path": path, "content": content})
+    return [{"when": when, "text": read}, {"when": when, "text": write}]
 
 
 def script() -> list[Any]:
@@ -78,21 +77,12 @@ def script() -> list[Any]:
     return [
         "answer",
         {"when": "# Double", "text": LOOK},
-        {
-            "when": "# Double",
-            "text": _read_then_write("double.py", "def double(number):\n    return number * 2\n"),
-        },
-        {
-            "when": "# Shout",
-            "text": _read_then_write("shout.py", "def shout(text):\n    return text\n"),
-        },
+        *_read_then_write("# Double", "double.py", "def double(number):\n    return number * 2\n"),
+        *_read_then_write("# Shout", "shout.py", "def shout(text):\n    return text\n"),
         _final("Implemented."),
         "answer",
         {"when": "# Shout", "text": LOOK},
-        {
-            "when": "# Shout",
-            "text": _read_then_write("shout.py", "def shout(text):\n    return text.lower()\n"),
-        },
+        *_read_then_write("# Shout", "shout.py", "def shout(text):\n    return text.lower()\n"),
         _final("Fixed."),
     ]
 

@@ -309,19 +309,15 @@ async def test_a_call_that_failed_then_succeeded_starts_counting_again(make: Mak
 
 
 async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> None:
-    """``bash`` may change things; nothing in between changed, so the same command is not rerun,
-    but a write before it makes it run again."""
+    """``bash`` may change things; nothing in between changed, so the same command is not rerun
+    (nor beside a read), but a write before it makes it run again."""
     count = ("bash", {"command": "wc -l < log.txt"})
     run = await make(
         [
             turn("Count.", count),
             turn("Count again.", count),
-            turn(
-                "Add a line, then count.",
-                ("read", {"path": "log.txt"}),
-                ("write", {"path": "log.txt", "content": "a\nb\n"}),
-                count,
-            ),
+            turn("Read it, and count.", ("read", {"path": "log.txt"}), count),
+            turn("Add a line, then count.", ("write", {"path": "log.txt", "content": "a\nb\n"}), count),
             final("Done.", "two lines"),
         ]
     )
@@ -330,7 +326,9 @@ async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> No
     assert result.outcome == "done"
     results = {m.call: m.text for m in run.messages("tool")}
     assert results["c2"].startswith("[bash c2]\nunchanged since call c1")
-    assert not results["c5"].startswith("[bash c5]\nunchanged") and "2" in results["c5"]
+    assert results["c4"].startswith("[bash c4]\nunchanged since call c1")
+    assert results["c5"].startswith("[write c5]\nreplaced log.txt")
+    assert not results["c6"].startswith("[bash c6]\nunchanged") and "2" in results["c6"]
 
 
 async def test_a_final_that_echoes_the_examples_placeholder_is_asked_again(make: Make) -> None:

@@ -283,20 +283,22 @@ def test_text_output_is_the_answer_then_the_diff(world: World, scripted: tuple[P
     assert (proj / "hello.txt").read_text() == "hi\n"
 
 
-EDIT_TURN = json.dumps(
-    {
-        "thought": "Read, then add a line.",
-        "calls": [
-            {"tool": "read", "input": {"path": "a.txt"}},
-            {"tool": "write", "input": {"path": "a.txt", "content": "one\ntwo\n"}},
-        ],
-    }
-)
+#: Read a.txt, then (a turn later: a write is refused until the file's text was in an earlier
+#: turn's results) add a line to it.
+EDIT_TURNS = [
+    json.dumps({"thought": "Read it.", "calls": [{"tool": "read", "input": {"path": "a.txt"}}]}),
+    json.dumps(
+        {
+            "thought": "Add a line.",
+            "calls": [{"tool": "write", "input": {"path": "a.txt", "content": "one\ntwo\n"}}],
+        }
+    ),
+]
 
 
 def test_on_a_terminal_the_diff_is_in_git_s_colours(world: World, scripted: tuple[Path, Path]) -> None:
     proj, socket = scripted
-    start_scripted_pool(world, socket, ["answer", EDIT_TURN, FINAL_TURN])
+    start_scripted_pool(world, socket, ["answer", *EDIT_TURNS, FINAL_TURN])
     env = {name: value for name, value in world.env.items() if name not in ("NO_COLOR", "FORCE_COLOR")}
     code, out = on_a_terminal([AERIX, "-p", "add a line to a.txt"], proj, {**env, "TERM": "xterm-256color"})
     assert code == 0

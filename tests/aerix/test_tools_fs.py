@@ -61,29 +61,38 @@ def test_write_creates_parents_and_replaces(tmp_path: Path, tools: LocalTools) -
     assert tools.run("write", {"path": "a", "content": "x"}) == "error: a is a folder"
 
 
-def test_write_over_a_file_this_agent_never_read_shows_it_instead(tmp_path: Path, tools: LocalTools) -> None:
+def test_write_over_a_file_this_agent_has_not_seen_shows_it_instead(
+    tmp_path: Path, tools: LocalTools
+) -> None:
     """The calc.py fix a 1.5B wrote from memory lost the function beside the bug: a file with
-    content is replaced only once this agent has read it, written it, or been shown it by a
-    refused write."""
+    content is replaced only once its text was in this agent's context (read, or shown by a
+    refused write, in an earlier turn) or this agent wrote it."""
     calc = "def add(a, b):\n    return a - b\n\ndef mul(a, b):\n    return a * b\n"
     (tmp_path / "calc.py").write_text(calc)
     (tmp_path / "empty.py").write_text("")
     fixed = {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}
     refused = tools.run("write", fixed)
     assert refused.splitlines() == [
-        "error: calc.py already exists and you had not read it, so it was not replaced. It holds:",
+        "error: calc.py already exists and you wrote this without having seen it, so it was not replaced."
+        " It holds:",
         *LocalTools(tmp_path).run("read", {"path": "calc.py"}).splitlines(),
         "Write it again with every part you keep, or edit just the lines that change.",
     ]
+    assert tools.run("write", fixed).startswith("error: calc.py already exists")  # shown, not yet seen
     assert (tmp_path / "calc.py").read_text() == calc
-    assert tools.run("write", fixed).startswith("replaced calc.py")  # it has seen the file now
+    tools.end_turn()
+    assert tools.run("write", fixed).startswith("replaced calc.py")  # the refusal is in its context now
     assert tools.run("write", {"path": "empty.py", "content": "x = 1\n"}).startswith("replaced empty.py")
-    # Each agent has its own tools: a read counts for the one that made it, and a file an agent
-    # created it may replace.
+    # A read sent in the same turn as the write ran first, but the write was composed without it.
     (tmp_path / "calc.py").write_text(calc)
     reader, other = LocalTools(tmp_path), LocalTools(tmp_path)
     assert reader.run("read", {"path": str(tmp_path / "calc.py"), "limit": 1}).startswith("1\tdef add")
+    assert reader.run("write", fixed).startswith("error: calc.py already exists")
+    reader.end_turn()
     assert reader.run("write", fixed).startswith("replaced calc.py")
+    # Each agent has its own tools: a read counts for the one that made it, and a file an agent
+    # created it may replace at once.
+    other.end_turn()
     assert other.run("write", fixed).startswith("error: calc.py already exists")
     assert other.run("write", {"path": "new.py", "content": "a\n"}).startswith("created new.py")
     assert other.run("write", {"path": "new.py", "content": "b\n"}).startswith("replaced new.py")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from aerix.adapters.tools.common import ToolFailure, display_path, resolve_path
@@ -55,32 +56,38 @@ def _list_directory(cwd: Path, folder: Path) -> str:
     return "\n".join([header, *names]) if names else f"{header}: empty"
 
 
-#: A whole-file write over a file the agent never read is refused, and the refusal shows the file
-#: (as ``read`` would), so the next write can keep what it must: a 1.5B coder asked to fix one
-#: function wrote calc.py from memory and the function beside it was gone; told only to read
-#: first, it sent the same write again.
-UNREAD_WRITE = "{path} already exists and you had not read it, so it was not replaced. It holds:"
+#: A whole-file write over a file the agent has not seen is refused, and the refusal shows the
+#: file (as ``read`` would), so the next write can keep what it must: a 1.5B coder asked to fix
+#: one function wrote calc.py from memory and the function beside it was gone; told only to read
+#: first, it sent the same write again. A read in the same turn as the write does not count: the
+#: write was composed before the read's result existed (the 1.5B sent both at once, and lost the
+#: function just the same).
+UNREAD_WRITE = (
+    "{path} already exists and you wrote this without having seen it, so it was not replaced. It holds:"
+)
 UNREAD_WRITE_NEXT = "Write it again with every part you keep, or edit just the lines that change."
 
 
-def write_tool(cwd: Path, path: str, content: str, known: set[Path]) -> str:
+class UnreadWrite(ToolFailure):
+    """A write refused by the guard above: its message shows the file."""
+
+
+def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path]) -> str:
     """Create or replace a file; parent folders are created. A file with content that is not in
-    ``known`` (the files this agent read or wrote) is refused, not replaced, and shown; a file
-    shown or written joins it."""
+    ``seen`` (the files whose text this agent has had in its context) is refused with
+    :class:`UnreadWrite`, not replaced."""
     target = resolve_path(cwd, path)
     if target.is_dir():
         raise ToolFailure(f"{path} is a folder")
     existed = target.exists()
-    if existed and target not in known and target.stat().st_size > 0:
+    if existed and target not in seen and target.stat().st_size > 0:
         shown = read_tool(cwd, path)
-        known.add(target)
-        raise ToolFailure("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
+        raise UnreadWrite("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
-    known.add(target)
     verb = "replaced" if existed else "created"
     size = len(content.encode("utf-8"))
     return f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"

@@ -11,7 +11,7 @@ from typing import Any, Final
 from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
 from aerix.adapters.tools.common import ToolFailure, error_result, resolve_path
-from aerix.adapters.tools.fs import edit_tool, read_tool, write_tool
+from aerix.adapters.tools.fs import UnreadWrite, edit_tool, read_tool, write_tool
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
 from aerix.app.ports.project import SkillSource
@@ -39,8 +39,17 @@ class LocalTools:
         self.jobs = jobs if jobs is not None else JobTable(cwd)
         self.repo_maps = repo_maps if repo_maps is not None else RepoMapCache()
         self.skills: SkillSource = skills if skills is not None else SkillCatalog(())
-        #: Files this agent read or wrote: the ones ``write`` may replace (see ``write_tool``).
-        self.known_files: set[Path] = set()
+        #: Files whose text this agent has had in its context, or wrote: the ones ``write`` may
+        #: replace (see ``write_tool``).
+        self.seen_files: set[Path] = set()
+        #: Files read (or shown by a refused write) this turn: seen once the turn's results are in
+        #: the context, at ``end_turn``.
+        self._shown_this_turn: set[Path] = set()
+
+    def end_turn(self) -> None:
+        """The turn's results are in the agent's context now: what they showed counts as seen."""
+        self.seen_files |= self._shown_this_turn
+        self._shown_this_turn.clear()
 
     def run(
         self,
@@ -70,10 +79,17 @@ class LocalTools:
             text = read_tool(
                 self.cwd, args["path"], args.get("offset", 1), args.get("limit", bounds.READ_LIMIT_LINES)
             )
-            self.known_files.add(resolve_path(self.cwd, args["path"]))
+            self._shown_this_turn.add(resolve_path(self.cwd, args["path"]))
             return text
         if tool == "write":
-            return write_tool(self.cwd, args["path"], args["content"], self.known_files)
+            target = resolve_path(self.cwd, args["path"])
+            try:
+                text = write_tool(self.cwd, args["path"], args["content"], self.seen_files)
+            except UnreadWrite:
+                self._shown_this_turn.add(target)
+                raise
+            self.seen_files.add(target)
+            return text
         if tool == "edit":
             return edit_tool(
                 self.cwd, args["path"], args["old"], args["new"], bool(args.get("replace_all", False))

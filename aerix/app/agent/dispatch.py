@@ -164,6 +164,7 @@ class Dispatcher:
                 results[call.id] = Result(call.id, call.tool, text)
         for call in turn.calls:
             await self.append(results[call.id], turn_number)
+        self.runner.end_turn()
         for note in turn.notes:
             await self.live.add_note(note)
         reports = self.runner.jobs.take_finished()

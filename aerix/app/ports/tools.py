@@ -74,6 +74,10 @@ class ToolRunner(Protocol):
         """``unsearchable``: files (as a search shows them) grep must not look in."""
         ...
 
+    def end_turn(self) -> None:
+        """The results of the calls run since the last one are in the agent's context now."""
+        ...
+
 
 class ToolRunnerFactory(Protocol):
     """Makes one agent run's tools: on its working directory, with its own job table."""
