@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, cast, get_args
 
@@ -106,3 +106,12 @@ def piece_outcome(result: str) -> AgentOutcome | None:
         return None
     outcome = value.get("outcome") if isinstance(value, dict) else None
     return cast(AgentOutcome, outcome) if outcome in get_args(AgentOutcome) else None
+
+
+def no_piece_done(outcomes: Sequence[AgentOutcome], files_changed: Sequence[str]) -> str | None:
+    """Why an agent's final does not end it ``done``: it ran pieces, none of them ended ``done``,
+    and it changed no file itself, so the work it handed out was not done; None otherwise. On the
+    calc.py fix the 1.5B's root answered "fixed" after its only piece had failed."""
+    if not outcomes or "done" in outcomes or files_changed:
+        return None
+    return f"no piece it ran was done ({len(outcomes)} ran: {', '.join(outcomes)})"

@@ -241,6 +241,13 @@ async def test_failing_past_the_retries_fails_the_piece(world: World) -> None:
     body = piece_result(results(run)[0])
     assert body["outcome"] == "failed"
     assert body["summary"] == "verification failed after 2 attempts: missing again"
+    # Its only piece failed and it changed nothing itself: its final does not make the work done.
+    root = ends(run)["a1"]
+    assert (root.outcome, root.reason, root.summary) == (
+        "failed",
+        "no piece it ran was done (1 ran: failed)",
+        "could not do it",
+    )
 
 
 async def test_an_implementer_out_of_turns_ends_the_piece_without_a_retry(world: World) -> None:
@@ -558,7 +565,7 @@ async def test_a_member_that_does_not_fit_fails_the_piece_in_one_line(tmp_path: 
         run = AgentRun(pool, process.socket_path, "main", 1024, writer, work)
         await run.start(opening("Do the task.", instructions=INSTRUCTIONS))
         result = await delegate(run, World(pool, process, tmp_path, work), definitions)
-        assert result.outcome == "done"
+        assert (result.outcome, result.reason) == ("failed", "no piece it ran was done (1 ran: failed)")
         body = piece_result(results(run)[0])
         assert body["outcome"] == "failed" and "\n" not in body["summary"]
         assert body["summary"].startswith(f"member {other_model} could not be loaded: the model needs ")

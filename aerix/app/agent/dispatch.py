@@ -113,6 +113,8 @@ class Dispatcher:
     checks_run: list[str] = field(default_factory=list)
     #: Calls run so far, refused and failed ones included.
     calls_run: int = 0
+    #: The outcome of each piece its ``agent`` calls ran, in order.
+    piece_outcomes: list[ev.AgentOutcome] = field(default_factory=list)
     #: Background job id -> (the call that started it, its command).
     jobs: dict[str, tuple[str, str]] = field(default_factory=dict)
     hooks: Hooks | None = None
@@ -279,6 +281,8 @@ class Dispatcher:
         segment_id = f"{self.agent_id}.{result.call_id}"
         output = ToolOutput(result.text, self.caps.cap_for(result.tool), self.spool, segment_id)
         outcome = piece_outcome(result.text) if result.tool == "agent" else None
+        if outcome is not None:
+            self.piece_outcomes.append(outcome)
         await self._append_output(
             output,
             segment_id,

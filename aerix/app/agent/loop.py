@@ -18,8 +18,9 @@ Each turn:
    removed from the context, a note tells the model what went wrong (for a cut or a stop: to
    answer shorter, and the re-ask asks for fewer tokens), and the turn is asked again — at most
    TURN_RETRIES more times, then the agent ends ``failed``.
-5. A final ends the agent ``done`` unless background jobs are still running (their reports are
-   waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
+5. A final ends the agent ``done`` (``failed`` when every piece it ran failed and it changed no
+   file itself: ``aerix.domain.pieces.no_piece_done``) unless background jobs are still running
+   (their reports are waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
    SubagentStop) hook blocks (``AgentLifecycle.finishing``): its reason becomes the agent's
    next user message, at most STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set
    each time after the first. Otherwise the calls run (:mod:`aerix.app.agent.dispatch`;
@@ -69,6 +70,7 @@ from aerix.app.ports.pool import MemberInfo
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
+from aerix.domain.pieces import no_piece_done
 from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
@@ -226,7 +228,7 @@ class _AgentRun:
                 if await self._jobs_reported(turn_number) or await self._stop_hook_continues(turn):
                     self.repeats.reset()  # the agent was told something new
                     continue
-                return _final(turn)
+                return self._ended_by(turn)
             ended = await self._run_calls(turn, turn_number)
             if ended is not None:
                 return ended
@@ -327,6 +329,15 @@ class _AgentRun:
         self.stop_continues += 1
         await self.live.add_note(message, label=STOP_HOOK_LABEL)
         return True
+
+    def _ended_by(self, turn: Turn) -> _Ended:
+        """How a final ends the agent: ``done``, unless every piece it ran failed and it changed
+        nothing itself (``no_piece_done``)."""
+        ended = _final(turn)
+        undone = no_piece_done(self.dispatcher.piece_outcomes, self.dispatcher.files_touched)
+        if undone is None:
+            return ended
+        return _Ended("failed", undone, final=ended.final, verdict=ended.verdict)
 
     def _record_end(self, ended: _Ended) -> None:
         self.env.events.record(
