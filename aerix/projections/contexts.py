@@ -1,13 +1,15 @@
 """Every agent's context, segment by segment, and its plan, at any point of the log.
 
-This is what ``--resume`` rebuilds the root from, what ``context status`` lists, and what
-``aerix sessions show`` replays. Segments keep their order; a ``segment`` event whose id exists
-replaces that segment in place (a new text or a token count read back from the pool).
+This is what ``--resume`` rebuilds the root from and, as the session's ``contexts`` view
+(``aerix.app.sessions.writer.VIEWS``), what each agent's live context reads while the session
+runs: one fold, fed live by the writer or from the log. Segments keep their order; a
+``segment`` event whose id exists replaces that segment in place (a new text or a token count
+read back from the pool).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Final
 
@@ -46,7 +48,9 @@ class AgentContext:
 
 
 class Contexts(Projection):
-    """All agents' contexts. ``agents`` keeps spawn order."""
+    """All agents' contexts. An agent's entry is made by its first event (the root's opening
+    ``segment``, a subagent's ``agent.spawn``) and never replaced, so a reader may hold it (an
+    agent's live context does); ``agents`` keeps that order."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -85,32 +89,6 @@ class Contexts(Projection):
         ev.Plan: _other,
         ev.AgentSpawn: _other,
         ev.AgentEnd: _other,
-    }
-
-
-class AgentFold(Projection):
-    """One agent's context, folded from its own events by the steps ``Contexts`` folds every
-    agent's with: what an agent's live context is (``aerix.app.agent.live_context``), so the
-    context the loop works on is the one a rebuild or a resume gives, by construction. It starts
-    from ``segments`` (a resumed root's, as the resume point folded them from the log); the
-    events of other agents only move its position."""
-
-    def __init__(self, agent: str, segments: Iterable[ContextSegment] = ()) -> None:
-        super().__init__()
-        self.context = AgentContext(agent, segments={segment.id: segment for segment in segments})
-
-    def _own(self, event: AgentEvent) -> None:
-        if event.agent == self.context.agent:
-            AGENT_STEPS[event.__class__](self.context, event)
-
-    HANDLERS: ClassVar[Handlers] = {
-        ev.Segment: _own,
-        ev.Message: _own,
-        ev.Compaction: _own,
-        ev.ContextOp: _own,
-        ev.Plan: _own,
-        ev.AgentSpawn: _own,
-        ev.AgentEnd: _own,
     }
 
 
@@ -212,9 +190,7 @@ AGENT_STEPS: Final[Mapping[type[ev.EventBase], Callable[[AgentContext, Any], Non
     ev.AgentSpawn: _take_spawn,
     ev.AgentEnd: _take_end,
 }
-"""How one event of an agent changes that agent's context: the one definition ``Contexts``
-(every agent's, for rebuilds, ``sessions show`` and the resume point) and ``AgentFold`` (one
-agent's, live) both fold with."""
+"""How one event of an agent changes that agent's context (``Contexts``' handlers, by event class)."""
 
 
 def _replace_with(

@@ -34,7 +34,7 @@ from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.settings import ContextSettings, PoolSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOLS, ToolSpec
-from aerix.projections.contexts import contexts_at
+from aerix.projections.contexts import Contexts, contexts_at
 from caldrix.protocol import connect
 from tests.caldrix.pool_harness import PoolProcess, start_pool
 
@@ -101,16 +101,20 @@ class AgentRun:
     cwd: Path
     segments: list[OpeningSegment] = field(default_factory=list)
     context: str = ""
-    opened: list[ev.Segment] = field(default_factory=list)
+    #: The session's ``contexts`` view, attached to the writer as a held session attaches it.
+    contexts: Contexts = field(default_factory=Contexts)
     #: The last run's live context, as the agent left it.
     live: LiveContext | None = None
+
+    def __post_init__(self) -> None:
+        self.writer.attach("contexts", self.contexts)
 
     async def start(self, segments: Sequence[OpeningSegment]) -> None:
         """Create the agent's context and record what a caller records before the loop."""
         self.segments = list(segments)
         counts = await self.pool.contexts.create(self.member, [s.wire() for s in segments])
         self.context = counts.context
-        self.opened = record_segments(self.writer, segments, counts)
+        record_segments(self.writer, segments, counts)
         self.writer.record(ev.AgentSpawn, agent="a1", kind="root", member=self.member)
 
     async def run(
@@ -132,12 +136,12 @@ class AgentRun:
             window=self.window,
             tools=tuple(tools),
             max_turns=max_turns,
-            opening=self.opened,
             makes_changes=makes_changes,
         )
         env = AgentEnvironment(
             pool=self.pool,
             events=self.writer,
+            contexts=self.contexts,
             prompts=EmbeddedPrompts(),
             settings=settings or settings_with(),
             cwd=self.cwd,
@@ -176,8 +180,11 @@ class AgentRun:
     async def assert_log_rebuilds_the_context(self) -> None:
         """The context projection over the log holds exactly the pool's segments, and it is the
         live context the agent ended with, every field of every segment (the live context is
-        the fold of its events)."""
-        rebuilt = contexts_at(self.events()).agents["a1"].ordered()
+        the fold of its events); the session's ``contexts`` view, fed live, is that projection
+        for every agent."""
+        rebuilt_contexts = contexts_at(self.events())
+        assert self.contexts == rebuilt_contexts
+        rebuilt = rebuilt_contexts.agents["a1"].ordered()
         if self.live is not None:
             assert self.live.segments == rebuilt
         pool = await self.pool_segments()

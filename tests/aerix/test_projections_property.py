@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from aerix.domain import events as ev
 from aerix.projections.base import Projection
-from aerix.projections.contexts import AgentContext, AgentFold, Contexts
+from aerix.projections.contexts import Contexts
 from aerix.projections.corpus import SessionEvidence
 from aerix.projections.index import IndexEntry
 from aerix.projections.status import StatusFigures
@@ -77,18 +77,3 @@ def test_the_log_survives_json_and_upcasting_unchanged(events: list[ev.EventBase
 
 def _state(projection: Projection) -> object:
     return (projection.position, {key: value for key, value in vars(projection).items() if key != "position"})
-
-
-@settings(max_examples=60, deadline=None)
-@given(events=event_streams())
-def test_one_agents_fold_is_that_agents_context_in_every_agents_fold(events: list[ev.EventBase]) -> None:
-    """``AgentFold`` (an agent's live context) and ``Contexts`` (a rebuild, a resume) are one fold:
-    fed the same events, each agent's fold is that agent's context among all of them."""
-    contexts = Contexts()
-    contexts.feed(events)
-    agents = {agent for event in events if (agent := ev.agent_of(event)) is not None}
-    for agent in agents:
-        fold = AgentFold(agent)
-        fold.feed(events)
-        rebuilt = contexts.agents.get(agent, AgentContext(agent))
-        assert fold.context == rebuilt and fold.context.ordered() == rebuilt.ordered(), agent

@@ -17,6 +17,7 @@ from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.app.sessions.writer import VIEWS, SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.projections.claude_stream import ClaudeStream
+from aerix.projections.contexts import Contexts
 from aerix.projections.status import StatusFigures
 
 START = {"session": "s1", "project": "p", "cwd": "/w", "model": "m", "prompt": "hi", "aerix_version": "0"}
@@ -49,8 +50,12 @@ def files(tmp_path: Path) -> SessionFiles:
 
 def test_a_view_outside_the_declared_list_is_refused(files: SessionFiles) -> None:
     writer = start_session(files, utc_now, **START)
-    with pytest.raises(ValueError, match="'contexts' is not a view of a session; they are: index, "):
-        writer.attach("contexts", Heard("contexts", []))
+    listed = "index, resume point, contexts, claude transcript, request totals, status figures, "
+    with pytest.raises(ValueError, match=f"'tuning corpus' is not a view of a session; they are: {listed}"):
+        writer.attach("tuning corpus", Heard("tuning corpus", []))  # folded from logs by aerix tune
+    writer.attach("contexts", Contexts())
+    with pytest.raises(ValueError, match="has its contexts view already"):
+        writer.attach("contexts", Contexts())
     writer.attach("output", Heard("output", []))
     with pytest.raises(ValueError, match="has its output view already"):
         writer.attach("output", Heard("output", []))

@@ -31,9 +31,9 @@ from aerix.app.ports.sessions import EventRecorder
 from aerix.app.ports.tools import SpoolWriter, ToolRunnerFactory
 from aerix.domain import events as ev
 from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
-from aerix.domain.segments import ContextSegment
 from aerix.domain.settings import Settings
 from aerix.domain.tools import ToolSpec
+from aerix.projections.contexts import Contexts
 
 
 class PlanGateLike(Protocol):
@@ -78,11 +78,6 @@ class AgentSpec:
     tools: Sequence[ToolSpec]  # the callable tools; the turn schema is built from these
     max_turns: int
     verifier: bool = False
-    #: The events the caller recorded as it made the pool context (its opening ``segment``
-    #: events, as written): the live context is their fold, then the fold of the agent's own.
-    opening: Sequence[ev.EventBase] = ()
-    #: A resumed root's segments before them, as the resume point folded them from the log.
-    resumed: Sequence[ContextSegment] = ()
     #: The plan this agent starts with (a resumed root's, rebuilt from the log).
     plan: str | None = None
     #: Whether the member has the ``json`` constraint; None asks the pool (``member.list``).
@@ -107,6 +102,9 @@ class AgentEnvironment:
 
     pool: PoolPort
     events: EventRecorder
+    #: The session's ``contexts`` view, which the writer behind ``events`` feeds: each agent's
+    #: live context is its entry there, so the loop works on the fold a resume rebuilds.
+    contexts: Contexts
     prompts: PromptSource
     settings: Settings
     cwd: Path

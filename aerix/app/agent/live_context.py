@@ -1,12 +1,13 @@
 """An agent's context as the loop sees it: the fold of the agent's events, kept beside the pool.
 
-The context an agent works on is :class:`aerix.projections.contexts.AgentFold` over its own
-events — the ``segment`` events its caller recorded as it opened the context (after a resumed
-root's segments, as the resume point folded them from the log), then every event that changes
-it, recorded here: ``segment`` for a segment added or counted again, ``compaction`` for markers,
-``context.op`` for the context tool's drop, summarize, pin, unpin and note. The fold is the
-code ``--resume``, ``aerix sessions rebuild`` and ``sessions show`` use, so the live context
-equals the context rebuilt from the log by construction.
+The context an agent works on is its entry in the session's ``contexts`` view
+(:class:`aerix.projections.contexts.Contexts`, which the session's writer feeds every event it
+records): the fold of the agent's events — the ``segment`` events its caller recorded as it
+opened the context (after a resumed root's earlier ones, in the log already), then every event
+that changes it, recorded here: ``segment`` for a segment added or counted again,
+``compaction`` for markers, ``context.op`` for the context tool's drop, summarize, pin, unpin
+and note. ``--resume`` folds the log with that same class (``ResumePoint``), so the live
+context is the context rebuilt from the log by construction.
 
 Every change goes to the pool first, through its ``context.edit``, and the event that records it
 carries the pool's counts from the reply: the token figures are always the pool's own. Until its
@@ -33,7 +34,7 @@ from aerix.app.ports.sessions import E, EventRecorder
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, needs_compaction, plan_compaction
 from aerix.domain.segments import ROOT_AGENT, ContextSegment, SegmentKind, note_segment_id
-from aerix.projections.contexts import AgentFold
+from aerix.projections.contexts import AgentContext, Contexts
 
 #: The label of the runtime's notes to the model (re-asks, dropped calls, compaction).
 NOTE_LABEL = "note"
@@ -58,19 +59,17 @@ def segment_fields(segment: ContextSegment) -> dict[str, Any]:
 
 def record_segment(events: EventRecorder, agent_id: str, segment: ContextSegment) -> ev.Segment:
     """The ``segment`` event of one segment of ``agent_id``'s context, with its pool count (the
-    request's and delegation's opening segments, tests)."""
+    opening segments, by ``record_segments``)."""
     return events.record(ev.Segment, agent=agent_id, **segment_fields(segment))
 
 
 def record_segments(
     events: EventRecorder, segments: Sequence[ContextSegment], counts: ContextCounts, agent: str = ROOT_AGENT
-) -> list[ev.Segment]:
-    """One ``segment`` event per segment of ``agent``'s context, with the pool's token count;
-    the events as written (what the agent's live context folds first: ``AgentSpec.opening``)."""
-    return [
+) -> None:
+    """One ``segment`` event per segment of ``agent``'s context, with the pool's token count:
+    the contexts view folds them as the agent's opening, before its live context is made."""
+    for segment in segments:
         record_segment(events, agent, replace(segment, tokens=counts.tokens_of(segment.id)))
-        for segment in segments
-    ]
 
 
 def hook_context_segment(segment_id: str, context: str) -> ContextSegment:
@@ -86,22 +85,23 @@ class LiveContext:
         self,
         pool: PoolPort,
         events: EventRecorder,
+        contexts: Contexts,
         agent_id: str,
         context_id: str,
         budget: ContextBudget,
-        *,
-        resumed: Iterable[ContextSegment] = (),
-        opening: Iterable[ev.EventBase] = (),
     ) -> None:
-        """``resumed``: a resumed root's segments, as the log left them; ``opening``: the events
-        the caller recorded as it made the pool context (``AgentSpec``)."""
+        """``contexts``: the session's ``contexts`` view, fed by the writer behind ``events``;
+        it has folded the opening the caller recorded as it made the pool context."""
         self.pool = pool
         self.events = events
         self.agent_id = agent_id
         self.context_id = context_id
         self.budget = budget
-        self.fold = AgentFold(agent_id, resumed)
-        self.fold.feed(opening)
+        folded = contexts.agents.get(agent_id)
+        if folded is None:  # the view is not the one the writer behind ``events`` feeds
+            raise RuntimeError(f"the contexts view has no event of {agent_id}, not even its opening")
+        #: This agent's entry in the view: the view folds each event as the writer records it.
+        self.folded: AgentContext = folded
         #: Segments the pool holds that no event records yet (at most one, and only for a moment).
         self._held: list[ContextSegment] = []
         #: The pool's count of the whole context (the generation prompt included).
@@ -117,7 +117,7 @@ class LiveContext:
         events say, in their order; a segment the pool counts otherwise than its event did (a
         resumed root on another model's template) is recorded again with the pool's count."""
         counts = await self.pool.contexts.get(self.context_id)
-        folded = self.fold.context.segments
+        folded = self.folded.segments
         held = [count.id for count in counts.segments]
         if held != list(folded):
             raise RuntimeError(
@@ -165,10 +165,10 @@ class LiveContext:
     @property
     def segments(self) -> list[ContextSegment]:
         """The context in the pool's order: the fold's segments, then any held one."""
-        return [*self.fold.context.segments.values(), *self._held]
+        return [*self.folded.segments.values(), *self._held]
 
     def get(self, segment_id: str) -> ContextSegment | None:
-        segment = self.fold.context.segments.get(segment_id)
+        segment = self.folded.segments.get(segment_id)
         if segment is None:
             segment = next((held for held in self._held if held.id == segment_id), None)
         return segment
@@ -185,11 +185,11 @@ class LiveContext:
     # -- events ----------------------------------------------------------------------------
 
     def record(self, event_cls: type[E], **fields: Any) -> E:
-        """Record an event of this agent and fold it: the one way the context changes."""
+        """Record an event of this agent, which the writer folds into the contexts view before
+        it returns: the one way the context changes."""
         event = self.events.record(event_cls, agent=self.agent_id, **fields)
-        self.fold.take(event)
         if self._held:
-            folded = self.fold.context.segments
+            folded = self.folded.segments
             self._held = [segment for segment in self._held if segment.id not in folded]
         return event
 

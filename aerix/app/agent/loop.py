@@ -107,15 +107,7 @@ class _AgentRun:
         self.spec = spec
         self.env = env
         budget = ContextBudget.from_settings(spec.window, env.settings.context)
-        self.live = LiveContext(
-            env.pool,
-            env.events,
-            spec.agent_id,
-            spec.context_id,
-            budget,
-            resumed=spec.resumed,
-            opening=spec.opening,
-        )
+        self.live = LiveContext(env.pool, env.events, env.contexts, spec.agent_id, spec.context_id, budget)
         self.live.hooks, self.live.agent_type = env.hooks, spec.agent_type
         self.runner = env.tools(env.cwd, env.skills)
         self.thread_cancel = threading.Event()

@@ -26,7 +26,6 @@ from aerix.app.ports.agents import Caller
 from aerix.app.ports.pool import ContextCounts, MemberInfo, PoolPort
 from aerix.app.ports.project import PromptSource
 from aerix.app.ports.sessions import EventRecorder
-from aerix.domain import events as ev
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.templates import fill
 
@@ -89,10 +88,9 @@ async def open_context(
     member: MemberInfo,
     agent_id: str,
     own: Sequence[ContextSegment],
-) -> tuple[ContextCounts, list[ev.Segment]]:
+) -> ContextCounts:
     """The agent's pool context: the caller's shared prefix, then ``own``; each opening segment
-    recorded as a ``segment`` event of ``agent_id`` (the events, as written, are the start of
-    its live context's fold)."""
+    recorded as a ``segment`` event of ``agent_id`` (the start of its context's fold)."""
     if member.name == caller.member:
         forked = await pool.contexts.fork(caller.context_id, len(caller.prefix))
         try:
@@ -105,4 +103,5 @@ async def open_context(
             raise
     else:
         counts = await pool.contexts.create(member.name, [s.wire() for s in (*caller.prefix, *own)])
-    return counts, record_segments(events, [*caller.prefix, *own], counts, agent=agent_id)
+    record_segments(events, [*caller.prefix, *own], counts, agent=agent_id)
+    return counts

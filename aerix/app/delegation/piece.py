@@ -233,7 +233,7 @@ class Piece:
         if hook_context:
             own = [*own, hook_context_segment(f"{spawn.agent_id}.hook", hook_context)]
         try:
-            counts, opening = await open_context(env.pool, env.events, caller, member, spawn.agent_id, own)
+            counts = await open_context(env.pool, env.events, caller, member, spawn.agent_id, own)
         except PoolError as exc:
             env.events.record(ev.AgentEnd, agent=spawn.agent_id, outcome="failed", reason=str(exc))
             return AgentResult(outcome="failed", reason=str(exc))
@@ -245,7 +245,6 @@ class Piece:
             tools=spawn.tools,
             max_turns=spawn.max_turns,
             verifier=spawn.kind == "verifier",
-            opening=opening,
             json_constraint="json" in member.constraints,
             kind=spawn.kind,
             depth=depth,

@@ -31,6 +31,7 @@ from aerix.domain import events as ev
 from aerix.domain.diffs import Snapshot
 from aerix.domain.segments import ContextSegment
 from aerix.errors import AerixError, OutputClosed
+from aerix.projections.contexts import Contexts
 from aerix.projections.resume_point import ResumeState
 
 
@@ -44,6 +45,7 @@ class OpenRequest:
     members: BoundMembers
     pool: PoolPort
     tap: RequestRecorder
+    contexts: Contexts  # the session's ``contexts`` view: what its agents' live contexts read
     resume: ResumeState | None
     prompts: PromptSource  # the profile commit's texts (the release's where it tunes none)
     controls: RequestControls
@@ -148,6 +150,7 @@ class OpenRequest:
             RootRun(
                 pool=self.pool,
                 events=self.tap,
+                contexts=self.contexts,
                 prompts=self.prompts,
                 project=project,
                 member=self.members.main,

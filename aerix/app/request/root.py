@@ -31,6 +31,7 @@ from aerix.domain import events as ev
 from aerix.domain.bounds import EXIT_BUDGET, EXIT_CANCELLED, EXIT_DONE, EXIT_FAILED, EXIT_KILLED
 from aerix.domain.segments import ROOT_AGENT, ContextSegment
 from aerix.errors import PoolError
+from aerix.projections.contexts import Contexts
 
 #: The exit status of each way an agent ends (``budget`` is the spec's; see docs/configuration.md).
 #: The routes whose request is a change to files: a root that acts on them (not a planner) is
@@ -63,6 +64,7 @@ class RootRun:
 
     pool: PoolPort
     events: EventRecorder
+    contexts: Contexts  # the session's ``contexts`` view, fed by the writer behind ``events``
     prompts: PromptSource
     project: Project
     member: MemberInfo
@@ -86,7 +88,7 @@ async def run_root(run: RootRun) -> RootEnded:
     """Create a1's context, spawn it, run its turns, drop the context."""
     counts = await run.pool.contexts.create(run.member.name, [s.wire() for s in (*run.rebuilt, *run.added)])
     try:
-        opening = record_segments(run.events, [*run.replaced, *run.added], counts)
+        record_segments(run.events, [*run.replaced, *run.added], counts)
         tools = root_tools(run.route, run.project.settings, run.project.permissions)
         max_turns = run.max_turns or run.project.settings.delegation.max_turns
         env = _environment(run)
@@ -109,8 +111,6 @@ async def run_root(run: RootRun) -> RootEnded:
             tools=tools,
             max_turns=max_turns,
             verifier=False,
-            opening=opening,
-            resumed=run.rebuilt,
             plan=run.plan,
             json_constraint="json" in run.member.constraints,
             makes_changes=run.route in CHANGE_ROUTES and any(tool.name == "write" for tool in tools),
@@ -127,6 +127,7 @@ def _environment(run: RootRun) -> AgentEnvironment:
     env = AgentEnvironment(
         pool=run.pool,
         events=run.events,
+        contexts=run.contexts,
         prompts=run.prompts,
         settings=run.project.settings,
         cwd=run.project.cwd,

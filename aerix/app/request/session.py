@@ -1,5 +1,7 @@
 """A session held open across requests: its project, its bound pool, its profile and, from its
-first request on, its writer (the log's lock) with the resume point the writer keeps up to date.
+first request on, its writer (the log's lock) with the views the writer keeps up to date across
+requests: the resume point, every agent's context (what the agents' live contexts read) and the
+Claude Code transcript.
 
 ``aerix -p`` runs one request on it; the screen and the stream-json input hold one and run each
 prompt on it, so a prompt neither reads the log back (the root's context is the session's
@@ -56,6 +58,7 @@ from aerix.app.sessions.transcript import TranscriptFollower
 from aerix.app.sessions.writer import SessionWriter
 from aerix.domain.prompt_bytes import decode_prompt, invalid_prompt_note
 from aerix.errors import PoolUnavailable
+from aerix.projections.contexts import Contexts
 from aerix.projections.resume_point import ResumePoint, ResumeState
 
 
@@ -89,6 +92,9 @@ class LiveSession:
         self._noted = noted
         self.writer: SessionWriter | None = None
         self._point = ResumePoint()
+        #: Every agent's context, the writer's ``contexts`` view: held with the writer, so a held
+        #: session's next root continues the fold its last one left.
+        self._contexts = Contexts()
         #: The Claude Code transcript kept up to the log: the writer's ``claude transcript`` view.
         self._transcript: TranscriptFollower | None = None
         #: Attached by the first request (``preview``: read from the commit it will attach).
@@ -142,6 +148,7 @@ class LiveSession:
         if self.writer is None:
             self.writer, record = open_session(fork, self.deps, project, self.resume, self.id, start)
             self.writer.attach("resume point", self._point)
+            self.writer.attach("contexts", self._contexts)
         else:
             self.resume = self._point.state(self.writer.ref.id, self.writer.ref.project)
             assert self.resume is not None  # the point has taken the session's first start
@@ -159,6 +166,7 @@ class LiveSession:
             members,
             self.bound.pool,
             recorder,
+            self._contexts,
             self.resume,
             profile,
             controls,

@@ -30,6 +30,7 @@ from aerix.projections.index import IndexEntry
 VIEWS: Final = (
     "index",  # the session's index.json entry (IndexEntry): the writer's own
     "resume point",  # where the next request of a held session starts (ResumePoint)
+    "contexts",  # every agent's context (Contexts): what each agent's live context reads
     "claude transcript",  # <id>.claude.jsonl, written at each commit point (TranscriptFollower)
     "request totals",  # the running request's usage, touched paths and pieces (RequestTotals)
     "status figures",  # what the status lines show (StatusFigures)
@@ -39,7 +40,9 @@ VIEWS: Final = (
 """Every view of a session, in the order the writer feeds each event to them. Nothing else hears
 an event: a view is attached under one of these names or not at all, so this list is everything
 an event reaches, and its order is the order they see it in (the output reads the figures and
-the stream fold it prints, so they take the event before it)."""
+the stream fold it prints, so they take the event before it; the session's own views come
+before a request's, so an output that fails on an event, a closed pipe, leaves no agent's
+context behind the log)."""
 
 
 class View(Protocol):
