@@ -18,12 +18,15 @@ from typing import Any
 import anyio
 import pytest
 
+from aerix.adapters.clock import utc_now
 from aerix.adapters.project.agent_definitions import AgentCatalog, load_agent_definitions
 from aerix.adapters.prompts import embedded_prompt
 from aerix.app.agent.env import AgentResult
+from aerix.app.sessions.writer import reopen_session
 from aerix.domain import events as ev
 from aerix.domain.settings import ContextSettings, DelegationSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOL_NAMES, VERIFIER_TOOLS
+from aerix.projections.contexts import Contexts, contexts_at
 from tests.aerix.agent_harness import (
     AgentRun,
     final,
@@ -223,6 +226,34 @@ async def test_a_failed_check_reruns_the_implementer_with_the_reason(world: Worl
         "a1.c1.r1",
         "a1.c1.v2",
     }
+
+
+async def test_the_contexts_view_is_every_agents_context_the_log_rebuilds(world: World) -> None:
+    """The session's ``contexts`` view, which every agent's live context read while the root
+    delegated a piece twice, is ``Contexts`` folded from the log, agent for agent; reopened, the
+    session's new view catches up from the log to the same."""
+    run = await world.root(
+        [
+            turn("Delegate.", agent_call(BRIEF, CHECK)),
+            final("Nothing to do.", "done already"),
+            verdict("No file.", False, "hello.txt does not exist"),
+            WRITE,
+            final("Written now.", "I wrote hello.txt."),
+            CHECKED,
+            verdict("It prints hi.", True, "cat hello.txt printed hi"),
+            final("Passed on the retry.", "ok"),
+        ]
+    )
+    assert (await delegate(run, world)).outcome == "done"
+    assert run.contexts == contexts_at(run.events())
+    assert list(run.contexts.agents) == ["a1", "a1.c1", "a1.c1.v1", "a1.c1.r1", "a1.c1.v2"]
+
+    run.writer.close()
+    reopened = reopen_session(run.writer.storage, utc_now, run.writer.ref.id)
+    late = Contexts()
+    reopened.attach("contexts", late)
+    reopened.close()
+    assert late == run.contexts
 
 
 async def test_failing_past_the_retries_fails_the_piece(world: World) -> None:

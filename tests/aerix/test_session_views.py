@@ -5,10 +5,13 @@ name, and a view attached late catches up from the log by its own position."""
 from __future__ import annotations
 
 import io
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aerix.adapters.claude.output import HeadlessOutput
 from aerix.adapters.clock import utc_now
@@ -17,8 +20,11 @@ from aerix.adapters.terminal.stderr_status import StderrStatus
 from aerix.app.sessions.writer import VIEWS, SessionWriter, reopen_session, start_session
 from aerix.domain import events as ev
 from aerix.projections.claude_stream import ClaudeStream
-from aerix.projections.contexts import Contexts
+from aerix.projections.contexts import Contexts, contexts_at
 from aerix.projections.status import StatusFigures
+from tests.aerix.session_streams import event_streams
+
+STAMPED = {"type", "seq", "time", "v"}  # what the writer fills in itself
 
 START = {"session": "s1", "project": "p", "cwd": "/w", "model": "m", "prompt": "hi", "aerix_version": "0"}
 
@@ -105,3 +111,41 @@ def test_the_views_an_output_shows_are_named_in_the_list() -> None:
     status = StderrStatus(io.StringIO(), StatusFigures())
     output = HeadlessOutput("stream-json", io.StringIO(), io.StringIO(), ClaudeStream(), status)
     assert set(output.projections()) == {"claude stream", "status figures"} <= set(VIEWS)
+
+
+@settings(max_examples=30, deadline=None)
+@given(events=event_streams(), cut=st.integers(1, 40))
+def test_a_contexts_view_attached_late_catches_up_and_equals_one_attached_from_the_start(
+    events: list[ev.EventBase], cut: int
+) -> None:
+    """The same events written to two sessions: one's ``contexts`` view attached as it opened,
+    the other's after ``cut`` events (agents whose first event comes later are made as it
+    arrives). Both are every agent's context rebuilt from the log."""
+    start = events[0]
+    assert isinstance(start, ev.SessionStart)
+    fields = start.model_dump(exclude=STAMPED)
+    with tempfile.TemporaryDirectory() as early_folder, tempfile.TemporaryDirectory() as late_folder:
+        early_files, late_files = SessionFiles(Path(early_folder)), SessionFiles(Path(late_folder))
+        early_times, late_times = iter([e.time for e in events]), iter([e.time for e in events])
+        early_writer = start_session(early_files, lambda: next(early_times), sync="release", **fields)
+        late_writer = start_session(late_files, lambda: next(late_times), sync="release", **fields)
+        early, late = Contexts(), Contexts()
+        early_writer.attach("contexts", early)
+
+        def record(some: list[ev.EventBase]) -> None:
+            for event in some:
+                for writer in (early_writer, late_writer):
+                    writer.record(type(event), **event.model_dump(exclude=STAMPED))
+
+        record(events[1:cut])
+        late_writer.attach("contexts", late)  # catches up with the events before the cut
+        assert late == early
+        record(events[cut:])
+        early_writer.close()
+        late_writer.close()
+        on_disk = late_files.log.read(late_files.catalog.find(start.session))
+        assert on_disk == events
+        assert late == early == contexts_at(on_disk)
+        assert late.position == events[-1].seq
+        early_files.log.close()
+        late_files.log.close()
