@@ -7,6 +7,10 @@ the session's index entry, which the writer keeps itself and writes to ``index.j
 session's end and when it closes, without reading the log back (closing right after the end, as
 ``aerix -p`` does, writes it once); the held session and each request attach the others.
 
+The tuning corpus (``aerix.projections.corpus``) is a fold of the same events but not a view:
+nothing reads it while a session runs, since ``aerix tune`` is its own process over the newest
+finished sessions of a profile and model, which it picks from the index and folds from their logs.
+
 Starting a session writes its ``session.start``; reopening one (``--resume``, ``--continue``)
 becomes its only writer before reading it, so nothing is appended in between; forking one
 (``--fork-session``) copies its log to a new session and becomes the copy's writer.
