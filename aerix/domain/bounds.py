@@ -137,6 +137,9 @@ JOB_WAIT_POLL_SECS: Final = 1.0
 
 #: read: lines returned when no limit is given, and the cut for each line.
 READ_LIMIT_LINES: Final = 200
+#: The most files a prompt or a brief names that are attached to it, as ``read`` shows them
+#: (``aerix.domain.attachments``); each shows at most READ_LIMIT_LINES lines.
+ATTACHED_FILES_MAX: Final = 3
 READ_LINE_MAX_CHARS: Final = 2000
 #: grep: files larger than this are skipped; each matching line is cut; default max_matches.
 GREP_MAX_FILE_BYTES: Final = 8 * 1024 * 1024

@@ -24,6 +24,7 @@ from aerix.adapters.prompts import embedded_prompt
 from aerix.app.agent.env import AgentResult
 from aerix.app.sessions.writer import reopen_session
 from aerix.domain import events as ev
+from aerix.domain.attachments import attachment_text
 from aerix.domain.settings import ContextSettings, DelegationSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOL_NAMES, VERIFIER_TOOLS
 from aerix.projections.contexts import Contexts, contexts_at
@@ -190,6 +191,32 @@ async def test_a_piece_that_passes_first_time(world: World) -> None:
     assert [(m.verdict, m.reason) for m in verdicts] == [("pass", "cat hello.txt printed hi")]
 
     assert assert_every_subagent_context_rebuilt(run.events(), world.pool) == {"a1.c1", "a1.c1.v1"}
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_file_the_brief_names_is_attached_to_it_and_may_be_written_at_once(world: World) -> None:
+    (world.cwd / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    brief, check = (
+        "Fix add() in calc.py: it must add.",
+        "python3 -c 'import calc; print(calc.add(2, 3))' prints 5",
+    )
+    fixed = "def add(a, b):\n    return a + b\n"
+    run = await world.root(
+        [
+            turn("Delegate the fix.", agent_call(brief, check)),
+            turn("Write it.", ("write", {"path": "calc.py", "content": fixed})),
+            final("Fixed.", "add() adds."),
+            turn("Run it.", ("bash", {"command": "python3 -c 'import calc; print(calc.add(2, 3))'"})),
+            verdict("It prints 5.", True, "it printed 5"),
+            final("The piece passed.", "add() is fixed."),
+        ]
+    )
+    result = await delegate(run, world)
+    assert result.outcome == "done" and (world.cwd / "calc.py").read_text() == fixed
+    opening = next(s for s in run.of(ev.Segment) if s.id == "a1.c1.brief")
+    assert opening.text.endswith(attachment_text([("calc.py", "1\tdef add(a, b):\n2\t    return a - b")]))
+    [write] = [m for m in run.of(ev.Message) if m.agent == "a1.c1" and m.role == "tool"]
+    assert write.text.startswith("[write c1]\nreplaced calc.py")
     await run.assert_log_rebuilds_the_context()
 
 

@@ -21,6 +21,7 @@ import pytest
 from aerix.adapters.clock import utc_now
 from aerix.adapters.sessions.session_store import SessionFiles
 from aerix.app.sessions.writer import start_session
+from aerix.domain.attachments import attachment_text
 from aerix.domain.bounds import EXIT_USAGE
 from aerix.domain.session import CLAUDE_CODE_TAG
 from tests.aerix.request_world import (
@@ -294,6 +295,24 @@ EDIT_TURNS = [
         }
     ),
 ]
+
+
+def test_a_file_the_prompt_names_is_attached_to_it_and_may_be_written_at_once(
+    world: World, scripted: tuple[Path, Path]
+) -> None:
+    """The prompt segment holds a.txt as ``read`` shows it, and the agent has seen it: its first
+    turn's whole-file write is not refused."""
+    proj, socket = scripted
+    start_scripted_pool(world, socket, ["answer", EDIT_TURNS[1], FINAL_TURN])
+    done = aerix(world, proj, "-p", "add a line to a.txt", "--output-format", "json")
+    assert done.returncode == 0, done.stderr
+    assert (proj / "a.txt").read_text() == "one\ntwo\n"
+    [log] = list(world.sessions.glob(f"*/{json.loads(done.stdout)['session_id']}.jsonl"))
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    [prompt] = [e for e in events if e["type"] == "segment" and e["id"] == "a1.p1"]
+    assert prompt["text"] == "add a line to a.txt\n\n" + attachment_text([("a.txt", "1\tone")])
+    [write] = [e for e in events if e["type"] == "message" and e["role"] == "tool"]
+    assert write["text"].startswith("[write c1]\nreplaced a.txt")
 
 
 def test_on_a_terminal_the_diff_is_in_git_s_colours(world: World, scripted: tuple[Path, Path]) -> None:

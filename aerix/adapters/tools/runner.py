@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,6 +45,9 @@ class LocalTools:
         #: Files read (or shown by a refused write) this turn: seen once the turn's results are in
         #: the context, at ``end_turn``.
         self._shown_this_turn: set[Path] = set()
+
+    def mark_seen(self, paths: Iterable[str]) -> None:
+        self.seen_files.update(resolve_path(self.cwd, path) for path in paths)
 
     def end_turn(self) -> None:
         """The turn's results are in the agent's context now: what they showed counts as seen."""

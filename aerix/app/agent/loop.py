@@ -110,6 +110,7 @@ class _AgentRun:
         self.live = LiveContext(env.pool, env.events, env.contexts, spec.agent_id, spec.context_id, budget)
         self.live.hooks, self.live.agent_type = env.hooks, spec.agent_type
         self.runner = env.tools(env.cwd, env.skills)
+        self.runner.mark_seen(spec.seen_files)
         self.thread_cancel = threading.Event()
         self.plan = PlanState(spec.plan)
         self.dispatcher = Dispatcher(

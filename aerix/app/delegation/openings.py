@@ -37,8 +37,10 @@ def implementer_segments(
     check: str,
     definition: tuple[str, str] | None = None,
     retry_reason: str | None = None,
+    attached: str = "",
 ) -> list[ContextSegment]:
-    """An implementer's own segments after the shared prefix. ``definition``: (name, body)."""
+    """An implementer's own segments after the shared prefix. ``definition``: (name, body);
+    ``attached``: the files the brief names (``aerix.app.agent.attachments``), after it."""
     segments = []
     if definition is not None and definition[1].strip():
         name, body = definition
@@ -53,6 +55,8 @@ def implementer_segments(
             )
         )
     text = fill(prompts.get("brief"), {"brief": brief, "check": check}).strip()
+    if attached:
+        text = f"{text}\n\n{attached}"
     segments.append(ContextSegment(f"{agent_id}.brief", "user", SegmentKind.BRIEF, text, True, "brief"))
     if retry_reason is not None:
         note = fill(prompts.get("retry"), {"reason": retry_reason}).strip()

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from aerix.app.agent.attachments import attach_named_files
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
 from aerix.app.agent.live_context import hook_context_segment
 from aerix.app.agent.loop import run_agent
@@ -172,7 +173,9 @@ class Piece:
     ) -> AgentResult:
         agent_id = implementer_id(self.id, attempt)
         body = (definition.name, definition.body) if definition is not None else None
-        own = implementer_segments(agent_id, self.env.prompts, self.brief, self.check, body, reason)
+        env = self.env
+        attached = attach_named_files(self.brief, env.tools(env.cwd, None), env.permissions, env.cwd)
+        own = implementer_segments(agent_id, env.prompts, self.brief, self.check, body, reason, attached.text)
         settings = self.env.settings.delegation
         max_turns = definition.max_turns if definition and definition.max_turns else settings.max_turns
         spawn = _Spawn(
@@ -183,6 +186,7 @@ class Piece:
             tools,
             max_turns,
             definition.name if definition else None,
+            attached.paths,
         )
         return await self._run(spawn, member, own)
 
@@ -251,6 +255,7 @@ class Piece:
             agent_type=spawn.agent_type,
             shared_prefix=len(caller.prefix),
             makes_changes=spawn.kind != "verifier" and any(tool.name == "write" for tool in spawn.tools),
+            seen_files=spawn.seen_files,
         )
         try:
             return await run_agent(agent, env)
@@ -268,6 +273,7 @@ class _Spawn:
     tools: tuple[ToolSpec, ...]
     max_turns: int
     definition: str | None = None
+    seen_files: tuple[str, ...] = ()
 
 
 def _failure_reason(verifier: AgentResult) -> str:

@@ -4,7 +4,7 @@ the session's spool for whole outputs. ``aerix.adapters.tools.LocalTools`` imple
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -76,6 +76,10 @@ class ToolRunner(Protocol):
 
     def end_turn(self) -> None:
         """The results of the calls run since the last one are in the agent's context now."""
+        ...
+
+    def mark_seen(self, paths: Iterable[str]) -> None:
+        """These files' text is in the agent's context already (attached to its task)."""
         ...
 
 

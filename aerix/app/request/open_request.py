@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from aerix.app.agent.attachments import attach_named_files
 from aerix.app.agent.loop_tools import PLAN_ABORTED, FirstPlanGate
 from aerix.app.hooks.fire import Hooks, HookSession, HookStopped, no_hooks
 from aerix.app.pool.members import BoundMembers
@@ -127,23 +128,26 @@ class OpenRequest:
         self.route = choice.choice
         decided = {"choice": choice.choice, "scores": dict(choice.scores), "member": router.name}
         await hooks.fire("RouteDecision", decided, match=(choice.choice,))
-        rebuilt, added = self._segments(prompt, choice.choice, started.context or None)
+        attached = attach_named_files(
+            prompt, self.deps.tools(project.cwd, None), project.permissions, project.cwd
+        )
+        rebuilt, added = self._segments(prompt, choice.choice, started.context or None, attached.text)
         rebuilt, replaced = self._refreshed(rebuilt)
         gate = FirstPlanGate(self.controls.plan_gate, cancel) if self.controls.plan_gate else None
-        ended = await self._run_root(prompt, choice.choice, rebuilt, added, gate, hooks, replaced)
+        ended = await self._run_root(choice.choice, rebuilt, added, gate, hooks, replaced, attached.paths)
         if cancel.is_set() and ended.outcome == "killed":
             return _failure(PLAN_ABORTED if gate and gate.aborted else "cancelled", "cancelled")
         return ended
 
     async def _run_root(
         self,
-        prompt: str,
         route: str,
         rebuilt: list[ContextSegment],
         added: list[ContextSegment],
         gate: FirstPlanGate | None,
         hooks: Hooks,
         replaced: list[ContextSegment],
+        seen_files: tuple[str, ...],
     ) -> RootEnded:
         deps, project = self.deps, self.project
         return await run_root(
@@ -166,17 +170,18 @@ class OpenRequest:
                 cancel=self.controls.cancel,
                 plan_gate=gate,
                 replaced=replaced,
+                seen_files=seen_files,
             )
         )
 
     def _segments(
-        self, prompt: str, route: str, hook_context: str | None
+        self, prompt: str, route: str, hook_context: str | None, attached: str
     ) -> tuple[list[ContextSegment], list[ContextSegment]]:
         """(a resumed root's segments, already in the log; this request's new segments)."""
         prompts = self.prompts
         planner_tools = planner_tool_names(self.project.settings, self.project.permissions)
         text = prompt_text(
-            prompt, route, prompts, planner_tools, self.project.settings.delegation.planner_routes
+            prompt, route, prompts, planner_tools, self.project.settings.delegation.planner_routes, attached
         )
         added = request_segments(self.number, text, hook_context)
         if self.resume is not None and self.resume.root.segments:

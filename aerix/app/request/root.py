@@ -82,6 +82,8 @@ class RootRun:
     #: Rebuilt segments whose text this request replaced (``--profile-refresh``'s system
     #: segment): recorded, with the pool's count, as the added ones are.
     replaced: list[ContextSegment] = field(default_factory=list)
+    #: Files attached to the prompt (``aerix.app.agent.attachments``).
+    seen_files: tuple[str, ...] = ()
 
 
 async def run_root(run: RootRun) -> RootEnded:
@@ -114,6 +116,7 @@ async def run_root(run: RootRun) -> RootEnded:
             plan=run.plan,
             json_constraint="json" in run.member.constraints,
             makes_changes=run.route in CHANGE_ROUTES and any(tool.name == "write" for tool in tools),
+            seen_files=run.seen_files,
         )
         result = await run_agent(spec, env)
     finally:

@@ -93,14 +93,16 @@ def prompt_text(
     prompts: PromptSource,
     planner_tools: Sequence[str] = DEFAULT_PLANNER_TOOLS,
     planner_routes: Sequence[str] = DEFAULT_PLANNER_ROUTES,
+    attached: str = "",
 ) -> str:
-    """The prompt segment: the request, and for a planner the note that it must delegate,
-    naming the tools it has (``{tools}`` in planner.md: ``delegation.planner_tools``). No
-    tools to plan with (no ``agent``: see root_tools) is no planner, and no note."""
+    """The prompt segment: the request, the files it names (``attached``), and for a planner the
+    note that it must delegate, naming the tools it has (``{tools}`` in planner.md:
+    ``delegation.planner_tools``). No tools to plan with (no ``agent``: see root_tools) is no
+    planner, and no note."""
+    parts = [prompt, attached]
     if route in planner_routes and planner_tools:
-        note = prompts.get("planner").strip().replace("{tools}", spoken_list(planner_tools))
-        return f"{prompt}\n\n{note}"
-    return prompt
+        parts.append(prompts.get("planner").strip().replace("{tools}", spoken_list(planner_tools)))
+    return "\n\n".join(part for part in parts if part)
 
 
 def spoken_list(names: Sequence[str]) -> str:
