@@ -19,6 +19,9 @@ again changes nothing, or only undoes what came between. qwen2.5-coder-1.5b wrot
 turn, each write changing what the other's read saw, for the rest of its time; asked to fix
 calc.py it sent one turn (read, write, run) three times, each write the content already there.
 
+Within one turn, a call with the same tool and input as an earlier call of that turn runs once
+(``twins_in_turn``; not ``bash``); its result names the call that ran.
+
 Both are pure: the loop tells ``RepeatWatch`` each calls turn (and when the world moved under
 it) and it answers which calls are unchanged repeats, and whether the agent should end; it tells
 ``FailureWatch`` and ``ChangeWatch`` each call's result, and they answer whether the agent should
@@ -53,6 +56,31 @@ def changes_things(call: ToolCall) -> bool:
 def call_key(call: ToolCall) -> str:
     """The tool and its input, the same for the same call whatever its id or key order."""
     return call.tool + " " + json.dumps(call.input, sort_keys=True, ensure_ascii=False)
+
+
+def twins_in_turn(calls: Sequence[ToolCall]) -> dict[str, str]:
+    """Call id -> the id of the first call of the same turn with the same tool and input, for
+    each call after it: that call runs once. ``bash`` is left out: a command may be meant to run
+    twice (one that appends to a file). qwen2.5-coder-1.5b, asked to fix calc.py, sent three
+    identical ``agent`` calls in one turn, and three pieces made the same fix side by side."""
+    first: dict[str, str] = {}
+    twins: dict[str, str] = {}
+    for call in calls:
+        if call.tool == "bash":
+            continue
+        key = call_key(call)
+        if key in first:
+            twins[call.id] = first[key]
+        else:
+            first[key] = call.id
+    return twins
+
+
+def twin_result(tool: str, first: str) -> str:
+    """The result of a call that repeats an earlier call of its own turn."""
+    return (
+        f"the same {tool} with the same input as call {first} in this turn, so it ran once: see that result"
+    )
 
 
 def unchanged_result(tool: str, since: str, *, final_next: bool = False) -> str:

@@ -25,6 +25,7 @@ from aerix.app.agent.env import AgentResult
 from aerix.app.sessions.writer import reopen_session
 from aerix.domain import events as ev
 from aerix.domain.attachments import attachment_text
+from aerix.domain.repeats import twin_result
 from aerix.domain.settings import ContextSettings, DelegationSettings, Settings, ToolCaps
 from aerix.domain.tools import TOOL_NAMES, VERIFIER_TOOLS
 from aerix.projections.contexts import Contexts, contexts_at
@@ -217,6 +218,26 @@ async def test_a_file_the_brief_names_is_attached_to_it_and_may_be_written_at_on
     assert opening.text.endswith(attachment_text([("calc.py", "1\tdef add(a, b):\n2\t    return a - b")]))
     [write] = [m for m in run.of(ev.Message) if m.agent == "a1.c1" and m.role == "tool"]
     assert write.text.startswith("[write c1]\nreplaced calc.py")
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_two_identical_agent_calls_in_one_turn_run_one_piece(world: World) -> None:
+    run = await world.root(
+        [
+            turn("Delegate the file, twice.", agent_call(BRIEF, CHECK), agent_call(BRIEF, CHECK)),
+            WRITE,
+            final("Written.", "I wrote hello.txt."),
+            CHECKED,
+            verdict("It prints hi.", True, "cat hello.txt printed hi"),
+            final("The piece passed.", "hello.txt is there."),
+        ]
+    )
+    result = await delegate(run, world)
+    assert (result.outcome, result.final) == ("done", "hello.txt is there.")
+    assert list(spawns(run)) == ["a1", "a1.c1", "a1.c1.v1"]
+    first, twin = results(run)
+    assert piece_result(first)["outcome"] == "done"
+    assert (twin.text, twin.unchanged_since) == ("[agent c2]\n" + twin_result("agent", "c1"), "c1")
     await run.assert_log_rebuilds_the_context()
 
 

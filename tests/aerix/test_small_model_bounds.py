@@ -8,7 +8,14 @@ from typing import Any
 
 from aerix.domain import bounds
 from aerix.domain.compaction import retry_ask
-from aerix.domain.repeats import FailureWatch, RepeatCheck, RepeatWatch, changes_things
+from aerix.domain.repeats import (
+    FailureWatch,
+    RepeatCheck,
+    RepeatWatch,
+    changes_things,
+    twin_result,
+    twins_in_turn,
+)
 from aerix.domain.turns import ToolCall
 
 
@@ -128,3 +135,20 @@ def test_the_failing_call_and_its_error_are_shown_shortened() -> None:
     shown_error = "error: " + shown_error.removesuffix(")")
     assert shown_error.startswith("error: x error: x") and shown_error.endswith("…")
     assert len(shown_error) == bounds.REPEATED_CALL_SHOWN_CHARS
+
+
+def test_a_call_repeating_an_earlier_one_of_its_turn_runs_once_except_bash() -> None:
+    brief = {"brief": "Fix add() in calc.py.", "check": "add(2, 3) is 5"}
+    calls = [
+        _call(1, "agent", **brief),
+        _call(2, "read", path="calc.py"),
+        _call(3, "agent", **dict(reversed(brief.items()))),
+        _call(4, "bash", command="echo x >> log"),
+        _call(5, "bash", command="echo x >> log"),
+        _call(6, "agent", **brief),
+        _call(7, "read", path="calc.py", limit=5),
+    ]
+    assert twins_in_turn(calls) == {"c3": "c1", "c6": "c1"}
+    assert twin_result("agent", "c1") == (
+        "the same agent with the same input as call c1 in this turn, so it ran once: see that result"
+    )

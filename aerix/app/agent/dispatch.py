@@ -59,7 +59,7 @@ from aerix.domain.hook_answers import HookVerdict
 from aerix.domain.hook_payloads import tool_error, tool_fields, tool_response, updated_input
 from aerix.domain.permissions import NO_RESTRICTIONS, Denial, Permissions
 from aerix.domain.pieces import piece_outcome
-from aerix.domain.repeats import unchanged_result
+from aerix.domain.repeats import twin_result, twins_in_turn, unchanged_result
 from aerix.domain.settings import ToolCaps
 from aerix.domain.tools import FILE_CHANGING_TOOLS
 from aerix.domain.turns import ToolCall, Turn
@@ -139,7 +139,8 @@ class Dispatcher:
     ) -> RanTurn:
         """Run the turn's calls, then append their results, its notes and finished jobs; a call
         in ``unchanged`` (call id -> the earlier call it repeats) is not run, its result says so
-        (and, with ``final_next``, that the final is what comes next)."""
+        (and, with ``final_next``, that the final is what comes next); nor is one that repeats an
+        earlier call of this turn (``twins_in_turn``)."""
         context_tool = ContextTool(self.live)
         results = {
             call.id: Result(
@@ -151,6 +152,12 @@ class Dispatcher:
             for call in turn.calls
             if unchanged and (since := unchanged.get(call.id)) is not None
         }
+        twins = twins_in_turn([call for call in turn.calls if call.id not in results])
+        for call in turn.calls:
+            if (first := twins.get(call.id)) is not None:
+                results[call.id] = Result(
+                    call.id, call.tool, twin_result(call.tool, first), unchanged_since=first
+                )
         to_run = [call for call in turn.calls if call.id not in results]
         self.calls_run += len(to_run)
         for call in to_run:
