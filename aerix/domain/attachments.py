@@ -15,25 +15,21 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from aerix.domain import bounds
-
 #: What stands before the attached files.
 ATTACHED_HEADER: Final = "The files named above, as they are now (no need to read them again):"
 #: A relative path with an extension: word characters, dots and dashes, segments joined by ``/``.
 _NAMED_FILE = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]+(?![\w/])")
 
 
-def named_files(text: str, limit: int = bounds.ATTACHED_FILES_MAX) -> list[str]:
-    """The paths ``text`` names, in order, each once, at most ``limit`` of them: candidates only
-    (the caller attaches those that are files it may read)."""
+def named_files(text: str) -> list[str]:
+    """The paths ``text`` names, in order, each once: candidates only (the caller attaches the
+    first ATTACHED_FILES_MAX that are files it may read; a test run's output names test files the
+    project does not hold before the file to fix)."""
     names: list[str] = []
     for match in _NAMED_FILE.finditer(text):
         name = match.group(0)
-        if ".." in name.split("/") or name in names:
-            continue
-        names.append(name)
-        if len(names) == limit:
-            break
+        if ".." not in name.split("/") and name not in names:
+            names.append(name)
     return names
 
 

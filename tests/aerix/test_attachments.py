@@ -17,8 +17,7 @@ def test_named_files_are_relative_paths_with_an_extension_each_once_in_order() -
         "add() in calc.py is wrong (see src/app.ts, docs/a-b.md and calc.py again); e.g. v1.2 "
         "or 3.14; not /etc/hosts.txt, ../up.py, https://exercism.org/tracks/python nor .env.local."
     )
-    assert named_files(text, limit=10) == ["calc.py", "src/app.ts", "docs/a-b.md", "e.g", "v1.2", "3.14"]
-    assert named_files(text, limit=2) == ["calc.py", "src/app.ts"]
+    assert named_files(text) == ["calc.py", "src/app.ts", "docs/a-b.md", "e.g", "v1.2", "3.14"]
     assert named_files("What does greet.py do? Answer in one sentence.") == ["greet.py"]
     assert named_files("List the files here.") == []
 
@@ -42,6 +41,15 @@ def test_only_files_of_the_project_the_agent_may_read_are_attached(tmp_path: Pat
     assert attach_named_files(task, LocalTools(tmp_path), denied, tmp_path).paths == ("calc.py",)
     without_read = Permissions(base=parse_base_tools("Grep"))
     assert attach_named_files(task, LocalTools(tmp_path), without_read, tmp_path) == Attached()
+
+
+def test_at_most_three_files_are_attached_counting_only_files_that_exist(tmp_path: Path) -> None:
+    """A retry prompt (a test run's output) names the hidden test files before the file to fix."""
+    for name in ("a.py", "b.py", "c.py", "d.py"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    task = "FAILED a_test.py::test_x, b_test.py, c_test.py; fix a.py, b.py, c.py and d.py"
+    attached = attach_named_files(task, LocalTools(tmp_path), NO_RESTRICTIONS, tmp_path)
+    assert attached.paths == ("a.py", "b.py", "c.py")
 
 
 def test_the_prompt_segment_holds_the_prompt_then_the_files_then_the_planner_note(tmp_path: Path) -> None:

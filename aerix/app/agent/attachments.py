@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aerix.app.ports.tools import ToolRunner
+from aerix.domain import bounds
 from aerix.domain.attachments import attachment_text, named_files
 from aerix.domain.permissions import Permissions
 
@@ -20,11 +21,14 @@ class Attached:
 
 
 def attach_named_files(task: str, tools: ToolRunner, permissions: Permissions, cwd: Path) -> Attached:
-    """The files ``task`` names that are files in ``cwd`` the agent may read."""
+    """The first ATTACHED_FILES_MAX files ``task`` names that are files in ``cwd`` the agent may
+    read."""
     if "read" in permissions.removed:
         return Attached()
     shown: list[tuple[str, str]] = []
     for name in named_files(task):
+        if len(shown) == bounds.ATTACHED_FILES_MAX:
+            break
         if not (cwd / name).is_file() or permissions.denial("read", {"path": name}, str(cwd)) is not None:
             continue
         text = tools.run("read", {"path": name})
