@@ -42,6 +42,11 @@ CHANGE_NEXT_NOTE = (
     '{"thought": ..., "calls": [{"tool": "write", "input": {"path": ..., "content": ...}}]}. '
     'When it is made and checked, answer {"thought": ..., "final": ...}.'
 )
+#: Told once to a change root whose final came before it changed any file.
+NO_CHANGE_NOTE = (
+    "You have not changed any file yet. If the request needs a change, make it now by writing the whole "
+    "new file; if it needs none, give your final again and say why."
+)
 #: What ``{final}`` shows in INVALID_TURN_NOTE: a text, or a verifier's verdict.
 _FINAL_SHAPES = {False: '"..."', True: '{"verdict": "pass" or "fail", "reason": "..."}'}
 

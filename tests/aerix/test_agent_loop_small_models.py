@@ -13,7 +13,7 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
-from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, turn_retry_message
+from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, NO_CHANGE_NOTE, turn_retry_message
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from caldrix import limits
 from tests.aerix.agent_harness import Make, final, settings_with, turn
@@ -201,6 +201,34 @@ async def test_a_change_agent_that_repeats_its_write_is_asked_for_its_final(make
     assert (result.outcome, result.turns) == ("done", 3)
     assert (run.cwd / "a.txt").read_text() == "two\n"
     assert set(json.loads(run.messages()[-1].text)) == {"thought", "final"}
+
+
+async def test_a_change_roots_final_before_any_change_is_answered_once_with_a_note(make: Make) -> None:
+    """Its second final stands (a request may need no change); one after a change is not held."""
+    claimed = final("Fixed.", "I fixed it and the tests pass")
+    run = await make([claimed, turn("Change it.", ("write", {"path": "a.txt", "content": "two\n"})), claimed])
+    result = await run.run(makes_changes=True)
+    assert (result.outcome, result.turns, result.final) == ("done", 3, "I fixed it and the tests pass")
+    assert (run.cwd / "a.txt").read_text() == "two\n"
+    pool = await run.pool_segments()
+    assert [s["id"] for s in pool] == [
+        "a1.system",
+        "a1.p1",
+        "a1.m1",
+        "a1.n1",
+        "a1.m2",
+        "a1.c1",
+        "a1.n2",
+        "a1.m3",
+    ]
+    assert pool[3]["text"] == NO_CHANGE_NOTE
+    await run.assert_log_rebuilds_the_context()
+
+    unneeded = await make(
+        [final("Nothing to do.", "a.txt already holds two"), final("Sure.", "no change needed")]
+    )
+    result = await unneeded.run(makes_changes=True)
+    assert (result.outcome, result.turns, result.final) == ("done", 2, "no change needed")
 
 
 async def test_a_change_agent_is_told_the_next_step_after_each_turns_results(make: Make) -> None:

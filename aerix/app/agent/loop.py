@@ -19,7 +19,8 @@ Each turn:
    answer shorter, and the re-ask asks for fewer tokens), and the turn is asked again — at most
    TURN_RETRIES more times, then the agent ends ``failed``.
 5. A final ends the agent ``done`` (``failed`` when every piece it ran failed and it changed no
-   file itself: ``aerix.domain.pieces.no_piece_done``) unless background jobs are still running
+   file itself: ``aerix.domain.pieces.no_piece_done``) unless a change root has changed no file
+   yet (once per run, NO_CHANGE_NOTE says so and it gets another turn), background jobs are still running
    (their reports are waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
    SubagentStop) hook blocks (``AgentLifecycle.finishing``): its reason becomes the agent's
    next user message, at most STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set
@@ -75,7 +76,7 @@ from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
-from aerix.domain.turn_notes import CHANGE_NEXT_NOTE
+from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, NO_CHANGE_NOTE
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
@@ -138,6 +139,8 @@ class _AgentRun:
         self.hard_limit_hits = 0
         #: Whether the next turn may only be a final (``_answers_next``).
         self.final_only = False
+        #: Whether a final with no file changed was answered with NO_CHANGE_NOTE.
+        self.told_unchanged = False
 
     @property
     def agent_id(self) -> str:
@@ -218,7 +221,11 @@ class _AgentRun:
             if isinstance(turn, AskEnded):
                 return _Ended(turn.outcome, turn.reason)
             if turn.is_final:
-                if await self._jobs_reported(turn_number) or await self._stop_hook_continues(turn):
+                if (
+                    await self._jobs_reported(turn_number)
+                    or await self._stop_hook_continues(turn)
+                    or await self._unchanged_final_continues()
+                ):
                     self.repeats.reset()  # the agent was told something new
                     continue
                 return self._ended_by(turn)
@@ -321,6 +328,22 @@ class _AgentRun:
             return False  # the bound: the final stands (with no turns left, the budget ends it)
         self.stop_continues += 1
         await self.live.add_note(message, label=STOP_HOOK_LABEL)
+        return True
+
+    async def _unchanged_final_continues(self) -> bool:
+        """At a change root's first final with no file changed: once per run, a note says so and
+        the root gets another turn (its next final stands, for a request that needs no change).
+        On its second try at raindrops the 1.5B answered "I fixed the code … and the tests
+        passed" in its first turn, having changed nothing. An implementer is not asked: its
+        verifier checks the work."""
+        if self.spec.kind != "root" or not self.spec.makes_changes:
+            return False
+        if self.dispatcher.files_touched or self.told_unchanged:
+            return False
+        if self.turns >= self.spec.max_turns:
+            return False
+        self.told_unchanged, self.final_only = True, False
+        await self.live.add_note(NO_CHANGE_NOTE, label=NEXT_STEP_LABEL)
         return True
 
     def _ended_by(self, turn: Turn) -> _Ended:
