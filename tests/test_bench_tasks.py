@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from aerix.domain.attachments import attachment_text
 from tests.benchmark_modules import ROOT, load_benchmark
 
 bench = load_benchmark("bench_tasks")
@@ -162,14 +163,17 @@ def _check_the_first_run(tasks: Path, kept: Path, results: Path, stdout: str) ->
     prompts = [e["text"] for e in events if e["type"] == "segment" and e["kind"] == "prompt"]
     task = exercises.Exercise.load(tasks / "exercises" / "shout")
     assert len([e for e in events if e["type"] == "session.start"]) == 2
-    assert prompts[0] == task.first_prompt()
+    # Each prompt carries the stub as it was then: the file it names (aerix's attachment).
+    stub = attachment_text([("shout.py", "1\tdef shout(text):\n2\t    pass")])
+    assert prompts[0] == f"{task.first_prompt()}\n\n{stub}"
     assert prompts[0].startswith(
         "# Shout\n\nReturn the text in capitals.\n\n####\n\nUse the above instructions"
     )
     assert "AssertionError: 'hi' != 'HI'" in prompts[1] and "1 failed" in prompts[1]
+    written = attachment_text([("shout.py", "1\tdef shout(text):\n2\t    return text")])
     assert prompts[1].endswith(
         "See the testing errors above.\nThe tests are correct, don't try and change them.\n"
-        "Fix the code in shout.py to resolve the errors.\n"
+        f"Fix the code in shout.py to resolve the errors.\n\n\n{written}"
     )
     assert str(kept) not in prompts[1]  # the tests' folder is named as the exercise, as Aider does
     assert _tool_results(events)[2] == "[bash c3]\n.git\nshout.py\n[exit 0]"  # after try 1's read, write

@@ -232,8 +232,10 @@ def test_an_edit_request_on_the_embedded_model_delegates_a_piece(world: World) -
     assert pieces and pieces[0]["agent"] == "a1.c1" and pieces[0]["kind"] == "implementer"
     ends = {e["agent"]: e for e in by_type(events, "agent.end")}
     assert all(ends[s["agent"]]["outcome"] in OUTCOMES for s in spawns)
-    agent_results = [
-        m for m in by_type(events, "message") if m["role"] == "tool" and m.get("tool") == "agent"
+    agent_results = [  # the calls that ran a piece (a repeat held as unchanged ran none)
+        m
+        for m in by_type(events, "message")
+        if m["role"] == "tool" and m.get("tool") == "agent" and "unchanged_since" not in m
     ]
     assert agent_results
     for message in agent_results:
