@@ -241,19 +241,22 @@ async def test_two_identical_agent_calls_in_one_turn_run_one_piece(world: World)
     await run.assert_log_rebuilds_the_context()
 
 
+#: The root delegates; the implementer claims there is nothing to do, its verifier fails it, and
+#: the retry writes the file and passes.
+RETRIED_PIECE = [
+    turn("Delegate.", agent_call(BRIEF, CHECK)),
+    final("Nothing to do.", "done already"),
+    verdict("No file.", False, "hello.txt does not exist"),
+    WRITE,
+    final("Written now.", "I wrote hello.txt."),
+    CHECKED,
+    verdict("It prints hi.", True, "cat hello.txt printed hi"),
+    final("Passed on the retry.", "ok"),
+]
+
+
 async def test_a_failed_check_reruns_the_implementer_with_the_reason(world: World) -> None:
-    run = await world.root(
-        [
-            turn("Delegate.", agent_call(BRIEF, CHECK)),
-            final("Nothing to do.", "done already"),
-            verdict("No file.", False, "hello.txt does not exist"),
-            WRITE,
-            final("Written now.", "I wrote hello.txt."),
-            CHECKED,
-            verdict("It prints hi.", True, "cat hello.txt printed hi"),
-            final("Passed on the retry.", "ok"),
-        ]
-    )
+    run = await world.root(RETRIED_PIECE)
     result = await delegate(run, world)
     assert result.outcome == "done"
     assert list(spawns(run)) == ["a1", "a1.c1", "a1.c1.v1", "a1.c1.r1", "a1.c1.v2"]
@@ -280,18 +283,7 @@ async def test_the_contexts_view_is_every_agents_context_the_log_rebuilds(world:
     """The session's ``contexts`` view, which every agent's live context read while the root
     delegated a piece twice, is ``Contexts`` folded from the log, agent for agent; reopened, the
     session's new view catches up from the log to the same."""
-    run = await world.root(
-        [
-            turn("Delegate.", agent_call(BRIEF, CHECK)),
-            final("Nothing to do.", "done already"),
-            verdict("No file.", False, "hello.txt does not exist"),
-            WRITE,
-            final("Written now.", "I wrote hello.txt."),
-            CHECKED,
-            verdict("It prints hi.", True, "cat hello.txt printed hi"),
-            final("Passed on the retry.", "ok"),
-        ]
-    )
+    run = await world.root(RETRIED_PIECE)
     assert (await delegate(run, world)).outcome == "done"
     assert run.contexts == contexts_at(run.events())
     assert list(run.contexts.agents) == ["a1", "a1.c1", "a1.c1.v1", "a1.c1.r1", "a1.c1.v2"]
