@@ -130,3 +130,27 @@ def test_loop_tools_are_not_local(tools: LocalTools) -> None:
 def test_result_header() -> None:
     assert result_header("read", "c3") == "[read c3]"
     assert with_header("bash", "c12", "[exit 0]") == "[bash c12]\n[exit 0]"
+
+
+def test_a_change_that_leaves_python_unparsable_is_made_and_reported_as_an_error(
+    tmp_path: Path, tools: LocalTools
+) -> None:
+    """bob.py, as the 1.5B wrote it: an unescaped quote in a string."""
+    broken = "def response(hey_bob):\n    return 'Calm down, I know what I'm doing!'\n"
+    made = tools.run("write", {"path": "bob.py", "content": broken})
+    assert made.startswith("error: bob.py was created, but it is not valid Python now (line 2: ")
+    assert made.endswith("); write it again with that fixed")
+    assert (tmp_path / "bob.py").read_text() == broken  # the change is made
+    fixed = broken.replace("I'm", "I\\'m")
+    assert tools.run("write", {"path": "bob.py", "content": fixed}).startswith("replaced bob.py")
+    edited = tools.run("edit", {"path": "bob.py", "old": "I\\'m", "new": "I'm"})
+    assert edited.startswith("error: bob.py was edited, but it is not valid Python now (line 2: ")
+    again = tools.run("write", {"path": "bob.py", "content": broken})  # over its own broken file
+    assert again.startswith("error: bob.py was replaced, but it is not valid Python now")
+    # Text that is not Python, and a file that did not parse when the agent first changed it (a
+    # newer Python's), are not judged.
+    assert tools.run("write", {"path": "notes.txt", "content": "it's"}).startswith("created notes.txt")
+    (tmp_path / "new.py").write_text("type X = (\n")
+    other = LocalTools(tmp_path)
+    other.mark_seen(["new.py"])
+    assert other.run("write", {"path": "new.py", "content": "x = (\n"}).startswith("replaced new.py")

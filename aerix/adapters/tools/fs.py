@@ -72,7 +72,7 @@ class UnreadWrite(ToolFailure):
     """A write refused by the guard above: its message shows the file."""
 
 
-def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path]) -> str:
+def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judge_python: bool = True) -> str:
     """Create or replace a file; parent folders are created. A file with content that is not in
     ``seen`` (the files whose text this agent has had in its context) is refused with
     :class:`UnreadWrite`, not replaced."""
@@ -89,11 +89,14 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path]) -> s
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
     verb = "replaced" if existed else "created"
+    _check_python(target, path, verb, content, judge_python)
     size = len(content.encode("utf-8"))
     return f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
 
 
-def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool = False) -> str:
+def edit_tool(
+    cwd: Path, path: str, old: str, new: str, replace_all: bool = False, judge_python: bool = True
+) -> str:
     """Replace the exact string ``old`` with ``new``; refused when ``old`` is missing, or found
     more than once without ``replace_all``."""
     target = resolve_path(cwd, path)
@@ -118,6 +121,52 @@ def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool = Fals
         target.write_text(updated, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
+    _check_python(target, path, "edited", updated, judge_python)
     replaced = count if replace_all else 1
     plural = "s" if replaced > 1 else ""
     return f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"
+
+
+#: A ``.py`` file a write or edit leaves unparsable, where it parsed before (or is new), gives an
+#: error result, though the change is made: the 1.5B wrote bob.py with an unescaped quote in a
+#: string ('Calm down, I know what I'm doing!'), answered done, and on its second try wrote the
+#: same file again from the test run's "ERROR bob_test.py". As an error, the same write may run
+#: again and the failing-call rule bounds it. Aider lints each edit for the same reason. A file
+#: that did not parse when the agent first changed it (written for a newer Python than aerix's,
+#: say) is not judged (``LocalTools``).
+UNPARSABLE_PYTHON = (
+    "{path} was {verb}, but it is not valid Python now ({problem}); write it again with that fixed"
+)
+
+
+class UnparsablePython(ToolFailure):
+    """The change was made, and left a ``.py`` file that does not parse (UNPARSABLE_PYTHON)."""
+
+
+def python_problem(text: str) -> str | None:
+    """Why ``text`` does not compile as Python (``line N: message``), or None."""
+    try:
+        compile(text, "<file>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"line {exc.lineno}: {exc.msg}"
+    except ValueError as exc:  # a NUL byte
+        return str(exc)
+    return None
+
+
+def parses_as_python(target: Path) -> bool:
+    """Whether a file is judged as Python: not a ``.py`` file, missing, or parsing now."""
+    if target.suffix != ".py" or not target.is_file():
+        return True
+    try:
+        return python_problem(target.read_text(encoding="utf-8")) is None
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _check_python(target: Path, path: str, verb: str, text: str, judge: bool) -> None:
+    if target.suffix != ".py" or not judge:
+        return
+    problem = python_problem(text)
+    if problem is not None:
+        raise UnparsablePython(UNPARSABLE_PYTHON.format(path=path, verb=verb, problem=problem))

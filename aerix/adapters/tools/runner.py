@@ -11,7 +11,14 @@ from typing import Any, Final
 from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
 from aerix.adapters.tools.common import ToolFailure, error_result, resolve_path
-from aerix.adapters.tools.fs import UnreadWrite, edit_tool, read_tool, write_tool
+from aerix.adapters.tools.fs import (
+    UnparsablePython,
+    UnreadWrite,
+    edit_tool,
+    parses_as_python,
+    read_tool,
+    write_tool,
+)
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
 from aerix.app.ports.project import SkillSource
@@ -45,6 +52,12 @@ class LocalTools:
         #: Files read (or shown by a refused write) this turn: seen once the turn's results are in
         #: the context, at ``end_turn``.
         self._shown_this_turn: set[Path] = set()
+        #: Whether each file this agent changed parsed as Python when it first changed it: one
+        #: that did not is never judged (``UNPARSABLE_PYTHON``).
+        self._judged_python: dict[Path, bool] = {}
+
+    def _judges(self, target: Path) -> bool:
+        return self._judged_python.setdefault(target, parses_as_python(target))
 
     def mark_seen(self, paths: Iterable[str]) -> None:
         self.seen_files.update(resolve_path(self.cwd, path) for path in paths)
@@ -87,15 +100,21 @@ class LocalTools:
         if tool == "write":
             target = resolve_path(self.cwd, args["path"])
             try:
-                text = write_tool(self.cwd, args["path"], args["content"], self.seen_files)
+                text = write_tool(
+                    self.cwd, args["path"], args["content"], self.seen_files, self._judges(target)
+                )
             except UnreadWrite:
                 self._shown_this_turn.add(target)
+                raise
+            except UnparsablePython:
+                self.seen_files.add(target)  # written: the agent knows what the file holds
                 raise
             self.seen_files.add(target)
             return text
         if tool == "edit":
+            judge = self._judges(resolve_path(self.cwd, args["path"]))
             return edit_tool(
-                self.cwd, args["path"], args["old"], args["new"], bool(args.get("replace_all", False))
+                self.cwd, args["path"], args["old"], args["new"], bool(args.get("replace_all", False)), judge
             )
         if tool == "bash":
             if args.get("background"):
