@@ -72,10 +72,11 @@ class UnreadWrite(ToolFailure):
     """A write refused by the guard above: its message shows the file."""
 
 
-def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judge_python: bool = True) -> str:
+def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judge_python: bool) -> str:
     """Create or replace a file; parent folders are created. A file with content that is not in
     ``seen`` (the files whose text this agent has had in its context) is refused with
-    :class:`UnreadWrite`, not replaced."""
+    :class:`UnreadWrite`, not replaced; with ``judge_python``, a ``.py`` file left unparsable
+    raises :class:`UnparsablePython` once written."""
     target = resolve_path(cwd, path)
     if target.is_dir():
         raise ToolFailure(f"{path} is a folder")
@@ -94,9 +95,7 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     return f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
 
 
-def edit_tool(
-    cwd: Path, path: str, old: str, new: str, replace_all: bool = False, judge_python: bool = True
-) -> str:
+def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge_python: bool) -> str:
     """Replace the exact string ``old`` with ``new``; refused when ``old`` is missing, or found
     more than once without ``replace_all``."""
     target = resolve_path(cwd, path)
