@@ -139,7 +139,7 @@ def test_a_change_that_leaves_python_unparsable_is_made_and_reported_as_an_error
     broken = "def response(hey_bob):\n    return 'Calm down, I know what I'm doing!'\n"
     made = tools.run("write", {"path": "bob.py", "content": broken})
     assert made.startswith("error: bob.py was created, but it is not valid Python now (line 2: ")
-    assert made.endswith("); write it again with that fixed")
+    assert made.endswith(": return 'Calm down, I know what I'm doing!'); write it again with that fixed")
     assert (tmp_path / "bob.py").read_text() == broken  # the change is made
     fixed = broken.replace("I'm", "I\\'m")
     assert tools.run("write", {"path": "bob.py", "content": fixed}).startswith("replaced bob.py")
@@ -154,3 +154,24 @@ def test_a_change_that_leaves_python_unparsable_is_made_and_reported_as_an_error
     other = LocalTools(tmp_path)
     other.mark_seen(["new.py"])
     assert other.run("write", {"path": "new.py", "content": "x = (\n"}).startswith("replaced new.py")
+
+
+def test_a_write_that_drops_top_level_python_names_says_which(tmp_path: Path, tools: LocalTools) -> None:
+    """go_counting.py, as the 1.5B rewrote it: the class kept, the stub's constants gone."""
+    stub = 'WHITE = "W"\nBLACK = "B"\nNONE = ""\n\n\nclass Board:\n    pass\n'
+    (tmp_path / "go_counting.py").write_text(stub)
+    tools.mark_seen(["go_counting.py"])
+    rewritten = "import sys\n\n\nclass Board:\n    def __init__(self, board):\n        self.board = board\n"
+    result = tools.run("write", {"path": "go_counting.py", "content": rewritten})
+    assert result.splitlines() == [
+        "replaced go_counting.py (84 bytes, 6 lines)",
+        "go_counting.py no longer defines WHITE, BLACK, NONE, which it did before; "
+        "if anything still uses them, write the file again with them kept",
+    ]
+    # Kept in another shape (annotated) is kept; an import that goes is no lost definition.
+    kept = "import sys\n" + stub.replace('NONE = ""', 'NONE: str = ""')
+    assert "\n" not in tools.run("write", {"path": "go_counting.py", "content": kept})
+    assert "\n" not in tools.run("write", {"path": "go_counting.py", "content": stub})
+    (tmp_path / "notes.txt").write_text("x = 1\n")
+    tools.mark_seen(["notes.txt"])
+    assert "no longer" not in tools.run("write", {"path": "notes.txt", "content": "y = 2\n"})
