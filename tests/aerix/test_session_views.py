@@ -56,7 +56,7 @@ def files(tmp_path: Path) -> SessionFiles:
 
 def test_a_view_outside_the_declared_list_is_refused(files: SessionFiles) -> None:
     writer = start_session(files, utc_now, **START)
-    listed = "index, resume point, contexts, claude transcript, request totals, status figures, "
+    listed = "index, resume point, contexts, claude transcript, status figures, request totals, "
     with pytest.raises(ValueError, match=f"'tuning corpus' is not a view of a session; they are: {listed}"):
         writer.attach("tuning corpus", Heard("tuning corpus", []))  # folded from logs by aerix tune
     writer.attach("contexts", Contexts())

@@ -36,8 +36,8 @@ VIEWS: Final = (
     "resume point",  # where the next request of a held session starts (ResumePoint)
     "contexts",  # every agent's context (Contexts): what each agent's live context reads
     "claude transcript",  # <id>.claude.jsonl, written at each commit point (TranscriptFollower)
-    "request totals",  # the running request's usage, touched paths and pieces (RequestTotals)
     "status figures",  # what the status lines show (StatusFigures)
+    "request totals",  # the running request's usage, touched paths and pieces (RequestTotals)
     "claude stream",  # the stream-json fold (ClaudeStream)
     "output",  # the request's observer: what it prints or shows, read from the views above
 )
