@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,21 @@ def test_a_write_that_drops_top_level_python_names_says_which(tmp_path: Path, to
     (tmp_path / "notes.txt").write_text("x = 1\n")
     tools.mark_seen(["notes.txt"])
     assert "no longer" not in tools.run("write", {"path": "notes.txt", "content": "y = 2\n"})
+
+
+def test_a_file_an_earlier_request_broke_is_judged_when_git_holds_it_parsing(tmp_path: Path) -> None:
+    """bob.py's second try: the first left it broken; a new request's tools judge it all the
+    same, since the project's committed bob.py parses. One committed broken is not judged."""
+    (tmp_path / "bob.py").write_text("def response(hey_bob):\n    pass\n")
+    (tmp_path / "newer.py").write_text("type X = (\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "bob.py", "newer.py"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "stub"], cwd=tmp_path, check=True)
+    broken = "def response(hey_bob):\n    return 'I'm'\n"
+    (tmp_path / "bob.py").write_text(broken)  # as the first request left it
+    second = LocalTools(tmp_path)
+    second.mark_seen(["bob.py", "newer.py"])
+    again = second.run("write", {"path": "bob.py", "content": broken})
+    assert again.startswith("error: bob.py was replaced, but it is not valid Python now (line 2: ")
+    assert second.run("write", {"path": "newer.py", "content": "x = (\n"}).startswith("replaced newer.py")

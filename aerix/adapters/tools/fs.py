@@ -7,6 +7,7 @@ import os
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
+from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.adapters.tools.common import ToolFailure, display_path, resolve_path
 from aerix.domain import bounds
 
@@ -137,8 +138,8 @@ def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge
 #: string ('Calm down, I know what I'm doing!'), answered done, and on its second try wrote the
 #: same file again from the test run's "ERROR bob_test.py". As an error, the same write may run
 #: again and the failing-call rule bounds it. Aider lints each edit for the same reason. A file
-#: that did not parse when the agent first changed it (written for a newer Python than aerix's,
-#: say) is not judged (``LocalTools``).
+#: that did not parse when the agent first changed it, nor as git's HEAD holds it (written for a
+#: newer Python than aerix's, say), is not judged (``judged_as_python``).
 UNPARSABLE_PYTHON = (
     "{path} was {verb}, but it is not valid Python now ({problem}); write it again with that fixed"
 )
@@ -199,8 +200,22 @@ def _text_or_empty(target: Path) -> str:
         return ""
 
 
-def parses_as_python(target: Path) -> bool:
-    """Whether a file is judged as Python: not a ``.py`` file, missing, or parsing now."""
+def judged_as_python(cwd: Path, target: Path) -> bool:
+    """Whether changes to ``target`` are judged as Python: not a ``.py`` file, missing, or parsing
+    now; or, when it does not parse now, parsing as git's ``HEAD`` holds it. Then the breakage is
+    this work's (an earlier request of the session left it so: the 1.5B's second try at bob.py
+    wrote the same broken file and answered done), not the project's own (code for a newer
+    Python than aerix's, say, or a file git does not hold)."""
+    if _parses_as_python(target):
+        return True
+    try:
+        committed = run_git(cwd, "show", f"HEAD:./{target.relative_to(cwd).as_posix()}")
+    except (GitFailed, ValueError):  # not in a repository, not at HEAD, or outside cwd
+        return False
+    return python_problem(committed) is None
+
+
+def _parses_as_python(target: Path) -> bool:
     if target.suffix != ".py" or not target.is_file():
         return True
     try:

@@ -15,7 +15,7 @@ from aerix.adapters.tools.fs import (
     UnparsablePython,
     UnreadWrite,
     edit_tool,
-    parses_as_python,
+    judged_as_python,
     read_tool,
     write_tool,
 )
@@ -52,12 +52,14 @@ class LocalTools:
         #: Files read (or shown by a refused write) this turn: seen once the turn's results are in
         #: the context, at ``end_turn``.
         self._shown_this_turn: set[Path] = set()
-        #: Whether each file this agent changed parsed as Python when it first changed it: one
-        #: that did not is never judged (``UNPARSABLE_PYTHON``).
+        #: Whether each file this agent changed was judged as Python when it first changed it
+        #: (``judged_as_python``): one that was not never is (``UNPARSABLE_PYTHON``).
         self._judged_python: dict[Path, bool] = {}
 
     def _judges(self, target: Path) -> bool:
-        return self._judged_python.setdefault(target, parses_as_python(target))
+        if target not in self._judged_python:
+            self._judged_python[target] = judged_as_python(self.cwd, target)
+        return self._judged_python[target]
 
     def mark_seen(self, paths: Iterable[str]) -> None:
         self.seen_files.update(resolve_path(self.cwd, path) for path in paths)
