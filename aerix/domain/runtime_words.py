@@ -30,6 +30,7 @@ from aerix.domain.compaction import TOOL_RESULT_MARKER, TURN_MARKER
 from aerix.domain.templates import fixed_parts
 from aerix.domain.turn_notes import (
     CHANGE_NEXT_NOTE,
+    CHANGED_NEXT_NOTE,
     CUT_TURN_NOTE,
     DROPPED_CALLS_NOTE,
     INVALID_TURN_NOTE,
@@ -65,6 +66,7 @@ def runtime_texts(note_prompts: Mapping[str, str]) -> tuple[RuntimeText, ...]:
         RuntimeText("the note after an answer that was not a valid turn", INVALID_TURN_NOTE),
         RuntimeText("the note about dropped calls", DROPPED_CALLS_NOTE),
         RuntimeText("the note on the next step of a change", CHANGE_NEXT_NOTE),
+        RuntimeText("the note on the next step after a change", CHANGED_NEXT_NOTE),
         RuntimeText("the # Turns section and its examples", render_turns_section()),
         RuntimeText("a compaction marker", TOOL_RESULT_MARKER),
         RuntimeText("a compaction marker", TURN_MARKER),

@@ -8,12 +8,15 @@ Each note is a template (``aerix.domain.templates``): the code fills its ``{plac
 - the re-ask after an answer that is not a valid turn (``TurnParseError``'s message);
 - the note after the calls a turn had past ``MAX_CALLS_PER_TURN`` were dropped;
 - the next step, after each turn's results, for an agent whose work is a change to files
-  (``CHANGE_NEXT_NOTE``). Measured on qwen2.5-coder-1.5b (docs/agent-loop.md): without it the
-  model answered its second turn with a copy of its first (the same ``read`` of the file it had
-  just read) until the repeat rule ended it; with it, the second turn wrote the whole file.
+  (``CHANGE_NEXT_NOTE``, or ``CHANGED_NEXT_NOTE`` after a turn whose changes were all made).
+  Measured on qwen2.5-coder-1.5b (docs/agent-loop.md): without it the model answered its second
+  turn with a copy of its first (the same ``read`` of the file it had just read) until the
+  repeat rule ended it; with it, the second turn wrote the whole file.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from aerix.domain import bounds
 from aerix.domain.templates import fill
@@ -42,6 +45,13 @@ CHANGE_NEXT_NOTE = (
     '{"thought": ..., "calls": [{"tool": "write", "input": {"path": ..., "content": ...}}]}. '
     'When it is made and checked, answer {"thought": ..., "final": ...}.'
 )
+#: The next step after a turn whose every write and edit was made: with CHANGE_NEXT_NOTE there
+#: ("make it now by writing the whole new file"), the 1.5B sent the write it had just made once
+#: more, word for word, a whole file's tokens decoded to be told "already answered".
+CHANGED_NEXT_NOTE = (
+    "Next: your change is made. If the request needs nothing more, answer "
+    '{"thought": ..., "final": ...} now; if it does, make the next change.'
+)
 #: Told once to a change root whose final came before it changed any file.
 NO_CHANGE_NOTE = (
     "You have not changed any file yet. If the request needs a change, make it now by writing the whole "
@@ -62,6 +72,12 @@ def stopped_turn_note(tokens: int, reason: str, next_ask: int) -> str:
 def turn_retry_message(problem: str, *, verifier: bool = False) -> str:
     """The text sent back to a model whose turn did not parse."""
     return fill(INVALID_TURN_NOTE, {"problem": problem, "final": _FINAL_SHAPES[verifier]})
+
+
+def next_step_note(change_failed: Sequence[bool]) -> str:
+    """The next step of a change agent, from whether each write or edit of its last turn failed:
+    CHANGED_NEXT_NOTE when there was one and none failed, CHANGE_NEXT_NOTE otherwise."""
+    return CHANGED_NEXT_NOTE if change_failed and not any(change_failed) else CHANGE_NEXT_NOTE
 
 
 def dropped_calls_note(names: list[str]) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
-from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, NO_CHANGE_NOTE, turn_retry_message
+from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, CHANGED_NEXT_NOTE, NO_CHANGE_NOTE, turn_retry_message
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from caldrix import limits
 from tests.aerix.agent_harness import Make, final, settings_with, turn
@@ -235,6 +235,7 @@ async def test_a_change_agent_is_told_the_next_step_after_each_turns_results(mak
     run = await make(
         [
             turn("Look.", ("read", {"path": "a.txt"})),
+            turn("Edit it.", ("edit", {"path": "a.txt", "old": "three", "new": "two"})),
             turn("Change it.", ("write", {"path": "a.txt", "content": "two\n"})),
             final("Done.", "a.txt holds two"),
         ]
@@ -244,9 +245,13 @@ async def test_a_change_agent_is_told_the_next_step_after_each_turns_results(mak
     assert result.outcome == "done"
     pool = await run.pool_segments()
     assert [s["id"] for s in pool] == [
-        "a1.system", "a1.p1", "a1.m1", "a1.c1", "a1.n1", "a1.m2", "a1.c2", "a1.n2", "a1.m3"
+        "a1.system", "a1.p1", "a1.m1", "a1.c1", "a1.n1", "a1.m2", "a1.c2", "a1.n2", "a1.m3", "a1.c3",
+        "a1.n3", "a1.m4",
     ]  # fmt: skip
+    # After a read, and after an edit that failed, the change is still to make; after the write,
+    # made: the model is told to answer, not to write it again.
     assert pool[4]["text"] == pool[7]["text"] == CHANGE_NEXT_NOTE
+    assert pool[10]["text"] == CHANGED_NEXT_NOTE
     await run.assert_log_rebuilds_the_context()
 
     answering = await make([turn("Look.", ("read", {"path": "a.txt"})), final("Done.", "it holds two")])

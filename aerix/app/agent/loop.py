@@ -36,7 +36,7 @@ Each turn:
    A turn of nothing but such repeats leaves an answering agent, or a change agent that
    repeated a ``write`` or ``edit``, nothing but its final: the next turn is asked with only
    the final branch (``_answers_next``). A change agent (``AgentSpec.makes_changes``) is told
-   the next step after each turn's results (``CHANGE_NEXT_NOTE``).
+   the next step after each turn's results (``next_step_note``).
 
 The callable tools are offered as they exist when the run starts
 (``aerix.domain.tool_choices``): ``agent``'s ``definition`` and ``member`` and ``skill``'s
@@ -76,7 +76,7 @@ from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
-from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, NO_CHANGE_NOTE
+from aerix.domain.turn_notes import NO_CHANGE_NOTE, next_step_note
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
@@ -254,7 +254,8 @@ class _AgentRun:
         if failed is not None:
             return _Ended("failed", failed)
         if self.spec.makes_changes:
-            await self.live.add_note(CHANGE_NEXT_NOTE, label=NEXT_STEP_LABEL)
+            changes = [is_error for call, _text, is_error in results if call.tool in FILE_CHANGING_TOOLS]
+            await self.live.add_note(next_step_note(changes), label=NEXT_STEP_LABEL)
         return None
 
     async def _offered_tools(self) -> tuple[ToolSpec, ...]:
