@@ -157,27 +157,6 @@ def test_a_change_that_leaves_python_unparsable_is_made_and_reported_as_an_error
     assert other.run("write", {"path": "new.py", "content": "x = (\n"}).startswith("replaced new.py")
 
 
-def test_a_write_that_drops_top_level_python_names_says_which(tmp_path: Path, tools: LocalTools) -> None:
-    """go_counting.py, as the 1.5B rewrote it: the class kept, the stub's constants gone."""
-    stub = 'WHITE = "W"\nBLACK = "B"\nNONE = ""\n\n\nclass Board:\n    pass\n'
-    (tmp_path / "go_counting.py").write_text(stub)
-    tools.mark_seen(["go_counting.py"])
-    rewritten = "import sys\n\n\nclass Board:\n    def __init__(self, board):\n        self.board = board\n"
-    result = tools.run("write", {"path": "go_counting.py", "content": rewritten})
-    assert result.splitlines() == [
-        "replaced go_counting.py (84 bytes, 6 lines)",
-        "go_counting.py no longer defines WHITE, BLACK, NONE, which it did before; "
-        "if anything still uses them, write the file again with them kept",
-    ]
-    # Kept in another shape (annotated) is kept; an import that goes is no lost definition.
-    kept = "import sys\n" + stub.replace('NONE = ""', 'NONE: str = ""')
-    assert "\n" not in tools.run("write", {"path": "go_counting.py", "content": kept})
-    assert "\n" not in tools.run("write", {"path": "go_counting.py", "content": stub})
-    (tmp_path / "notes.txt").write_text("x = 1\n")
-    tools.mark_seen(["notes.txt"])
-    assert "no longer" not in tools.run("write", {"path": "notes.txt", "content": "y = 2\n"})
-
-
 def test_a_file_an_earlier_request_broke_is_judged_when_git_holds_it_parsing(tmp_path: Path) -> None:
     """bob.py's second try: the first left it broken; a new request's tools judge it all the
     same, since the project's committed bob.py parses. One committed broken is not judged."""

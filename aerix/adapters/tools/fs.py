@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import os
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -86,7 +85,6 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     if existed and target not in seen and target.stat().st_size > 0:
         shown = read_tool(cwd, path)
         raise UnreadWrite("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
-    before = _text_or_empty(target) if existed and target.suffix == ".py" else ""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
@@ -95,11 +93,7 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     verb = "replaced" if existed else "created"
     _check_python(target, path, verb, content, judge_python)
     size = len(content.encode("utf-8"))
-    made = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
-    dropped = [name for name in python_names(before) if name not in python_names(content)]
-    if target.suffix != ".py" or not dropped:
-        return made
-    return made + "\n" + DROPPED_NAMES.format(path=path, names=", ".join(dropped))
+    return f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
 
 
 def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge_python: bool) -> str:
@@ -158,46 +152,11 @@ def python_problem(text: str) -> str | None:
         number = exc.lineno or 0
         if not 1 <= number <= len(lines) or not lines[number - 1].strip():
             return f"line {number}: {exc.msg}"
-        # The line itself: the 1.5B, told only the line number, wrote the same file again.
+        # The line itself, so the agent (and whoever reads the log) sees what broke without a read.
         return f"line {number}: {exc.msg}: {_cut(lines[number - 1].strip())}"
     except ValueError as exc:  # a NUL byte
         return str(exc)
     return None
-
-
-#: Appended to a write's result when it replaced a ``.py`` file and names the old version defined
-#: at its top level (functions, classes, assignments; not imports) are gone: the 1.5B rewrote
-#: go_counting.py with its class and without the stub's ``WHITE``, ``BLACK`` and ``NONE``, so the
-#: tests could not import it, and answered done. Not an error: removing a name can be the task.
-DROPPED_NAMES = (
-    "{path} no longer defines {names}, which it did before; if anything still uses them, "
-    "write the file again with them kept"
-)
-
-
-def python_names(text: str) -> list[str]:
-    """The names ``text`` defines at its top level, in order; none when it does not parse."""
-    try:
-        module = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    names: list[str] = []
-    for node in module.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.extend(
-                leaf.id for target in targets for leaf in ast.walk(target) if isinstance(leaf, ast.Name)
-            )
-    return list(dict.fromkeys(names))
-
-
-def _text_or_empty(target: Path) -> str:
-    try:
-        return target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def judged_as_python(cwd: Path, target: Path) -> bool:
