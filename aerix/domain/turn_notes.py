@@ -74,10 +74,15 @@ def turn_retry_message(problem: str, *, verifier: bool = False) -> str:
     return fill(INVALID_TURN_NOTE, {"problem": problem, "final": _FINAL_SHAPES[verifier]})
 
 
-def next_step_note(change_failed: Sequence[bool]) -> str:
-    """The next step of a change agent, from whether each write or edit of its last turn failed:
-    CHANGED_NEXT_NOTE when there was one and none failed, CHANGE_NEXT_NOTE otherwise."""
-    return CHANGED_NEXT_NOTE if change_failed and not any(change_failed) else CHANGE_NEXT_NOTE
+def next_step_note(change_failed: Sequence[bool], *, has_changed: bool) -> str:
+    """The next step of a change agent, from whether each write or edit of its last turn failed
+    and whether it has changed a file in this run: CHANGED_NEXT_NOTE once a change is made and the
+    last turn's changes (if any) all were, CHANGE_NEXT_NOTE otherwise. A turn of checks keeps
+    the change made: told "make it now" after its ``python pig_latin.py`` printed nothing, the
+    1.5B wrote the same file again, checked again, and so on until the repeated-change rule."""
+    if change_failed:
+        return CHANGE_NEXT_NOTE if any(change_failed) else CHANGED_NEXT_NOTE
+    return CHANGED_NEXT_NOTE if has_changed else CHANGE_NEXT_NOTE
 
 
 def dropped_calls_note(names: list[str]) -> str:

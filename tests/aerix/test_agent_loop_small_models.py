@@ -237,6 +237,7 @@ async def test_a_change_agent_is_told_the_next_step_after_each_turns_results(mak
             turn("Look.", ("read", {"path": "a.txt"})),
             turn("Edit it.", ("edit", {"path": "a.txt", "old": "three", "new": "two"})),
             turn("Change it.", ("write", {"path": "a.txt", "content": "two\n"})),
+            turn("Check it.", ("bash", {"command": "cat a.txt"})),
             final("Done.", "a.txt holds two"),
         ]
     )
@@ -246,12 +247,13 @@ async def test_a_change_agent_is_told_the_next_step_after_each_turns_results(mak
     pool = await run.pool_segments()
     assert [s["id"] for s in pool] == [
         "a1.system", "a1.p1", "a1.m1", "a1.c1", "a1.n1", "a1.m2", "a1.c2", "a1.n2", "a1.m3", "a1.c3",
-        "a1.n3", "a1.m4",
+        "a1.n3", "a1.m4", "a1.c4", "a1.n4", "a1.m5",
     ]  # fmt: skip
     # After a read, and after an edit that failed, the change is still to make; after the write,
-    # made: the model is told to answer, not to write it again.
+    # and after the check that follows it, it is made: the model is told to answer, not to write
+    # it again.
     assert pool[4]["text"] == pool[7]["text"] == CHANGE_NEXT_NOTE
-    assert pool[10]["text"] == CHANGED_NEXT_NOTE
+    assert pool[10]["text"] == pool[13]["text"] == CHANGED_NEXT_NOTE
     await run.assert_log_rebuilds_the_context()
 
     answering = await make([turn("Look.", ("read", {"path": "a.txt"})), final("Done.", "it holds two")])

@@ -255,7 +255,8 @@ class _AgentRun:
             return _Ended("failed", failed)
         if self.spec.makes_changes:
             changes = [is_error for call, _text, is_error in results if call.tool in FILE_CHANGING_TOOLS]
-            await self.live.add_note(next_step_note(changes), label=NEXT_STEP_LABEL)
+            note = next_step_note(changes, has_changed=bool(self.dispatcher.files_touched))
+            await self.live.add_note(note, label=NEXT_STEP_LABEL)
         return None
 
     async def _offered_tools(self) -> tuple[ToolSpec, ...]:
