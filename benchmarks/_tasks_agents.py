@@ -80,6 +80,9 @@ def open_agent(name: str, run: AgentRun, say: Callable[[str], None]) -> Iterator
             agent = AiderAgent(python, run, front.url)
             try:
                 yield agent
+            except BaseException:
+                agent.chat.kill()  # interrupted: its answer is not wanted, so close() need not wait for it
+                raise
             finally:
                 agent.chat.close()
         finally:
@@ -104,11 +107,18 @@ def run_command(
             start_new_session=True,
         )
         code: int | None = None
-        while code is None and time.monotonic() - started < timeout:
-            try:
-                code = process.wait(timeout=min(TICK_SECS, max(0.0, timeout - (time.monotonic() - started))))
-            except subprocess.TimeoutExpired:
-                tick()
+        try:
+            while code is None and time.monotonic() - started < timeout:
+                try:
+                    left = max(0.0, timeout - (time.monotonic() - started))
+                    code = process.wait(timeout=min(TICK_SECS, left))
+                except subprocess.TimeoutExpired:
+                    tick()
+        except BaseException:
+            # Ctrl-C reaches the benchmark only: the agent runs in a session of its own, and would
+            # go on using the pool after the benchmark has left.
+            _stop_group(process)
+            raise
         seconds = time.monotonic() - started
         if code is None:
             _stop_group(process)

@@ -10,6 +10,7 @@ rerun skips the rows its results file holds, and the table and summary say what 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -245,3 +246,21 @@ def test_a_model_name_is_looked_for_beside_the_checkout(tmp_path: Path) -> None:
         "qwen2.5-coder-1.5b",
         str(ROOT.parent / "models" / "qwen2.5-coder-1.5b.gguf"),
     }
+
+
+def test_an_interrupted_try_stops_the_agents_process_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent runs in a session of its own, out of Ctrl-C's reach: the benchmark stops it."""
+    agents = load_benchmark("_tasks_agents")
+    monkeypatch.setattr(agents, "TICK_SECS", 0.1)
+    run = agents.AgentRun(tmp_path, tmp_path, tmp_path / "pool.sock", "m", (), 60.0)
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        agents.run_command(["sh", "-c", "echo $$ > pid; exec sleep 60"], run, {}, 60.0, interrupt, "agent")
+    group = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.killpg(group, 0)
