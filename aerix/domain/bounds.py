@@ -62,14 +62,6 @@ REPEATED_FAILURES: Final = 3
 #: run ends the agent ``failed``: made again it changes nothing, or undoes what came between
 #: (A, B, A, B, A, each of them a write that succeeds, counts A three times).
 REPEATED_CHANGES: Final = 3
-#: A turn that sends again a call of the turn before it (the same tool and input) has the model
-#: copying itself: under greedy decoding the 1.5B copies its previous turn, thought and all,
-#: whatever result came back. The next turn is sampled instead, at this temperature, among the
-#: COPY_TOP_K most likely tokens whose probabilities add up to COPY_TOP_P (Qwen2.5-Coder's own
-#: generation_config.json numbers), seeded with its turn number so a replay samples the same.
-COPY_TEMPERATURE: Final = 0.7
-COPY_TOP_K: Final = 20
-COPY_TOP_P: Final = 0.8
 #: The repeated call that ended an agent is named in its reason cut to this many characters,
 #: and so is the error a repeated failing call returned.
 REPEATED_CALL_SHOWN_CHARS: Final = 120

@@ -22,12 +22,6 @@ calc.py it sent one turn (read, write, run) three times, each write the content 
 Within one turn, a call with the same tool and input as an earlier call of that turn runs once
 (``twins_in_turn``; not ``bash``); its result names the call that ran.
 
-A turn that sends a call of the turn before it again has the model copying itself: under greedy
-decoding the same context gives the same turn, so the turn after it is sampled
-(``copies_previous``, ``copy_sampling``). qwen2.5-coder-1.5b, told its read was unchanged,
-sent the same read, thought and all, until the repeat rule ended it; told its write did not
-parse, it sent the same write three times.
-
 Both are pure: the loop tells ``RepeatWatch`` each calls turn (and when the world moved under
 it) and it answers which calls are unchanged repeats, and whether the agent should end; it tells
 ``FailureWatch`` and ``ChangeWatch`` each call's result, and they answer whether the agent should
@@ -105,29 +99,6 @@ def unchanged_result(tool: str, since: str, *, final_next: bool = False) -> str:
         "and nothing has changed since, so it was not run again (its result is above). "
         "Do something else: a different call, or your final answer."
     )
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How a generation picks its tokens when not greedily."""
-
-    temperature: float
-    top_k: int
-    top_p: float
-    seed: int
-
-
-def copies_previous(calls: Sequence[ToolCall], previous: Sequence[ToolCall]) -> bool:
-    """Whether a turn sends a call of the turn before it again, the same tool and input, what
-    ever its result was (unchanged, failed, or made again)."""
-    before = {call_key(call) for call in previous}
-    return any(call_key(call) in before for call in calls)
-
-
-def copy_sampling(turn_number: int) -> Sampling:
-    """How the turn after a copy is asked: sampled, so it cannot come out the same for the
-    same context, and seeded by its number, so a replay does."""
-    return Sampling(bounds.COPY_TEMPERATURE, bounds.COPY_TOP_K, bounds.COPY_TOP_P, seed=turn_number)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ an :class:`aerix.errors.PoolError` and re-raised ``from`` the original.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,7 +31,6 @@ from aerix.app.ports.pool import (
     TokenLogprob,
 )
 from aerix.domain.bounds import FRAME_GAP_SECS, GENERATION_GUARD, POOL_CONTROL_TIMEOUT_SECS
-from aerix.domain.repeats import Sampling
 from aerix.domain.settings import PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolUnavailable
 from caldrix import protocol
@@ -187,9 +185,7 @@ class CaldrixContexts:
         append: SegmentAppend | None = None,
         on_token: OnToken | None = None,
         on_progress: OnProgress | None = None,
-        sampling: Sampling | None = None,
     ) -> GenerationDone:
-        chosen = dataclasses.asdict(sampling) if sampling is not None else {}  # absent: greedy
         output = wire.AppendOutput(id=append.id, pinned=append.pinned) if append is not None else None
         async with self._generations, _translated():
             client = await protocol.connect(
@@ -204,7 +200,6 @@ class CaldrixContexts:
                     append=output,
                     # Every generation aerix asks for is guarded: none may run away.
                     guard=dict(GENERATION_GUARD),
-                    **chosen,
                 )
                 async with generation as frames:
                     async for frame in frames:

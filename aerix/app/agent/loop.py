@@ -36,10 +36,7 @@ Each turn:
    A turn of nothing but such repeats leaves an answering agent, or a change agent that
    repeated a ``write`` or ``edit``, nothing but its final: the next turn is asked with only
    the final branch (``_answers_next``). A change agent (``AgentSpec.makes_changes``) is told
-   the next step after each turn's results (``next_step_note``). A turn that sends a call of
-   the turn before it again (the same tool and input) has the model copying itself, and the
-   same context would give the same turn: the next turn is sampled (COPY_TEMPERATURE, seeded
-   with its number), not greedy.
+   the next step after each turn's results (``next_step_note``).
 
 The callable tools are offered as they exist when the run starts
 (``aerix.domain.tool_choices``): ``agent``'s ``definition`` and ``member`` and ``skill``'s
@@ -75,7 +72,7 @@ from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
 from aerix.domain.pieces import no_piece_done
-from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch, copies_previous, copy_sampling
+from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
@@ -144,10 +141,6 @@ class _AgentRun:
         self.final_only = False
         #: Whether a final with no file changed was answered with NO_CHANGE_NOTE.
         self.told_unchanged = False
-        #: The previous turn's calls, and whether that turn copied a call of the one before it:
-        #: then the next turn is sampled (``copies_previous``).
-        self.previous_calls: tuple[ToolCall, ...] = ()
-        self.copied = False
 
     @property
     def agent_id(self) -> str:
@@ -224,8 +217,7 @@ class _AgentRun:
             self.turns += 1
             turn_number = self.live.next_number("m")
             asks = self._final_constraint() if self.final_only and constraint is not None else constraint
-            sampling = copy_sampling(turn_number) if self.copied else None
-            turn = await self.asker.ask(turn_number, asked, asks, tools, sampling)
+            turn = await self.asker.ask(turn_number, asked, asks, tools)
             if isinstance(turn, AskEnded):
                 return _Ended(turn.outcome, turn.reason)
             if turn.is_final:
@@ -249,8 +241,6 @@ class _AgentRun:
         if self.runner.jobs.running_ids():
             self.repeats.reset()  # a background job may change what any call sees
         check = self.repeats.check(turn.calls)
-        self.copied = copies_previous(turn.calls, self.previous_calls)
-        self.previous_calls = tuple(turn.calls)
         self.final_only = _answers_next(turn.calls, check.unchanged, self.spec.makes_changes)
         ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, final_next=self.final_only)
         if ran.jobs_reported:

@@ -47,9 +47,6 @@ class Message(EventBase):
     attempt: int = Field(default=0, ge=0, description="0 for the first ask, 1.. for re-asks.")
     parse_error: str | None = Field(default=None, description="Why the answer did not parse (re-asked).")
     usage: Usage | None = None
-    sampled_at: float | None = Field(
-        default=None, description="The temperature the turn was sampled at (absent: greedy)."
-    )
     call: str | None = None
     tool: str | None = None
     is_error: bool = False
