@@ -114,14 +114,12 @@ def run_command(
                     code = process.wait(timeout=min(TICK_SECS, left))
                 except subprocess.TimeoutExpired:
                     tick()
-        except BaseException:
-            # Ctrl-C reaches the benchmark only: the agent runs in a session of its own, and would
-            # go on using the pool after the benchmark has left.
-            _stop_group(process)
-            raise
-        seconds = time.monotonic() - started
-        if code is None:
-            _stop_group(process)
+        finally:
+            seconds = time.monotonic() - started
+            # Out of time, or interrupted: Ctrl-C reaches the benchmark only, and the agent, in a
+            # session of its own, would go on using the pool after the benchmark has left.
+            if code is None:
+                _stop_group(process)
     return code, seconds, out.read_text(errors="replace"), err.read_text(errors="replace")
 
 
