@@ -173,3 +173,26 @@ def test_a_file_an_earlier_request_broke_is_judged_when_git_holds_it_parsing(tmp
     again = second.run("write", {"path": "bob.py", "content": broken})
     assert again.startswith("error: bob.py was replaced, but it is not valid Python now (line 2: ")
     assert second.run("write", {"path": "newer.py", "content": "x = (\n"}).startswith("replaced newer.py")
+
+
+def test_a_line_break_that_splits_a_string_is_written_back_as_its_escape(
+    tmp_path: Path, tools: LocalTools
+) -> None:
+    """transpose.py as the 1.5B sent it: JSON's \\n where Python's '\\n' was meant, so the file
+    had a line break inside a string literal (and the same write was sent until it failed)."""
+    sent = "def transpose(text):\n    rows = text.split('\n')\n    return '\n'.join(rows)\n"
+    made = tools.run("write", {"path": "transpose.py", "content": sent})
+    assert made.startswith("created transpose.py (")
+    assert "on lines 2, 3 a line break inside a quoted string was written as \\n" in made
+    written = (tmp_path / "transpose.py").read_text()
+    assert written == "def transpose(text):\n    rows = text.split('\\n')\n    return '\\n'.join(rows)\n"
+    edited = tools.run("edit", {"path": "transpose.py", "old": "'\\n'.join", "new": "'\n'.join"})
+    assert edited.startswith("edited transpose.py: replaced 1 occurrence; on line 3 a line break")
+    assert (tmp_path / "transpose.py").read_text() == written
+    # An apostrophe that ends the string early is no line break: reported, not mended.
+    quote = "def response(hey_bob):\n    return 'I'm'\n"
+    assert tools.run("write", {"path": "bob.py", "content": quote}).startswith("error: bob.py was created")
+    assert (tmp_path / "bob.py").read_text() == quote
+    # Text that is not Python keeps its line breaks.
+    tools.run("write", {"path": "notes.txt", "content": "x = '\n'"})
+    assert (tmp_path / "notes.txt").read_text() == "x = '\n'"

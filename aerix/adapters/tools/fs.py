@@ -9,6 +9,7 @@ from pathlib import Path
 from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.adapters.tools.common import ToolFailure, display_path, resolve_path
 from aerix.domain import bounds
+from aerix.domain.split_strings import RejoinedText, rejoin_split_strings
 
 
 def read_tool(cwd: Path, path: str, offset: int = 1, limit: int = bounds.READ_LIMIT_LINES) -> str:
@@ -85,6 +86,9 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     if existed and target not in seen and target.stat().st_size > 0:
         shown = read_tool(cwd, path)
         raise UnreadWrite("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
+    rejoined = _rejoined(target, content, judge_python)
+    if rejoined is not None:
+        content = rejoined.text
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
@@ -93,7 +97,8 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     verb = "replaced" if existed else "created"
     _check_python(target, path, verb, content, judge_python)
     size = len(content.encode("utf-8"))
-    return f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
+    done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
+    return done + _rejoined_note(rejoined)
 
 
 def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge_python: bool) -> str:
@@ -117,6 +122,9 @@ def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge
             "unique, or set replace_all"
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    rejoined = _rejoined(target, updated, judge_python)
+    if rejoined is not None:
+        updated = rejoined.text
     try:
         target.write_text(updated, encoding="utf-8")
     except OSError as exc:
@@ -124,7 +132,31 @@ def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge
     _check_python(target, path, "edited", updated, judge_python)
     replaced = count if replace_all else 1
     plural = "s" if replaced > 1 else ""
-    return f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"
+    done = f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"
+    return done + _rejoined_note(rejoined)
+
+
+#: What a write or edit result adds when line breaks inside string literals were written back as
+#: ``\n`` (``aerix.domain.split_strings``): the file as written, so the model's next change
+#: starts from it, and the JSON spelling that says it directly.
+REJOINED_STRINGS = (
+    "; on {lines} a line break inside a quoted string was written as \\n, as Python needs "
+    "(inside JSON, write \\\\n for that)"
+)
+
+
+def _rejoined(target: Path, text: str, judge_python: bool) -> RejoinedText | None:
+    if target.suffix != ".py" or not judge_python:
+        return None
+    return rejoin_split_strings(text)
+
+
+def _rejoined_note(rejoined: RejoinedText | None) -> str:
+    if rejoined is None:
+        return ""
+    numbers = ", ".join(str(number) for number in rejoined.lines)
+    lines = f"lines {numbers}" if len(rejoined.lines) > 1 else f"line {numbers}"
+    return REJOINED_STRINGS.format(lines=lines)
 
 
 #: A ``.py`` file a write or edit leaves unparsable, where it parsed before (or is new), gives an
