@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from aerix.domain import bounds
 from aerix.domain.tools import FILE_CHANGING_TOOLS
@@ -83,22 +84,51 @@ def twin_result(tool: str, first: str) -> str:
     )
 
 
-def unchanged_result(tool: str, since: str, *, final_next: bool = False) -> str:
-    """The result of a call that was not run again; ``final_next``: the next turn may only be a
-    final. Then it says neither "do something else" nor "unchanged": qwen2.5-coder-1.5b, held to
-    a final after the first, claimed a file it had never created; after "unchanged since c1 …
-    give your final answer now", it answered that greet.py "does not contain" what it had just
-    described; after this text, it answered what greet.py does."""
-    if final_next:
+#: What the next turn is held to after a turn of nothing but unchanged repeats: only a final,
+#: or (a change agent that repeated reads or commands) only a ``write``, an ``edit`` or a final.
+NextTurn = Literal["final", "change"]
+
+
+def unchanged_result(tool: str, since: str, *, next_turn: NextTurn | None = None) -> str:
+    """The result of a call that was not run again; ``next_turn``: what the next turn may only
+    be. Held to a final, it says neither "do something else" nor "unchanged": qwen2.5-coder-1.5b,
+    held to a final after the first, claimed a file it had never created; after "unchanged since
+    c1 … give your final answer now", it answered that greet.py "does not contain" what it had
+    just described; after this text, it answered what greet.py does."""
+    if next_turn == "final":
         return (
             f"Already answered by call {since} above. Use that result to answer the request: "
             "give your final answer now."
+        )
+    if next_turn == "change":
+        return (
+            f"Already done by call {since} above: its result is there. Use it to make the change "
+            "now: write the whole new file, or edit it."
         )
     return (
         f"unchanged since call {since}: the same {tool} with the same input ran in your previous turn "
         "and nothing has changed since, so it was not run again (its result is above). "
         "Do something else: a different call, or your final answer."
     )
+
+
+def next_turn_after(
+    calls: Sequence[ToolCall], unchanged: Mapping[str, str], *, makes_changes: bool, can_change: bool
+) -> NextTurn | None:
+    """What a turn made only of unchanged repeats holds the next turn to. An agent that answers
+    has what it asked for: a final. One that makes a change and repeated a ``write`` or ``edit``
+    has written what it means to: a final. One that repeated only reads or commands has what it
+    needs to make its change (``can_change``: it may write or edit): a change or a final.
+
+    Measured on qwen2.5-coder-1.5b: it answered "What does greet.py do?" right in the thought of
+    its second turn, then called the same ``read`` until the repeat rule ended it ``failed``;
+    held to a final, it answered. On Exercism it read the stub it had just read (reverse-string,
+    ocr-numbers, swift-scheduling) or ran the same command (pig-latin) until the rule ended it."""
+    if not calls or len(unchanged) < len(calls):
+        return None
+    if not makes_changes or any(call.tool in FILE_CHANGING_TOOLS for call in calls):
+        return "final"
+    return "change" if can_change else None
 
 
 @dataclass(frozen=True)

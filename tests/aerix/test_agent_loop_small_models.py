@@ -13,10 +13,11 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
+from aerix.domain.tools import FILE_CHANGING_TOOLS
 from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, CHANGED_NEXT_NOTE, NO_CHANGE_NOTE, turn_retry_message
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from caldrix import limits
-from tests.aerix.agent_harness import Make, final, settings_with, turn
+from tests.aerix.agent_harness import TOOLS, Make, final, settings_with, turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -141,12 +142,13 @@ async def test_the_same_call_as_the_previous_turn_is_not_run_again(make: Make) -
         ]
     )
     (run.cwd / "a.txt").write_text("one\n")
-    result = await run.run(makes_changes=True)  # repeated reads leave a change agent its calls
+    result = await run.run(makes_changes=True)
     assert result.outcome == "done"
     results = {m.call: m.text for m in run.messages("tool")}
     assert results["c1"] == "[read c1]\n1\tone"
-    assert results["c2"].startswith("[read c2]\nunchanged since call c1: the same read with the same input")
-    assert "Do something else" in results["c2"]
+    # Nothing but a repeated read: a change agent is held to its change next, and told so.
+    assert results["c2"].startswith("[read c2]\nAlready done by call c1 above: its result is there.")
+    assert "write the whole new file, or edit it" in results["c2"]
     # The event says which call it repeats, so a reader need not read that from the text.
     assert {m.call: m.unchanged_since for m in run.messages("tool")} == {
         "c1": None,
@@ -164,12 +166,15 @@ async def test_a_third_identical_turn_ends_the_agent_failed(make: Make) -> None:
     looking = turn("Read the README.", ("read", {"path": "README.md"}))
     run = await make([looking, looking, looking, final("Never.", "never reached")])
     (run.cwd / "README.md").write_text("# Demo\n")
-    result = await run.run(makes_changes=True)  # a change agent that only reads has made no change
+    # A change agent that cannot write (it delegates its change) is not held to one.
+    cannot_write = [tool for tool in TOOLS if tool.name not in FILE_CHANGING_TOOLS]
+    result = await run.run(makes_changes=True, tools=cannot_write)
     reason = 'the same call 3 turns in a row, unchanged since call c1: read {"path": "README.md"}'
     assert (result.outcome, result.reason, result.turns) == ("failed", reason, bounds.IDENTICAL_TURNS)
     results = [m.text for m in run.messages("tool")]
     assert results[0] == "[read c1]\n1\t# Demo"
     assert [r.split("\n", 1)[1].split(":")[0] for r in results[1:]] == ["unchanged since call c1"] * 2
+    assert all("Do something else" in r for r in results[1:])
     [end] = run.of(ev.AgentEnd)
     assert (end.outcome, end.reason) == ("failed", reason)
     await run.assert_log_rebuilds_the_context()
@@ -191,6 +196,22 @@ async def test_an_answering_agent_that_repeats_its_read_is_asked_for_its_final(m
     repeat = run.messages("tool")[1].text
     assert repeat.startswith("[read c2]\nAlready answered by call c1 above.")
     assert "give your final answer now" in repeat and "Do something else" not in repeat
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_change_agent_that_repeats_its_read_is_held_to_a_change(make: Make) -> None:
+    """reverse-string on the 1.5B: it read the stub it had just read until the repeat rule ended
+    it failed. After a turn of nothing but repeated reads, the next may only write, edit or
+    answer, whatever the model would have called (the script's third turn is the same read)."""
+    looking = turn("Look at it first.", ("read", {"path": "a.txt"}))
+    writing = turn("Change it.", ("write", {"path": "a.txt", "content": "two\n"}))
+    run = await make([looking, looking, looking, writing, final("Done.", "a.txt changed")])
+    (run.cwd / "a.txt").write_text("one\n")
+    result = await run.run(makes_changes=True)
+    assert result.outcome == "done"
+    held = run.messages()[2]
+    assert held.calls and {call.tool for call in held.calls} <= FILE_CHANGING_TOOLS
+    assert (run.cwd / "a.txt").read_text() == "two\n"
     await run.assert_log_rebuilds_the_context()
 
 
@@ -350,8 +371,7 @@ async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> No
     run = await make(
         [
             turn("Count.", count),
-            turn("Count again.", count),
-            turn("Read it, and count.", ("read", {"path": "log.txt"}), count),
+            turn("Read it, and count again.", ("read", {"path": "log.txt"}), count),
             turn("Add a line, then count.", ("write", {"path": "log.txt", "content": "a\nb\n"}), count),
             final("Done.", "two lines"),
         ]
@@ -360,10 +380,9 @@ async def test_a_repeated_bash_runs_again_after_another_change(make: Make) -> No
     result = await run.run(makes_changes=True)  # it edits between its bash runs
     assert result.outcome == "done"
     results = {m.call: m.text for m in run.messages("tool")}
-    assert results["c2"].startswith("[bash c2]\nunchanged since call c1")
-    assert results["c4"].startswith("[bash c4]\nunchanged since call c1")
-    assert results["c5"].startswith("[write c5]\nreplaced log.txt")
-    assert not results["c6"].startswith("[bash c6]\nunchanged") and "2" in results["c6"]
+    assert results["c3"].startswith("[bash c3]\nunchanged since call c1")
+    assert results["c4"].startswith("[write c4]\nreplaced log.txt")
+    assert not results["c5"].startswith("[bash c5]\nunchanged") and "2" in results["c5"]
 
 
 async def test_a_final_that_echoes_the_examples_placeholder_is_asked_again(make: Make) -> None:

@@ -59,7 +59,7 @@ from aerix.domain.hook_answers import HookVerdict
 from aerix.domain.hook_payloads import tool_error, tool_fields, tool_response, updated_input
 from aerix.domain.permissions import NO_RESTRICTIONS, Denial, Permissions
 from aerix.domain.pieces import piece_outcome
-from aerix.domain.repeats import twin_result, twins_in_turn, unchanged_result
+from aerix.domain.repeats import NextTurn, twin_result, twins_in_turn, unchanged_result
 from aerix.domain.settings import ToolCaps
 from aerix.domain.tools import FILE_CHANGING_TOOLS
 from aerix.domain.turns import ToolCall, Turn
@@ -135,18 +135,18 @@ class Dispatcher:
         turn_number: int,
         unchanged: Mapping[str, str] | None = None,
         *,
-        final_next: bool = False,
+        next_turn: NextTurn | None = None,
     ) -> RanTurn:
         """Run the turn's calls, then append their results, its notes and finished jobs; a call
         in ``unchanged`` (call id -> the earlier call it repeats) is not run, its result says so
-        (and, with ``final_next``, that the final is what comes next); nor is one that repeats an
+        (and, with ``next_turn``, what the next turn is held to); nor is one that repeats an
         earlier call of this turn (``twins_in_turn``)."""
         context_tool = ContextTool(self.live)
         results = {
             call.id: Result(
                 call.id,
                 call.tool,
-                unchanged_result(call.tool, since, final_next=final_next),
+                unchanged_result(call.tool, since, next_turn=next_turn),
                 unchanged_since=since,
             )
             for call in turn.calls

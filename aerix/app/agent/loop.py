@@ -35,7 +35,9 @@ Each turn:
    ``write`` or ``edit`` succeeds (``ChangeWatch``); the results are appended first.
    A turn of nothing but such repeats leaves an answering agent, or a change agent that
    repeated a ``write`` or ``edit``, nothing but its final: the next turn is asked with only
-   the final branch (``_answers_next``). A change agent (``AgentSpec.makes_changes``) is told
+   the final branch; a change agent that repeated only reads or commands has what it needs to
+   make its change: the next turn is asked with only ``write``, ``edit`` and the final
+   (``aerix.domain.repeats.next_turn_after``). A change agent (``AgentSpec.makes_changes``) is told
    the next step after each turn's results (``next_step_note``).
 
 The callable tools are offered as they exist when the run starts
@@ -54,7 +56,7 @@ errors end the agent ``failed`` with the error's line as the reason.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -72,7 +74,7 @@ from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
 from aerix.domain.pieces import no_piece_done
-from aerix.domain.repeats import ChangeWatch, FailureWatch, RepeatWatch
+from aerix.domain.repeats import ChangeWatch, FailureWatch, NextTurn, RepeatWatch, next_turn_after
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
@@ -137,8 +139,8 @@ class _AgentRun:
         self.stop_continues = 0
         self.turns = 0
         self.hard_limit_hits = 0
-        #: Whether the next turn may only be a final (``_answers_next``).
-        self.final_only = False
+        #: What the next turn is held to, if anything (``next_turn_after``).
+        self.next_turn: NextTurn | None = None
         #: Whether a final with no file changed was answered with NO_CHANGE_NOTE.
         self.told_unchanged = False
 
@@ -216,7 +218,7 @@ class _AgentRun:
                 return asked
             self.turns += 1
             turn_number = self.live.next_number("m")
-            asks = self._final_constraint() if self.final_only and constraint is not None else constraint
+            asks = self._held_constraint(tools) if self.next_turn and constraint is not None else constraint
             turn = await self.asker.ask(turn_number, asked, asks, tools)
             if isinstance(turn, AskEnded):
                 return _Ended(turn.outcome, turn.reason)
@@ -241,8 +243,11 @@ class _AgentRun:
         if self.runner.jobs.running_ids():
             self.repeats.reset()  # a background job may change what any call sees
         check = self.repeats.check(turn.calls)
-        self.final_only = _answers_next(turn.calls, check.unchanged, self.spec.makes_changes)
-        ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, final_next=self.final_only)
+        can_change = any(tool.name in FILE_CHANGING_TOOLS for tool in self.spec.tools)
+        self.next_turn = next_turn_after(
+            turn.calls, check.unchanged, makes_changes=self.spec.makes_changes, can_change=can_change
+        )
+        ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, next_turn=self.next_turn)
         if ran.jobs_reported:
             self.repeats.reset()  # finished jobs reported after the results
         calls = {call.id: call for call in turn.calls}
@@ -290,8 +295,13 @@ class _AgentRun:
             return None
         return {"json": turn_schema(tools, verifier=self.spec.verifier)}
 
-    def _final_constraint(self) -> dict[str, Any]:
-        return {"json": turn_schema((), verifier=self.spec.verifier)}
+    def _held_constraint(self, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """The turn schema the next turn is held to: the final branch, with ``write`` and
+        ``edit`` beside it when held to a change."""
+        held = (
+            [tool for tool in tools if tool.name in FILE_CHANGING_TOOLS] if self.next_turn == "change" else []
+        )
+        return {"json": turn_schema(held, verifier=self.spec.verifier)}
 
     async def _room_for_turn(self) -> int | _Ended:
         """Compact when needed, then this turn's max_new_tokens (or the context floor)."""
@@ -344,7 +354,7 @@ class _AgentRun:
             return False
         if self.turns >= self.spec.max_turns:
             return False
-        self.told_unchanged, self.final_only = True, False
+        self.told_unchanged, self.next_turn = True, None
         await self.live.add_note(NO_CHANGE_NOTE, label=NEXT_STEP_LABEL)
         return True
 
@@ -383,18 +393,6 @@ class _AgentRun:
             plan=self.plan.text,
             tool_calls=self.dispatcher.calls_run,
         )
-
-
-def _answers_next(calls: Sequence[ToolCall], unchanged: Mapping[str, str], makes_changes: bool) -> bool:
-    """Whether a turn made only of unchanged repeats leaves the agent nothing but its final:
-    an agent that answers has what it asked for; one that makes a change has written what it
-    means to write (a repeated ``write`` or ``edit``). A change agent that repeats only reads has
-    not made its change, so the repeat rule stands for it. Measured on qwen2.5-coder-1.5b: it
-    answered "What does greet.py do?" right in the thought of its second turn, then called the
-    same ``read`` until the repeat rule ended it ``failed``; under this constraint it answered."""
-    if not calls or len(unchanged) < len(calls):
-        return False
-    return not makes_changes or any(call.tool in FILE_CHANGING_TOOLS for call in calls)
 
 
 def _final(turn: Turn) -> _Ended:
