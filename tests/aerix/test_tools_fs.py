@@ -55,6 +55,7 @@ def test_write_creates_parents_and_replaces(tmp_path: Path, tools: LocalTools) -
         tools.run("write", {"path": "a/b/c.txt", "content": "one\ntwo\n"})
         == "created a/b/c.txt (8 bytes, 2 lines)"
     )
+    tools.end_turn()
     assert (
         tools.run("write", {"path": "a/b/c.txt", "content": "é"}) == "replaced a/b/c.txt (2 bytes, 1 lines)"
     )
@@ -96,7 +97,25 @@ def test_write_over_a_file_this_agent_has_not_seen_shows_it_instead(
     other.end_turn()
     assert other.run("write", fixed).startswith("error: calc.py already exists")
     assert other.run("write", {"path": "new.py", "content": "a\n"}).startswith("created new.py")
+    other.end_turn()
     assert other.run("write", {"path": "new.py", "content": "b\n"}).startswith("replaced new.py")
+
+
+def test_a_second_write_of_a_file_in_one_turn_is_refused(tmp_path: Path, tools: LocalTools) -> None:
+    """simple-cipher on the 1.5B: the class, then a __main__ block, as two writes of one file in
+    one turn; the second would have thrown the class away."""
+    cipher = {"path": "cipher.py", "content": "class Cipher:\n    pass\n"}
+    assert tools.run("write", cipher).startswith("created cipher.py")
+    main = {"path": "cipher.py", "content": "print(Cipher())\n"}
+    assert tools.run("write", main) == (
+        "error: cipher.py was already written by an earlier write of this turn, and this write would "
+        "replace all of it, so it was not made. Write the file once, with everything it should hold."
+    )
+    assert (tmp_path / "cipher.py").read_text() == cipher["content"]
+    assert tools.run("write", {"path": "other.py", "content": "x = 1\n"}).startswith("created other.py")
+    assert tools.run("edit", {"path": "cipher.py", "old": "pass", "new": "key = 1"}).startswith("edited")
+    tools.end_turn()
+    assert tools.run("write", main).startswith("replaced cipher.py")  # its own write, a turn later
 
 
 def test_edit_replaces_exact_text_and_refuses_missing_or_ambiguous(tmp_path: Path, tools: LocalTools) -> None:
@@ -143,9 +162,11 @@ def test_a_change_that_leaves_python_unparsable_is_made_and_reported_as_an_error
     assert made.endswith(": return 'Calm down, I know what I'm doing!'); write it again with that fixed")
     assert (tmp_path / "bob.py").read_text() == broken  # the change is made
     fixed = broken.replace("I'm", "I\\'m")
+    tools.end_turn()
     assert tools.run("write", {"path": "bob.py", "content": fixed}).startswith("replaced bob.py")
     edited = tools.run("edit", {"path": "bob.py", "old": "I\\'m", "new": "I'm"})
     assert edited.startswith("error: bob.py was edited, but it is not valid Python now (line 2: ")
+    tools.end_turn()
     again = tools.run("write", {"path": "bob.py", "content": broken})  # over its own broken file
     assert again.startswith("error: bob.py was replaced, but it is not valid Python now")
     # Text that is not Python, and a file that did not parse when the agent first changed it (a

@@ -30,6 +30,14 @@ LOCAL_TOOLS: Final = frozenset(
     {"read", "write", "edit", "bash", "glob", "grep", "repo_map", "skill", "web_fetch", "web_search"}
 )
 
+#: A second whole-file ``write`` of one file in one turn would throw away the first: both were
+#: composed before either ran. On simple-cipher the 1.5B sent the class, then a ``__main__``
+#: block, as two writes of simple_cipher.py; the second replaced the class, and it answered done.
+WRITTEN_THIS_TURN = (
+    "{path} was already written by an earlier write of this turn, and this write would replace "
+    "all of it, so it was not made. Write the file once, with everything it should hold."
+)
+
 
 class LocalTools:
     """One agent's file, shell and search tools, bound to its working directory and job table."""
@@ -52,6 +60,9 @@ class LocalTools:
         #: Files read (or shown by a refused write) this turn: seen once the turn's results are in
         #: the context, at ``end_turn``.
         self._shown_this_turn: set[Path] = set()
+        #: Files a ``write`` of this turn wrote: another whole-file write of one in the same turn
+        #: is refused (WRITTEN_THIS_TURN).
+        self._written_this_turn: set[Path] = set()
         #: Whether each file this agent changed was judged as Python when it first changed it
         #: (``judged_as_python``): one that was not never is (``UNPARSABLE_PYTHON``).
         self._judged_python: dict[Path, bool] = {}
@@ -68,6 +79,7 @@ class LocalTools:
         """The turn's results are in the agent's context now: what they showed counts as seen."""
         self.seen_files |= self._shown_this_turn
         self._shown_this_turn.clear()
+        self._written_this_turn.clear()
 
     def run(
         self,
@@ -101,6 +113,8 @@ class LocalTools:
             return text
         if tool == "write":
             target = resolve_path(self.cwd, args["path"])
+            if target in self._written_this_turn:
+                raise ToolFailure(WRITTEN_THIS_TURN.format(path=args["path"]))
             try:
                 text = write_tool(
                     self.cwd, args["path"], args["content"], self.seen_files, self._judges(target)
@@ -110,8 +124,10 @@ class LocalTools:
                 raise
             except UnparsablePython:
                 self.seen_files.add(target)  # written: the agent knows what the file holds
+                self._written_this_turn.add(target)
                 raise
             self.seen_files.add(target)
+            self._written_this_turn.add(target)
             return text
         if tool == "edit":
             judge = self._judges(resolve_path(self.cwd, args["path"]))
