@@ -155,20 +155,20 @@ def test_result_header() -> None:
 def test_a_change_that_leaves_python_unparsable_is_made_and_reported_as_an_error(
     tmp_path: Path, tools: LocalTools
 ) -> None:
-    """bob.py, as the 1.5B wrote it: an unescaped quote in a string."""
-    broken = "def response(hey_bob):\n    return 'Calm down, I know what I'm doing!'\n"
-    made = tools.run("write", {"path": "bob.py", "content": broken})
-    assert made.startswith("error: bob.py was created, but it is not valid Python now (line 2: ")
-    assert made.endswith(": return 'Calm down, I know what I'm doing!'); write it again with that fixed")
-    assert (tmp_path / "bob.py").read_text() == broken  # the change is made
-    fixed = broken.replace("I'm", "I\\'m")
+    """change.py, as the 1.5B wrote it: a function whose body is only a comment."""
+    broken = "def find_fewest_coins(coins, target):\n    # Your implementation here\n"
+    made = tools.run("write", {"path": "change.py", "content": broken})
+    assert made.startswith("error: change.py was created, but it is not valid Python now (line 2: ")
+    assert made.endswith(": # Your implementation here); write it again with that fixed")
+    assert (tmp_path / "change.py").read_text() == broken  # the change is made
+    fixed = broken + "    return []\n"
     tools.end_turn()
-    assert tools.run("write", {"path": "bob.py", "content": fixed}).startswith("replaced bob.py")
-    edited = tools.run("edit", {"path": "bob.py", "old": "I\\'m", "new": "I'm"})
-    assert edited.startswith("error: bob.py was edited, but it is not valid Python now (line 2: ")
+    assert tools.run("write", {"path": "change.py", "content": fixed}).startswith("replaced change.py")
+    edited = tools.run("edit", {"path": "change.py", "old": "    return []\n", "new": ""})
+    assert edited.startswith("error: change.py was edited, but it is not valid Python now (line 2: ")
     tools.end_turn()
-    again = tools.run("write", {"path": "bob.py", "content": broken})  # over its own broken file
-    assert again.startswith("error: bob.py was replaced, but it is not valid Python now")
+    again = tools.run("write", {"path": "change.py", "content": broken})  # over its own broken file
+    assert again.startswith("error: change.py was replaced, but it is not valid Python now")
     # Text that is not Python, and a file that did not parse when the agent first changed it (a
     # newer Python's), are not judged.
     assert tools.run("write", {"path": "notes.txt", "content": "it's"}).startswith("created notes.txt")
@@ -187,7 +187,7 @@ def test_a_file_an_earlier_request_broke_is_judged_when_git_holds_it_parsing(tmp
     subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run([*git, "add", "bob.py", "newer.py"], cwd=tmp_path, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "stub"], cwd=tmp_path, check=True)
-    broken = "def response(hey_bob):\n    return 'I'm'\n"
+    broken = "def response(hey_bob):\n    # Your implementation here\n"
     (tmp_path / "bob.py").write_text(broken)  # as the first request left it
     second = LocalTools(tmp_path)
     second.mark_seen(["bob.py", "newer.py"])
@@ -210,10 +210,13 @@ def test_a_line_break_that_splits_a_string_is_written_back_as_its_escape(
     edited = tools.run("edit", {"path": "transpose.py", "old": "'\\n'.join", "new": "'\n'.join"})
     assert edited.startswith("edited transpose.py: replaced 1 occurrence; on line 3 a line break")
     assert (tmp_path / "transpose.py").read_text() == written
-    # An apostrophe that ends the string early is no line break: reported, not mended.
-    quote = "def response(hey_bob):\n    return 'I'm'\n"
-    assert tools.run("write", {"path": "bob.py", "content": quote}).startswith("error: bob.py was created")
-    assert (tmp_path / "bob.py").read_text() == quote
+    # An apostrophe that ended bob.py's string early is escaped the same way.
+    quote = "def response(hey_bob):\n    return 'Calm down, I know what I'm doing!'\n"
+    made = tools.run("write", {"path": "bob.py", "content": quote})
+    assert made.endswith(
+        "; on line 2 an apostrophe inside a quoted string was written as \\', as Python needs"
+    )
+    assert (tmp_path / "bob.py").read_text() == quote.replace("I'm", "I\\'m")
     # Text that is not Python keeps its line breaks.
     tools.run("write", {"path": "notes.txt", "content": "x = '\n'"})
     assert (tmp_path / "notes.txt").read_text() == "x = '\n'"

@@ -9,7 +9,7 @@ from pathlib import Path
 from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.adapters.tools.common import ToolFailure, display_path, resolve_path
 from aerix.domain import bounds
-from aerix.domain.split_strings import RejoinedText, rejoin_split_strings
+from aerix.domain.string_mends import MendedText, mend_strings
 
 
 def read_tool(cwd: Path, path: str, offset: int = 1, limit: int = bounds.READ_LIMIT_LINES) -> str:
@@ -86,9 +86,9 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     if existed and target not in seen and target.stat().st_size > 0:
         shown = read_tool(cwd, path)
         raise UnreadWrite("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
-    rejoined = _rejoined(target, content, judge_python)
-    if rejoined is not None:
-        content = rejoined.text
+    mended = _mended(target, content, judge_python)
+    if mended is not None:
+        content = mended.text
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
@@ -98,7 +98,7 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     _check_python(target, path, verb, content, judge_python)
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
-    return done + _rejoined_note(rejoined)
+    return done + _mended_note(mended)
 
 
 def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge_python: bool) -> str:
@@ -122,9 +122,9 @@ def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge
             "unique, or set replace_all"
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    rejoined = _rejoined(target, updated, judge_python)
-    if rejoined is not None:
-        updated = rejoined.text
+    mended = _mended(target, updated, judge_python)
+    if mended is not None:
+        updated = mended.text
     try:
         target.write_text(updated, encoding="utf-8")
     except OSError as exc:
@@ -133,30 +133,35 @@ def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge
     replaced = count if replace_all else 1
     plural = "s" if replaced > 1 else ""
     done = f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"
-    return done + _rejoined_note(rejoined)
+    return done + _mended_note(mended)
 
 
-#: What a write or edit result adds when line breaks inside string literals were written back as
-#: ``\n`` (``aerix.domain.split_strings``): the file as written, so the model's next change
-#: starts from it, and the JSON spelling that says it directly.
-REJOINED_STRINGS = (
+#: What a write or edit result adds for each kind of string it mended before writing
+#: (``aerix.domain.string_mends``): the file as written, so the model's next change starts from
+#: it, and the spelling that says it directly.
+JOINED_STRINGS = (
     "; on {lines} a line break inside a quoted string was written as \\n, as Python needs "
     "(inside JSON, write \\\\n for that)"
 )
+ESCAPED_APOSTROPHES = "; on {lines} an apostrophe inside a quoted string was written as \\', as Python needs"
 
 
-def _rejoined(target: Path, text: str, judge_python: bool) -> RejoinedText | None:
+def _mended(target: Path, text: str, judge_python: bool) -> MendedText | None:
     if target.suffix != ".py" or not judge_python:
         return None
-    return rejoin_split_strings(text)
+    return mend_strings(text)
 
 
-def _rejoined_note(rejoined: RejoinedText | None) -> str:
-    if rejoined is None:
+def _mended_note(mended: MendedText | None) -> str:
+    if mended is None:
         return ""
-    numbers = ", ".join(str(number) for number in rejoined.lines)
-    lines = f"lines {numbers}" if len(rejoined.lines) > 1 else f"line {numbers}"
-    return REJOINED_STRINGS.format(lines=lines)
+    notes = [(JOINED_STRINGS, mended.joined), (ESCAPED_APOSTROPHES, mended.escaped)]
+    return "".join(note.format(lines=_lines(numbers)) for note, numbers in notes if numbers)
+
+
+def _lines(numbers: tuple[int, ...]) -> str:
+    listed = ", ".join(str(number) for number in numbers)
+    return f"lines {listed}" if len(numbers) > 1 else f"line {listed}"
 
 
 #: A ``.py`` file a write or edit leaves unparsable, where it parsed before (or is new), gives an
