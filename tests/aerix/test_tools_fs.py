@@ -96,9 +96,9 @@ def test_write_over_a_file_this_agent_has_not_seen_shows_it_instead(
     # created it may replace at once.
     other.end_turn()
     assert other.run("write", fixed).startswith("error: calc.py already exists")
-    assert other.run("write", {"path": "new.py", "content": "a\n"}).startswith("created new.py")
+    assert other.run("write", {"path": "new.py", "content": "a = 1\n"}).startswith("created new.py")
     other.end_turn()
-    assert other.run("write", {"path": "new.py", "content": "b\n"}).startswith("replaced new.py")
+    assert other.run("write", {"path": "new.py", "content": "b = 2\n"}).startswith("replaced new.py")
 
 
 def test_a_second_write_of_a_file_in_one_turn_is_refused(tmp_path: Path, tools: LocalTools) -> None:
@@ -106,7 +106,7 @@ def test_a_second_write_of_a_file_in_one_turn_is_refused(tmp_path: Path, tools: 
     one turn; the second would have thrown the class away."""
     cipher = {"path": "cipher.py", "content": "class Cipher:\n    pass\n"}
     assert tools.run("write", cipher).startswith("created cipher.py")
-    main = {"path": "cipher.py", "content": "print(Cipher())\n"}
+    main = {"path": "cipher.py", "content": "if __name__ == '__main__':\n    print(__file__)\n"}
     assert tools.run("write", main) == (
         "error: cipher.py was already written by an earlier write of this turn, and this write would "
         "replace all of it, so it was not made. Write the file once, with everything it should hold."
@@ -220,3 +220,27 @@ def test_a_line_break_that_splits_a_string_is_written_back_as_its_escape(
     # Text that is not Python keeps its line breaks.
     tools.run("write", {"path": "notes.txt", "content": "x = '\n'"})
     assert (tmp_path / "notes.txt").read_text() == "x = '\n'"
+
+
+def test_a_change_that_uses_a_name_it_never_defines_is_made_and_reported_as_an_error(
+    tmp_path: Path, tools: LocalTools
+) -> None:
+    """simple-cipher on the 1.5B: random.randint with no import random, answered done."""
+    cipher = "class Cipher:\n    def __init__(self):\n        self.key = random.choice(LETTERS)\n"
+    made = tools.run("write", {"path": "cipher.py", "content": cipher})
+    assert made == (
+        "error: cipher.py was created, but it uses random (line 3), LETTERS (line 3) without defining "
+        "or importing them; add the import or the definition, and write it again"
+    )
+    assert (tmp_path / "cipher.py").read_text() == cipher  # the change is made
+    tools.end_turn()
+    imported = "import random\n\nLETTERS = 'abc'\n\n" + cipher
+    assert tools.run("write", {"path": "cipher.py", "content": imported}).startswith("replaced cipher.py")
+    edited = tools.run("edit", {"path": "cipher.py", "old": "import random\n", "new": ""})
+    assert edited.startswith("error: cipher.py was edited, but it uses random (line 6) without")
+    # A name the file left undefined before the change is the project's, not this change's.
+    (tmp_path / "plugin.py").write_text("def hook():\n    return app.config\n")
+    tools.mark_seen(["plugin.py"])
+    kept = tools.run("write", {"path": "plugin.py", "content": "def hook():\n    return app.settings\n"})
+    assert kept.startswith("replaced plugin.py")
+    assert tools.run("write", {"path": "notes.txt", "content": "random"}).startswith("created notes.txt")

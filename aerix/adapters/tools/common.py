@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from aerix.domain import bounds
+
 
 class ToolFailure(Exception):
     """Raised inside a tool for a failure the model should read; becomes ``error: <message>``."""
@@ -41,3 +43,12 @@ def result_header(tool: str, call_id: str) -> str:
 def with_header(tool: str, call_id: str, text: str) -> str:
     """A result as the user segment the loop appends: the header, then the result."""
     return f"{result_header(tool, call_id)}\n{text}"
+
+
+def cut_line(line: str) -> str:
+    """A line cut to READ_LINE_MAX_CHARS, saying how much was left out."""
+    if len(line) <= bounds.READ_LINE_MAX_CHARS:
+        return line
+    return (
+        line[: bounds.READ_LINE_MAX_CHARS] + f" [… {len(line) - bounds.READ_LINE_MAX_CHARS} more characters]"
+    )

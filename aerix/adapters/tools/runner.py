@@ -11,14 +11,8 @@ from typing import Any, Final
 from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
 from aerix.adapters.tools.common import ToolFailure, error_result, resolve_path
-from aerix.adapters.tools.fs import (
-    UnparsablePython,
-    UnreadWrite,
-    edit_tool,
-    judged_as_python,
-    read_tool,
-    write_tool,
-)
+from aerix.adapters.tools.fs import UnreadWrite, edit_tool, read_tool, write_tool
+from aerix.adapters.tools.python_checks import BrokenPython, judged_as_python
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
 from aerix.app.ports.project import SkillSource
@@ -122,7 +116,7 @@ class LocalTools:
             except UnreadWrite:
                 self._shown_this_turn.add(target)
                 raise
-            except UnparsablePython:
+            except BrokenPython:
                 self.seen_files.add(target)  # written: the agent knows what the file holds
                 self._written_this_turn.add(target)
                 raise

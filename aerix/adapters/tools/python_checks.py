@@ -1,0 +1,149 @@
+"""Python a ``write`` or ``edit`` leaves: strings mended before it is written, and the checks
+after (it compiles; it names nothing it never defines)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from pyflakes import checker as pyflakes_checker
+from pyflakes import messages as pyflakes_messages
+
+from aerix.adapters.git.git_runner import GitFailed, run_git
+from aerix.adapters.tools.common import ToolFailure, cut_line
+from aerix.domain.string_mends import MendedText, mend_strings
+
+#: What a write or edit result adds for each kind of string it mended before writing
+#: (``aerix.domain.string_mends``): the file as written, so the model's next change starts from
+#: it, and the spelling that says it directly.
+JOINED_STRINGS = (
+    "; on {lines} a line break inside a quoted string was written as \\n, as Python needs "
+    "(inside JSON, write \\\\n for that)"
+)
+ESCAPED_APOSTROPHES = "; on {lines} an apostrophe inside a quoted string was written as \\', as Python needs"
+
+
+def mend_python(target: Path, text: str, judge_python: bool) -> MendedText | None:
+    if target.suffix != ".py" or not judge_python:
+        return None
+    return mend_strings(text)
+
+
+def mended_note(mended: MendedText | None) -> str:
+    if mended is None:
+        return ""
+    notes = [(JOINED_STRINGS, mended.joined), (ESCAPED_APOSTROPHES, mended.escaped)]
+    return "".join(note.format(lines=_lines(numbers)) for note, numbers in notes if numbers)
+
+
+def _lines(numbers: tuple[int, ...]) -> str:
+    listed = ", ".join(str(number) for number in numbers)
+    return f"lines {listed}" if len(numbers) > 1 else f"line {listed}"
+
+
+#: A ``.py`` file a write or edit leaves unparsable, where it parsed before (or is new), gives an
+#: error result, though the change is made: the 1.5B wrote bob.py with an unescaped quote in a
+#: string ('Calm down, I know what I'm doing!'), answered done, and on its second try wrote the
+#: same file again from the test run's "ERROR bob_test.py". As an error, the same write may run
+#: again and the failing-call rule bounds it. Aider lints each edit for the same reason. A file
+#: that did not parse when the agent first changed it, nor as git's HEAD holds it (written for a
+#: newer Python than aerix's, say), is not judged (``judged_as_python``).
+UNPARSABLE_PYTHON = (
+    "{path} was {verb}, but it is not valid Python now ({problem}); write it again with that fixed"
+)
+
+
+class BrokenPython(ToolFailure):
+    """The change was made, and left a ``.py`` file broken: the result is an error all the same."""
+
+
+class UnparsablePython(BrokenPython):
+    """The file does not parse (UNPARSABLE_PYTHON)."""
+
+
+#: A ``.py`` file a write or edit leaves using a name it neither defines nor imports, where the
+#: file before the change did not, gives an error result too, though the change is made. On
+#: simple-cipher the 1.5B called ``random.randint`` with no ``import random``, answered done,
+#: and on its second try, shown the NameError, wrote the same file again. Aider runs flake8's
+#: fatal checks after each edit (undefined names among them) for the same reason; this is
+#: pyflakes' undefined-name check. At most UNDEFINED_NAMES_SHOWN names are listed.
+UNDEFINED_NAMES = (
+    "{path} was {verb}, but it uses {names} without defining or importing {them}; add the import "
+    "or the definition, and write it again"
+)
+UNDEFINED_NAMES_SHOWN = 5
+
+
+class UndefinedNames(BrokenPython):
+    """The file uses names it never defines (UNDEFINED_NAMES)."""
+
+
+def undefined_names(text: str) -> dict[str, int]:
+    """The names ``text`` uses and never defines or imports (pyflakes), each with the first line
+    it is used on; empty when the text does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[str, int] = {}
+    for message in pyflakes_checker.Checker(tree, filename="<file>").messages:
+        if isinstance(message, pyflakes_messages.UndefinedName):
+            found.setdefault(str(message.message_args[0]), message.lineno)
+    return found
+
+
+def python_problem(text: str) -> str | None:
+    """Why ``text`` does not compile as Python (``line N: message: the line``), or None."""
+    try:
+        compile(text, "<file>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        lines = text.splitlines()
+        number = exc.lineno or 0
+        if not 1 <= number <= len(lines) or not lines[number - 1].strip():
+            return f"line {number}: {exc.msg}"
+        # The line itself, so the agent (and whoever reads the log) sees what broke without a read.
+        return f"line {number}: {exc.msg}: {cut_line(lines[number - 1].strip())}"
+    except ValueError as exc:  # a NUL byte
+        return str(exc)
+    return None
+
+
+def judged_as_python(cwd: Path, target: Path) -> bool:
+    """Whether changes to ``target`` are judged as Python: not a ``.py`` file, missing, or parsing
+    now; or, when it does not parse now, parsing as git's ``HEAD`` holds it. Then the breakage is
+    this work's (an earlier request of the session left it so: the 1.5B's second try at bob.py
+    wrote the same broken file and answered done), not the project's own (code for a newer
+    Python than aerix's, say, or a file git does not hold)."""
+    if _parses_as_python(target):
+        return True
+    try:
+        committed = run_git(cwd, "show", f"HEAD:./{target.relative_to(cwd).as_posix()}")
+    except (GitFailed, ValueError):  # not in a repository, not at HEAD, or outside cwd
+        return False
+    return python_problem(committed) is None
+
+
+def _parses_as_python(target: Path) -> bool:
+    if target.suffix != ".py" or not target.is_file():
+        return True
+    try:
+        return python_problem(target.read_text(encoding="utf-8")) is None
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def check_python(target: Path, path: str, verb: str, before: str | None, text: str, judge: bool) -> None:
+    """Raise a :class:`BrokenPython` when the change left ``target`` (a judged ``.py`` file,
+    ``before`` its text before the change) not compiling, or using names the file before it
+    did not leave undefined."""
+    if target.suffix != ".py" or not judge:
+        return
+    problem = python_problem(text)
+    if problem is not None:
+        raise UnparsablePython(UNPARSABLE_PYTHON.format(path=path, verb=verb, problem=problem))
+    known = undefined_names(before) if before is not None else {}
+    new = [(name, line) for name, line in undefined_names(text).items() if name not in known]
+    if new:
+        shown = ", ".join(f"{name} (line {line})" for name, line in new[:UNDEFINED_NAMES_SHOWN])
+        them = "them" if len(new) > 1 else "it"
+        raise UndefinedNames(UNDEFINED_NAMES.format(path=path, verb=verb, names=shown, them=them))
