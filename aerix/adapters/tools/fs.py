@@ -65,14 +65,7 @@ class UnreadWrite(ToolFailure):
     """A write refused by the guard above: its message shows the file."""
 
 
-def write_tool(
-    cwd: Path,
-    path: str,
-    content: str,
-    seen: AbstractSet[Path],
-    judge_python: bool,
-    baseline: str | None = None,
-) -> str:
+def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judge_python: bool) -> str:
     """Create or replace a file; parent folders are created. A file with content that is not in
     ``seen`` (the files whose text this agent has had in its context) is refused with
     :class:`UnreadWrite`, not replaced; with ``judge_python``, a ``.py`` file left unparsable
@@ -87,27 +80,20 @@ def write_tool(
     mended = mend_python(target, content, judge_python)
     if mended is not None:
         content = mended.text
+    before = _text_or_none(target) if existed else None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
     verb = "replaced" if existed else "created"
-    check_python(target, path, verb, baseline, content, judge_python)
+    check_python(target, path, verb, before, content, judge_python)
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
     return done + mended_note(mended)
 
 
-def edit_tool(
-    cwd: Path,
-    path: str,
-    old: str,
-    new: str,
-    replace_all: bool,
-    judge_python: bool,
-    baseline: str | None = None,
-) -> str:
+def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge_python: bool) -> str:
     """Replace the exact string ``old`` with ``new``; refused when ``old`` is missing, or found
     more than once without ``replace_all``."""
     target = resolve_path(cwd, path)
@@ -135,8 +121,15 @@ def edit_tool(
         target.write_text(updated, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
-    check_python(target, path, "edited", baseline, updated, judge_python)
+    check_python(target, path, "edited", text, updated, judge_python)
     replaced = count if replace_all else 1
     plural = "s" if replaced > 1 else ""
     done = f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"
     return done + mended_note(mended)
+
+
+def _text_or_none(target: Path) -> str | None:
+    try:
+        return target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

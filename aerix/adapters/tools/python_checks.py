@@ -123,21 +123,6 @@ def judged_as_python(cwd: Path, target: Path) -> bool:
     return python_problem(committed) is None
 
 
-def python_baseline(cwd: Path, target: Path) -> str | None:
-    """The text whose undefined names are the project's own, not this work's: ``target`` as git's
-    ``HEAD`` holds it, else as it is now (None for a file that does not exist). Not the text an
-    earlier write of this run or request left: simple-cipher's try 2 wrote over try 1's file,
-    which used ``random`` unimported, and that name must still count against it."""
-    try:
-        return run_git(cwd, "show", f"HEAD:./{target.relative_to(cwd).as_posix()}")
-    except (GitFailed, ValueError):  # not in a repository, not at HEAD, or outside cwd
-        pass
-    try:
-        return target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _parses_as_python(target: Path) -> bool:
     if target.suffix != ".py" or not target.is_file():
         return True
@@ -147,16 +132,16 @@ def _parses_as_python(target: Path) -> bool:
         return False
 
 
-def check_python(target: Path, path: str, verb: str, baseline: str | None, text: str, judge: bool) -> None:
-    """Raise a :class:`BrokenPython` when the change left ``target`` (a judged ``.py`` file)
-    not compiling, or using names its ``baseline`` (``python_baseline``) did not leave
-    undefined."""
+def check_python(target: Path, path: str, verb: str, before: str | None, text: str, judge: bool) -> None:
+    """Raise a :class:`BrokenPython` when the change left ``target`` (a judged ``.py`` file,
+    ``before`` its text before the change) not compiling, or using names the file before it
+    did not leave undefined."""
     if target.suffix != ".py" or not judge:
         return
     problem = python_problem(text)
     if problem is not None:
         raise UnparsablePython(UNPARSABLE_PYTHON.format(path=path, verb=verb, problem=problem))
-    known = undefined_names(baseline) if baseline is not None else {}
+    known = undefined_names(before) if before is not None else {}
     new = [(name, line) for name, line in undefined_names(text).items() if name not in known]
     if new:
         shown = ", ".join(f"{name} (line {line})" for name, line in new[:UNDEFINED_NAMES_SHOWN])

@@ -12,7 +12,7 @@ from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
 from aerix.adapters.tools.common import ToolFailure, error_result, resolve_path
 from aerix.adapters.tools.fs import UnreadWrite, edit_tool, read_tool, write_tool
-from aerix.adapters.tools.python_checks import BrokenPython, judged_as_python, python_baseline
+from aerix.adapters.tools.python_checks import BrokenPython, judged_as_python
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
 from aerix.app.ports.project import SkillSource
@@ -60,14 +60,10 @@ class LocalTools:
         #: Whether each file this agent changed was judged as Python when it first changed it
         #: (``judged_as_python``): one that was not never is (``UNPARSABLE_PYTHON``).
         self._judged_python: dict[Path, bool] = {}
-        #: Each such file's ``python_baseline``, taken when this agent first changed it: the
-        #: names it leaves undefined are not this work's (``UNDEFINED_NAMES``).
-        self._baselines: dict[Path, str | None] = {}
 
     def _judges(self, target: Path) -> bool:
         if target not in self._judged_python:
             self._judged_python[target] = judged_as_python(self.cwd, target)
-            self._baselines[target] = python_baseline(self.cwd, target) if target.suffix == ".py" else None
         return self._judged_python[target]
 
     def mark_seen(self, paths: Iterable[str]) -> None:
@@ -114,9 +110,8 @@ class LocalTools:
             if target in self._written_this_turn:
                 raise ToolFailure(WRITTEN_THIS_TURN.format(path=args["path"]))
             try:
-                judge = self._judges(target)
                 text = write_tool(
-                    self.cwd, args["path"], args["content"], self.seen_files, judge, self._baselines[target]
+                    self.cwd, args["path"], args["content"], self.seen_files, self._judges(target)
                 )
             except UnreadWrite:
                 self._shown_this_turn.add(target)
@@ -129,11 +124,10 @@ class LocalTools:
             self._written_this_turn.add(target)
             return text
         if tool == "edit":
-            target = resolve_path(self.cwd, args["path"])
-            judge = self._judges(target)
-            replace_all = bool(args.get("replace_all", False))
-            baseline = self._baselines[target]
-            return edit_tool(self.cwd, args["path"], args["old"], args["new"], replace_all, judge, baseline)
+            judge = self._judges(resolve_path(self.cwd, args["path"]))
+            return edit_tool(
+                self.cwd, args["path"], args["old"], args["new"], bool(args.get("replace_all", False)), judge
+            )
         if tool == "bash":
             if args.get("background"):
                 return self.jobs.start(args["command"], args.get("timeout_secs"))
