@@ -80,7 +80,9 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     mended = mend_python(target, content, judge_python)
     if mended is not None:
         content = mended.text
-    before = _text_or_none(target) if existed else None
+    # Only a judged .py file is checked against what it held; any other write reads nothing more.
+    judged = judge_python and target.suffix == ".py"
+    before = _text_or_none(target) if existed and judged else None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
