@@ -113,20 +113,30 @@ def unchanged_result(tool: str, since: str, *, next_turn: NextTurn | None = None
 
 
 def next_turn_after(
-    calls: Sequence[ToolCall], unchanged: Mapping[str, str], *, makes_changes: bool, can_change: bool
+    calls: Sequence[ToolCall],
+    unchanged: Mapping[str, str],
+    *,
+    makes_changes: bool,
+    can_change: bool,
+    has_changed: bool = False,
 ) -> NextTurn | None:
     """What a turn made only of unchanged repeats holds the next turn to. An agent that answers
     has what it asked for: a final. One that makes a change and repeated a ``write`` or ``edit``
-    has written what it means to: a final. One that repeated only reads or commands has what it
-    needs to make its change (``can_change``: it may write or edit): a change or a final.
+    has written what it means to: a final; so has one that changed a file in an earlier turn
+    (``has_changed``) and now only looks again. One that repeated only reads or commands before
+    any change has what it needs to make it (``can_change``: it may write or edit): a change or
+    a final.
 
     Measured on qwen2.5-coder-1.5b: it answered "What does greet.py do?" right in the thought of
     its second turn, then called the same ``read`` until the repeat rule ended it ``failed``;
     held to a final, it answered. On Exercism it read the stub it had just read (reverse-string,
-    ocr-numbers, swift-scheduling) or ran the same command (pig-latin) until the rule ended it."""
+    ocr-numbers, swift-scheduling) or ran the same command (pig-latin) until the rule ended it.
+    Held to a change after it had already made its change, it wrote the file again: asked to fix
+    add() in calc.py, a retry fixed it with one edit, read calc.py twice, and then rewrote it
+    whole, without the mul() beside add(), until the repeated-change rule ended it."""
     if not calls or len(unchanged) < len(calls):
         return None
-    if not makes_changes or any(call.tool in FILE_CHANGING_TOOLS for call in calls):
+    if not makes_changes or has_changed or any(call.tool in FILE_CHANGING_TOOLS for call in calls):
         return "final"
     return "change" if can_change else None
 

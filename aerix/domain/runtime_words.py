@@ -76,11 +76,17 @@ def runtime_texts(note_prompts: Mapping[str, str]) -> tuple[RuntimeText, ...]:
 
 def refuse_copies(turn: Turn, texts: Sequence[RuntimeText], *, verifier: bool = False) -> None:
     """Raise ``TurnParseError`` when the turn's final (a verdict's reason) or its thought copies
-    one of ``texts``; the final is named first, as ``parse_turn`` names it first."""
+    one of ``texts``; the final is named first, as ``parse_turn`` names it first. A final long
+    enough to be judged (COPIED_WORDS_MIN_CHARS) that is the model's own words stands whatever
+    its thought copies: the 1.5B, its edit made, thought the next-step note back and answered
+    what it had changed; refused, it went on to add a function nobody asked for. A shorter
+    final ("...", after a thought stitched from two re-ask notes) is judged by its thought."""
     answer = turn.verdict.reason if turn.verdict is not None else turn.final
     copied = copied_text(answer, texts) if answer is not None else None
     if copied is not None:
         raise TurnParseError(copied_final(copied), verifier=verifier)
+    if answer is not None and len(_plain(answer).strip()) >= bounds.COPIED_WORDS_MIN_CHARS:
+        return
     copied = copied_text(turn.thought, texts)
     if copied is not None:
         raise TurnParseError(copied_thought(copied), verifier=verifier)

@@ -113,10 +113,13 @@ def _call_schema(spec: ToolSpec) -> dict[str, Any]:
     }
 
 
-def turn_schema(callable_tools: Sequence[ToolSpec], *, verifier: bool = False) -> dict[str, Any]:
+def turn_schema(
+    callable_tools: Sequence[ToolSpec], *, verifier: bool = False, final: bool = True
+) -> dict[str, Any]:
     """The JSON schema of a turn for an agent that may call ``callable_tools``.
 
-    With no callable tools only the final branch is left.
+    With no callable tools only the final branch is left; with ``final`` false (and some tool to
+    call) only the calls branch.
     """
     final_branch = {
         "type": "object",
@@ -140,6 +143,8 @@ def turn_schema(callable_tools: Sequence[ToolSpec], *, verifier: bool = False) -
         "required": ["thought", "calls"],
         "additionalProperties": False,
     }
+    if not final:
+        return {**calls_branch, "x-guidance": dict(GUIDANCE_OPTIONS)}
     return {"oneOf": [calls_branch, final_branch], "x-guidance": dict(GUIDANCE_OPTIONS)}
 
 

@@ -215,6 +215,26 @@ async def test_a_change_agent_that_repeats_its_read_is_held_to_a_change(make: Ma
     await run.assert_log_rebuilds_the_context()
 
 
+async def test_a_change_agent_that_changed_a_file_and_repeats_its_read_is_asked_for_its_final(
+    make: Make,
+) -> None:
+    """Its change is made: held to a change again it rewrote the file (calc.py, without the
+    function beside the one it had fixed). The script's fourth turn is a write; held, the turn
+    can only be a final, and the file keeps the change."""
+    looking = turn("Look at it again.", ("read", {"path": "a.txt"}))
+    rewriting = turn("Write it again.", ("write", {"path": "a.txt", "content": "three\n"}))
+    changing = turn("Change it.", ("edit", {"path": "a.txt", "old": "one", "new": "two"}))
+    run = await make([changing, looking, looking, rewriting, final("Never.", "never reached")])
+    (run.cwd / "a.txt").write_text("one\n")
+    result = await run.run(makes_changes=True)
+    assert (result.outcome, result.turns) == ("done", 4)
+    assert (run.cwd / "a.txt").read_text() == "two\n"
+    assert set(json.loads(run.messages()[-1].text)) == {"thought", "final"}
+    repeat = run.messages("tool")[-1].text
+    assert repeat.startswith("[read c3]\nAlready answered by call c2 above.")
+    await run.assert_log_rebuilds_the_context()
+
+
 async def test_a_change_agent_that_repeats_its_write_is_asked_for_its_final(make: Make) -> None:
     writing = turn("Write it.", ("write", {"path": "a.txt", "content": "two\n"}))
     run = await make([writing, writing, writing, final("Never.", "never reached")])

@@ -174,6 +174,9 @@ def test_a_refused_final_is_named_before_the_thought_and_a_verdict_s_reason_coun
         refuse_copies(verdict, TEXTS, verifier=True)
     assert '"verdict"' in raised.value.message
     refuse_copies(Turn(thought="Read it.", final="a.txt holds one line"), TEXTS)  # no error
+    # A final in its own words, long enough to be judged, stands whatever its thought copies.
+    own = "I changed add() in calc.py to return a + b instead of a - b."
+    refuse_copies(Turn(thought=cut_turn_note(512, 256), final=own), TEXTS)
 
 
 @pytest.mark.e2e

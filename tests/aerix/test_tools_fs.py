@@ -72,7 +72,7 @@ def test_write_over_a_file_this_agent_has_not_seen_shows_it_instead(
     calc = "def add(a, b):\n    return a - b\n\ndef mul(a, b):\n    return a * b\n"
     (tmp_path / "calc.py").write_text(calc)
     (tmp_path / "empty.py").write_text("")
-    fixed = {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}
+    fixed = {"path": "calc.py", "content": calc.replace("a - b", "a + b")}
     refused = tools.run("write", fixed)
     assert refused.splitlines() == [
         "error: calc.py already exists and you wrote this without having seen it, so it was not replaced."
@@ -106,7 +106,7 @@ def test_a_second_write_of_a_file_in_one_turn_is_refused(tmp_path: Path, tools: 
     one turn; the second would have thrown the class away."""
     cipher = {"path": "cipher.py", "content": "class Cipher:\n    pass\n"}
     assert tools.run("write", cipher).startswith("created cipher.py")
-    main = {"path": "cipher.py", "content": "if __name__ == '__main__':\n    print(__file__)\n"}
+    main = {"path": "cipher.py", "content": "class Cipher:\n    key = 1\n\n\nprint(__file__)\n"}
     assert tools.run("write", main) == (
         "error: cipher.py was already written by an earlier write of this turn, and this write would "
         "replace all of it, so it was not made. Write the file once, with everything it should hold."
@@ -244,3 +244,31 @@ def test_a_change_that_uses_a_name_it_never_defines_is_made_and_reported_as_an_e
     kept = tools.run("write", {"path": "plugin.py", "content": "def hook():\n    return app.settings\n"})
     assert kept.startswith("replaced plugin.py")
     assert tools.run("write", {"path": "notes.txt", "content": "random"}).startswith("created notes.txt")
+
+
+def test_a_write_that_leaves_out_a_function_the_file_defines_is_refused(
+    tmp_path: Path, tools: LocalTools
+) -> None:
+    """calc.py on the 1.5B: a retry wrote it whole with add() fixed and mul() gone."""
+    calc = tmp_path / "calc.py"
+    original = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+    calc.write_text(original)
+    tools.mark_seen(["calc.py"])
+    refused = tools.run("write", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})
+    assert refused == (
+        "error: calc.py was not replaced: it defines mul(), and this write leaves it out. Write the "
+        "whole file again with it kept, or use edit to change only the lines that change (edit also "
+        "removes it, if that is the request)"
+    )
+    assert calc.read_text() == original  # nothing was written
+    # The same change with mul() kept is written; so is a new helper beside them.
+    fixed = original.replace("a - b", "a + b") + "\n\nclass Total:\n    pass\n"
+    assert tools.run("write", {"path": "calc.py", "content": fixed}).startswith("replaced calc.py")
+    tools.end_turn()
+    # Removing one on purpose is an edit.
+    removed = tools.run("edit", {"path": "calc.py", "old": "class Total:\n    pass\n", "new": ""})
+    assert removed.startswith("edited calc.py")
+    # Only .py files are read this way; a file that does not parse is not judged by its names.
+    (tmp_path / "notes.md").write_text("def a():\n")
+    tools.mark_seen(["notes.md"])
+    assert tools.run("write", {"path": "notes.md", "content": "x\n"}).startswith("replaced notes.md")

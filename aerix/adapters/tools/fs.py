@@ -7,7 +7,12 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from aerix.adapters.tools.common import ToolFailure, cut_line, display_path, resolve_path
-from aerix.adapters.tools.python_checks import check_python, mend_python, mended_note
+from aerix.adapters.tools.python_checks import (
+    check_kept_definitions,
+    check_python,
+    mend_python,
+    mended_note,
+)
 from aerix.domain import bounds
 
 
@@ -68,7 +73,8 @@ class UnreadWrite(ToolFailure):
 def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judge_python: bool) -> str:
     """Create or replace a file; parent folders are created. A file with content that is not in
     ``seen`` (the files whose text this agent has had in its context) is refused with
-    :class:`UnreadWrite`, not replaced; with ``judge_python``, a ``.py`` file left unparsable
+    :class:`UnreadWrite`, not replaced; with ``judge_python``, a ``.py`` file that would lose a
+    top-level function or class is refused with ``DroppedDefinitions``, and one left unparsable
     raises a ``BrokenPython`` (``python_checks``) once written."""
     target = resolve_path(cwd, path)
     if target.is_dir():
@@ -83,6 +89,7 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     # Only a judged .py file is checked against what it held; any other write reads nothing more.
     judged = judge_python and target.suffix == ".py"
     before = _text_or_none(target) if existed and judged else None
+    check_kept_definitions(path, before, content)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")

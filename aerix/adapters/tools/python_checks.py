@@ -78,6 +78,47 @@ class UndefinedNames(BrokenPython):
     """The file uses names it never defines (UNDEFINED_NAMES)."""
 
 
+#: A whole-file ``write`` of a judged ``.py`` file that leaves out a function or class the file
+#: defines at its top level is refused, and the file stays as it was: asked to fix add() in
+#: calc.py, the 1.5B's retry rewrote calc.py whole with add() fixed and mul() gone, and its diff
+#: was the user's to undo. Removing one on purpose is an ``edit`` (or a write that keeps it and
+#: an edit after). At most UNDEFINED_NAMES_SHOWN names are listed.
+DROPPED_DEFINITIONS = (
+    "{path} was not replaced: it defines {names}, and this write leaves {them} out. Write the "
+    "whole file again with {them} kept, or use edit to change only the lines that change "
+    "(edit also removes {them}, if that is the request)"
+)
+
+
+class DroppedDefinitions(ToolFailure):
+    """A write refused for leaving out definitions the file has (DROPPED_DEFINITIONS)."""
+
+
+def top_level_definitions(text: str) -> list[str]:
+    """The functions and classes ``text`` defines at its top level, in order; empty when it does
+    not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [node.name for node in tree.body if isinstance(node, kinds)]
+
+
+def check_kept_definitions(path: str, before: str | None, text: str) -> None:
+    """Raise :class:`DroppedDefinitions` when ``text`` (a write's content) leaves out a top-level
+    function or class ``before`` (the file it would replace) defines."""
+    if before is None:
+        return
+    kept = set(top_level_definitions(text))
+    dropped = [name for name in dict.fromkeys(top_level_definitions(before)) if name not in kept]
+    if not dropped:
+        return
+    shown = ", ".join(f"{name}()" for name in dropped[:UNDEFINED_NAMES_SHOWN])
+    them = "them" if len(dropped) > 1 else "it"
+    raise DroppedDefinitions(DROPPED_DEFINITIONS.format(path=path, names=shown, them=them))
+
+
 def undefined_names(text: str) -> dict[str, int]:
     """The names ``text`` uses and never defines or imports (pyflakes), each with the first line
     it is used on; empty when the text does not parse."""

@@ -10,7 +10,9 @@ Each turn:
    ``context floor: no room …``). A turn asks ``min(context.max_new_tokens, W / 4)``.
 3. One generation (:mod:`aerix.app.agent.asking`), under the ``json`` constraint built from the
    callable tools when the member has it, appended to the context as the assistant segment
-   ``<agent>.m<turn>``. A ``message`` event carries the answer and the pool's usage. A turn
+   ``<agent>.m<turn>``; a verifier's turns are asked without the final branch until it has
+   called a tool (a verdict on nothing inspected counts as a fail). A ``message`` event
+   carries the answer and the pool's usage. A turn
    that degenerates while it streams (a span of tokens repeating, a string that never closes)
    is stopped there by the pool's guard (``finish: "degenerate"``), and nothing is appended.
 4. Parsing (``aerix.domain.turns.parse_turn``). An answer that does not parse (a member without
@@ -35,9 +37,10 @@ Each turn:
    ``write`` or ``edit`` succeeds (``ChangeWatch``); the results are appended first.
    A turn of nothing but such repeats leaves an answering agent, or a change agent that
    repeated a ``write`` or ``edit``, nothing but its final: the next turn is asked with only
-   the final branch; a change agent that repeated only reads or commands has what it needs to
-   make its change: the next turn is asked with only ``write``, ``edit`` and the final
-   (``aerix.domain.repeats.next_turn_after``). A change agent (``AgentSpec.makes_changes``) is told
+   the final branch, and so does one that already changed a file; a change agent that repeated
+   only reads or commands before any change has what it needs to make it: the next turn is
+   asked with only ``write``, ``edit`` and the final (``aerix.domain.repeats.next_turn_after``).
+   A change agent (``AgentSpec.makes_changes``) is told
    the next step after each turn's results (``next_step_note``).
 
 The callable tools are offered as they exist when the run starts
@@ -218,7 +221,7 @@ class _AgentRun:
                 return asked
             self.turns += 1
             turn_number = self.live.next_number("m")
-            asks = self._held_constraint(tools) if self.next_turn and constraint is not None else constraint
+            asks = self._turn_constraint(constraint, tools)
             turn = await self.asker.ask(turn_number, asked, asks, tools)
             if isinstance(turn, AskEnded):
                 return _Ended(turn.outcome, turn.reason)
@@ -245,7 +248,11 @@ class _AgentRun:
         check = self.repeats.check(turn.calls)
         can_change = any(tool.name in FILE_CHANGING_TOOLS for tool in self.spec.tools)
         self.next_turn = next_turn_after(
-            turn.calls, check.unchanged, makes_changes=self.spec.makes_changes, can_change=can_change
+            turn.calls,
+            check.unchanged,
+            makes_changes=self.spec.makes_changes,
+            can_change=can_change,
+            has_changed=bool(self.dispatcher.files_touched),
         )
         ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, next_turn=self.next_turn)
         if ran.jobs_reported:
@@ -294,6 +301,22 @@ class _AgentRun:
         if not supported:
             return None
         return {"json": turn_schema(tools, verifier=self.spec.verifier)}
+
+    def _turn_constraint(
+        self, constraint: dict[str, Any] | None, tools: Sequence[ToolSpec]
+    ) -> dict[str, Any] | None:
+        """This turn's constraint: the run's, held (``next_turn``), or, for a verifier that has
+        not called a tool yet, calls only. A verdict on work it never looked at counts as a fail
+        (UNINSPECTED_PASS), and that fail sends the implementer round again: asked to fix add()
+        in calc.py, the 1.5B's verifier passed the fix without a look, and the retry it caused
+        rewrote calc.py without the mul() beside add()."""
+        if constraint is None:
+            return None
+        if self.next_turn:
+            return self._held_constraint(tools)
+        if self.spec.verifier and tools and not self.dispatcher.calls_run:
+            return {"json": turn_schema(tools, verifier=True, final=False)}
+        return constraint
 
     def _held_constraint(self, tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The turn schema the next turn is held to: the final branch, with ``write`` and

@@ -18,6 +18,7 @@ from tests.aerix.delegation.world import (
     BRIEF,
     CHECK,
     CHECKED,
+    LOOK,
     WRITE,
     World,
     delegate,
@@ -142,6 +143,7 @@ async def test_two_identical_agent_calls_in_one_turn_run_one_piece(world: World)
 RETRIED_PIECE = [
     turn("Delegate.", agent_call(BRIEF, CHECK)),
     final("Nothing to do.", "done already"),
+    LOOK,
     verdict("No file.", False, "hello.txt does not exist"),
     WRITE,
     final("Written now.", "I wrote hello.txt."),
@@ -197,8 +199,10 @@ async def test_failing_past_the_retries_fails_the_piece(world: World) -> None:
         [
             turn("Delegate.", agent_call(BRIEF, CHECK)),
             final("Tried.", "attempt one"),
+            LOOK,
             verdict("No.", False, "still missing"),
             final("Tried again.", "attempt two"),
+            LOOK,
             verdict("No.", False, "missing again"),
             final("The piece failed.", "could not do it"),
         ]
@@ -250,13 +254,15 @@ async def test_a_verifier_that_ends_without_a_verdict_counts_as_fail(world: Worl
 
 
 async def test_a_pass_given_without_inspecting_anything_counts_as_fail(world: World) -> None:
+    """On a member without the json constraint the model can answer before it looks."""
     run = await world.root(
         [
             turn("Delegate.", agent_call(BRIEF, CHECK)),
             final("Done.", "I wrote hello.txt."),
             verdict("The check passes.", True, "looks fine"),  # no tool call before it
             final("Failed.", "no"),
-        ]
+        ],
+        constraints=["one_of", "regex", "lark"],
     )
     await delegate(run, world, retries=0)
     assert (ends(run)["a1.c1.v1"].outcome, ends(run)["a1.c1.v1"].verdict) == ("done", "pass")
@@ -266,3 +272,22 @@ async def test_a_pass_given_without_inspecting_anything_counts_as_fail(world: Wo
         "verification failed after 1 attempt: the verifier passed the work without inspecting anything "
         "(no tool calls)"
     )
+
+
+async def test_a_constrained_verifier_cannot_give_its_verdict_before_it_looks(world: World) -> None:
+    """Under the json constraint a verifier's first turn has no final branch: the scripted
+    verdict cannot come out as one, so its first turn is a call, and its verdict comes after."""
+    run = await world.root(
+        [
+            turn("Delegate.", agent_call(BRIEF, CHECK)),
+            final("Done.", "I wrote hello.txt."),
+            verdict("The check passes.", True, "looks fine"),  # what the model would say unasked
+            verdict("The check passes.", True, "hello.txt is there"),
+            final("Done.", "the piece passed"),
+        ]
+    )
+    await delegate(run, world, retries=0)
+    verifier_turns = [m for m in run.messages() if m.agent == "a1.c1.v1"]
+    assert verifier_turns[0].calls, verifier_turns[0].text
+    assert ends(run)["a1.c1.v1"].verdict == "pass"
+    assert piece_result(results(run)[0])["outcome"] == "done"
