@@ -21,14 +21,16 @@ from aerix.projections.base import Handlers, Projection
 class RequestTotals(Projection):
     usage: RequestUsage = field(default_factory=RequestUsage)
     touched: list[str] = field(default_factory=list)
-    #: The root's ``agent`` calls, ``(piece id, outcome)`` each, in order.
+    #: The root's ``agent`` calls, ``(piece id, outcome)`` each, in order; not a call that
+    #: repeated another and was not run (its twin's piece is the one that ran).
     pieces: list[tuple[str, str | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         super().__init__()
 
     def _message(self, record: ev.Message) -> None:
-        if record.role == "tool" and record.tool == "agent" and record.agent == ROOT_AGENT:
+        is_piece = record.tool == "agent" and record.agent == ROOT_AGENT and record.unchanged_since is None
+        if record.role == "tool" and is_piece:
             self.pieces.append((f"{record.agent}.{record.call}", record.outcome))
         if record.usage is not None:
             self.usage = self.usage.plus(record.usage)

@@ -7,6 +7,7 @@ from datetime import timedelta
 from aerix.domain import events as ev
 from aerix.projections.contexts import contexts_at
 from aerix.projections.corpus import tuning_corpus
+from aerix.projections.request_totals import RequestTotals
 from aerix.projections.status import (
     STATS_MIN_STREAMING_SECS,
     ContextFigure,
@@ -264,3 +265,17 @@ def test_a_re_asked_root_attempt_adds_none_of_its_output_to_the_context() -> Non
     )
     status.feed(s.take_new_records())
     assert status.context == ContextFigure(340, 8192, approximate=False)
+
+
+def test_the_request_totals_count_a_piece_once_for_a_call_that_repeated_it() -> None:
+    """The 1.5B sent three identical agent calls in one turn: one piece ran, and the outcome
+    line named the other two "not run" as if they were pieces."""
+    rec = Recording(window=8192)
+    result = '{"summary": "fixed", "files_touched": [], "checks_run": [], "outcome": "done"}'
+    twin = "the same agent with the same input as call c1 in this turn, so it ran once: see that result"
+    rec(ev.Message, agent="a1", role="tool", call="c1", tool="agent", text=result, outcome="done")
+    rec(ev.Message, agent="a1", role="tool", call="c2", tool="agent", text=twin, unchanged_since="c1")
+    rec(ev.Message, agent="a1", role="tool", call="c3", tool="agent", text="error: no agent definition")
+    totals = RequestTotals()
+    totals.feed(rec.session.take_new_records())
+    assert totals.pieces == [("a1.c1", "done"), ("a1.c3", None)]
