@@ -272,3 +272,46 @@ def test_a_write_that_leaves_out_a_function_the_file_defines_is_refused(
     (tmp_path / "notes.md").write_text("def a():\n")
     tools.mark_seen(["notes.md"])
     assert tools.run("write", {"path": "notes.md", "content": "x\n"}).startswith("replaced notes.md")
+
+
+def test_names_an_earlier_write_left_undefined_still_count_against_the_next(tmp_path: Path) -> None:
+    """simple-cipher's second try: the first try's file already used random unimported, and the
+    next write of it passed as if the name were the project's. The names that are the project's
+    are those of git's HEAD, else of the file as this agent first found it."""
+    stub = "class Cipher:\n    def __init__(self, key=None):\n        pass\n"
+    (tmp_path / "cipher.py").write_text(stub)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "cipher.py"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "stub"], cwd=tmp_path, check=True)
+    unimported = (
+        "class Cipher:\n    def __init__(self, key=None):\n        self.key = key or random.random()\n"
+    )
+    first = LocalTools(tmp_path)
+    first.mark_seen(["cipher.py"])
+    assert first.run("write", {"path": "cipher.py", "content": unimported}).startswith(
+        "error: cipher.py was replaced, but it uses random (line 3)"
+    )
+    first.end_turn()
+    again = unimported.replace("random()", "random() * 2")
+    assert first.run("write", {"path": "cipher.py", "content": again}).startswith("error: cipher.py was")
+    # The next request's agent, over the file the first left: still this work's name.
+    second = LocalTools(tmp_path)
+    second.mark_seen(["cipher.py"])
+    assert second.run("write", {"path": "cipher.py", "content": unimported}).startswith(
+        "error: cipher.py was"
+    )
+    fixed = "import random\n\n\n" + unimported
+    assert second.run(
+        "edit",
+        {"path": "cipher.py", "old": "class Cipher", "new": fixed[: -len(unimported)] + "class Cipher"},
+    ).startswith("edited")
+    # Outside git, a name the file used before this agent changed it is the project's.
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "plugin.py").write_text("def hook():\n    return app.config\n")
+    tools = LocalTools(loose)
+    tools.mark_seen(["plugin.py"])
+    assert tools.run(
+        "write", {"path": "plugin.py", "content": "def hook():\n    return app.settings\n"}
+    ).startswith("replaced plugin.py")

@@ -52,3 +52,11 @@ def cut_line(line: str) -> str:
     return (
         line[: bounds.READ_LINE_MAX_CHARS] + f" [… {len(line) - bounds.READ_LINE_MAX_CHARS} more characters]"
     )
+
+
+def text_or_none(target: Path) -> str | None:
+    """The file's text, or None when it is missing or not UTF-8 text."""
+    try:
+        return target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

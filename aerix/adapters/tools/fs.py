@@ -6,7 +6,7 @@ import os
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 
-from aerix.adapters.tools.common import ToolFailure, cut_line, display_path, resolve_path
+from aerix.adapters.tools.common import ToolFailure, cut_line, display_path, resolve_path, text_or_none
 from aerix.adapters.tools.python_checks import (
     check_kept_definitions,
     check_python,
@@ -70,12 +70,20 @@ class UnreadWrite(ToolFailure):
     """A write refused by the guard above: its message shows the file."""
 
 
-def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judge_python: bool) -> str:
+def write_tool(
+    cwd: Path,
+    path: str,
+    content: str,
+    seen: AbstractSet[Path],
+    judge_python: bool,
+    baseline: str | None = None,
+) -> str:
     """Create or replace a file; parent folders are created. A file with content that is not in
     ``seen`` (the files whose text this agent has had in its context) is refused with
     :class:`UnreadWrite`, not replaced; with ``judge_python``, a ``.py`` file that would lose a
-    top-level function or class is refused with ``DroppedDefinitions``, and one left unparsable
-    raises a ``BrokenPython`` (``python_checks``) once written."""
+    top-level function or class is refused with ``DroppedDefinitions``, and one left unparsable,
+    or using a name ``baseline`` (``python_baseline``) did not leave undefined, raises a
+    ``BrokenPython`` (``python_checks``) once written."""
     target = resolve_path(cwd, path)
     if target.is_dir():
         raise ToolFailure(f"{path} is a folder")
@@ -88,7 +96,7 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
         content = mended.text
     # Only a judged .py file is checked against what it held; any other write reads nothing more.
     judged = judge_python and target.suffix == ".py"
-    before = _text_or_none(target) if existed and judged else None
+    before = text_or_none(target) if existed and judged else None
     check_kept_definitions(path, before, content)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -96,15 +104,23 @@ def write_tool(cwd: Path, path: str, content: str, seen: AbstractSet[Path], judg
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
     verb = "replaced" if existed else "created"
-    check_python(target, path, verb, before, content, judge_python)
+    check_python(target, path, verb, baseline, content, judge_python)
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
     return done + mended_note(mended)
 
 
-def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge_python: bool) -> str:
+def edit_tool(
+    cwd: Path,
+    path: str,
+    old: str,
+    new: str,
+    replace_all: bool,
+    judge_python: bool,
+    baseline: str | None = None,
+) -> str:
     """Replace the exact string ``old`` with ``new``; refused when ``old`` is missing, or found
-    more than once without ``replace_all``."""
+    more than once without ``replace_all``. Python is checked as ``write_tool`` checks it."""
     target = resolve_path(cwd, path)
     if not target.is_file():
         raise ToolFailure(f"no such file: {path}")
@@ -130,15 +146,8 @@ def edit_tool(cwd: Path, path: str, old: str, new: str, replace_all: bool, judge
         target.write_text(updated, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
-    check_python(target, path, "edited", text, updated, judge_python)
+    check_python(target, path, "edited", baseline, updated, judge_python)
     replaced = count if replace_all else 1
     plural = "s" if replaced > 1 else ""
     done = f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"
     return done + mended_note(mended)
-
-
-def _text_or_none(target: Path) -> str | None:
-    try:
-        return target.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None

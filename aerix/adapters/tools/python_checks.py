@@ -10,7 +10,7 @@ from pyflakes import checker as pyflakes_checker
 from pyflakes import messages as pyflakes_messages
 
 from aerix.adapters.git.git_runner import GitFailed, run_git
-from aerix.adapters.tools.common import ToolFailure, cut_line
+from aerix.adapters.tools.common import ToolFailure, cut_line, text_or_none
 from aerix.domain.string_mends import MendedText, mend_strings
 
 #: What a write or edit result adds for each kind of string it mended before writing
@@ -164,6 +164,18 @@ def judged_as_python(cwd: Path, target: Path) -> bool:
     return python_problem(committed) is None
 
 
+def python_baseline(cwd: Path, target: Path) -> str | None:
+    """The text whose undefined names are the project's own, not this work's: ``target`` as
+    git's ``HEAD`` holds it, else as it is now (None for a file that does not exist). Not the
+    text an earlier write of this work left: simple-cipher's second try wrote over the first
+    try's file, which already used ``random`` unimported, and the name passed as the file's own."""
+    try:
+        return run_git(cwd, "show", f"HEAD:./{target.relative_to(cwd).as_posix()}")
+    except (GitFailed, ValueError):  # not in a repository, not at HEAD, or outside cwd
+        pass
+    return text_or_none(target)
+
+
 def _parses_as_python(target: Path) -> bool:
     if target.suffix != ".py" or not target.is_file():
         return True
@@ -173,16 +185,16 @@ def _parses_as_python(target: Path) -> bool:
         return False
 
 
-def check_python(target: Path, path: str, verb: str, before: str | None, text: str, judge: bool) -> None:
-    """Raise a :class:`BrokenPython` when the change left ``target`` (a judged ``.py`` file,
-    ``before`` its text before the change) not compiling, or using names the file before it
-    did not leave undefined."""
+def check_python(target: Path, path: str, verb: str, baseline: str | None, text: str, judge: bool) -> None:
+    """Raise a :class:`BrokenPython` when the change left ``target`` (a judged ``.py`` file)
+    not compiling, or using names its ``baseline`` (``python_baseline``) did not leave
+    undefined."""
     if target.suffix != ".py" or not judge:
         return
     problem = python_problem(text)
     if problem is not None:
         raise UnparsablePython(UNPARSABLE_PYTHON.format(path=path, verb=verb, problem=problem))
-    known = undefined_names(before) if before is not None else {}
+    known = undefined_names(baseline) if baseline is not None else {}
     new = [(name, line) for name, line in undefined_names(text).items() if name not in known]
     if new:
         shown = ", ".join(f"{name} (line {line})" for name, line in new[:UNDEFINED_NAMES_SHOWN])

@@ -12,7 +12,7 @@ from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
 from aerix.adapters.tools.common import ToolFailure, error_result, resolve_path
 from aerix.adapters.tools.fs import UnreadWrite, edit_tool, read_tool, write_tool
-from aerix.adapters.tools.python_checks import BrokenPython, judged_as_python
+from aerix.adapters.tools.python_checks import BrokenPython, judged_as_python, python_baseline
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
 from aerix.app.ports.project import SkillSource
@@ -60,11 +60,21 @@ class LocalTools:
         #: Whether each file this agent changed was judged as Python when it first changed it
         #: (``judged_as_python``): one that was not never is (``UNPARSABLE_PYTHON``).
         self._judged_python: dict[Path, bool] = {}
+        #: Each judged .py file's text whose undefined names are not this work's, taken when this
+        #: agent first changes it (``python_baseline``).
+        self._baselines: dict[Path, str | None] = {}
 
     def _judges(self, target: Path) -> bool:
         if target not in self._judged_python:
             self._judged_python[target] = judged_as_python(self.cwd, target)
         return self._judged_python[target]
+
+    def _baseline(self, target: Path, judged: bool) -> str | None:
+        if not judged or target.suffix != ".py":
+            return None
+        if target not in self._baselines:
+            self._baselines[target] = python_baseline(self.cwd, target)
+        return self._baselines[target]
 
     def mark_seen(self, paths: Iterable[str]) -> None:
         self.seen_files.update(resolve_path(self.cwd, path) for path in paths)
@@ -109,10 +119,10 @@ class LocalTools:
             target = resolve_path(self.cwd, args["path"])
             if target in self._written_this_turn:
                 raise ToolFailure(WRITTEN_THIS_TURN.format(path=args["path"]))
+            judged = self._judges(target)
+            baseline = self._baseline(target, judged)
             try:
-                text = write_tool(
-                    self.cwd, args["path"], args["content"], self.seen_files, self._judges(target)
-                )
+                text = write_tool(self.cwd, args["path"], args["content"], self.seen_files, judged, baseline)
             except UnreadWrite:
                 self._shown_this_turn.add(target)
                 raise
@@ -124,10 +134,11 @@ class LocalTools:
             self._written_this_turn.add(target)
             return text
         if tool == "edit":
-            judge = self._judges(resolve_path(self.cwd, args["path"]))
-            return edit_tool(
-                self.cwd, args["path"], args["old"], args["new"], bool(args.get("replace_all", False)), judge
-            )
+            target = resolve_path(self.cwd, args["path"])
+            judged = self._judges(target)
+            replace_all = bool(args.get("replace_all", False))
+            baseline = self._baseline(target, judged)
+            return edit_tool(self.cwd, args["path"], args["old"], args["new"], replace_all, judged, baseline)
         if tool == "bash":
             if args.get("background"):
                 return self.jobs.start(args["command"], args.get("timeout_secs"))
