@@ -57,6 +57,26 @@ def _run_main_job(world: World) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _edit(path: str, old: str, new: str) -> str:
+    return _turn("Fix it.", calls=[{"tool": "edit", "input": {"path": path, "old": old, "new": new}}])
+
+
+#: The fix job, as the default model does it: the root delegates on the edit route, the
+#: implementer edits add(), its verifier reads calc.py and passes, the root answers.
+FIXED = [
+    "edit",
+    _turn(
+        "Delegate the fix.",
+        calls=[{"tool": "agent", "input": {"brief": "Fix add() in calc.py.", "check": "add(2, 3) is 5"}}],
+    ),
+    _edit("calc.py", "a - b", "a + b"),
+    _turn("Edited.", final="add() in calc.py now returns a + b."),
+    _read("calc.py"),
+    json.dumps({"thought": "It adds.", "final": {"verdict": "pass", "reason": "add returns a + b"}}),
+    _turn("Done.", final="add() in calc.py returns a + b now."),
+]
+
+
 def _default_socket(world: World) -> Path:
     return world.root / "run" / "caldrix" / "pool.sock"
 
@@ -87,7 +107,7 @@ def test_whatever_the_model_does_with_its_turns_setup_passes_and_says_which(
 ) -> None:
     world = make_world(tmp_path, {})
     socket = _default_socket(world)
-    start_scripted_pool(world, socket, completions)
+    start_scripted_pool(world, socket, [*completions, *FIXED])
     try:
         job = _run_main_job(world)
     finally:
@@ -97,11 +117,24 @@ def test_whatever_the_model_does_with_its_turns_setup_passes_and_says_which(
     assert lines[0].startswith(
         'setup: the main job: aerix -p "What does greet.py do? Answer in one sentence."'
     )
-    assert lines[-1].startswith(f"setup: {says}"), lines[-1]
-    assert lines[-1].endswith(f"The default model is a small coder (1.5B parameters): {REAL_WORK}")
+    [main] = [line for line in lines if line.startswith("setup: main job ")]
+    assert main.startswith(f"setup: {says}"), main
+    assert main.endswith(f"The default model is a small coder (1.5B parameters): {REAL_WORK}")
     assert "Traceback" not in job.stderr
     if "done" in says:
         assert "setup: the model's answer: greet.py greets a name." in lines
+    # Then the fix, whatever the question's end, in its own repository, and what calc.py gives.
+    fix = lines.index(
+        'setup: the fix job: aerix -p "add() in calc.py returns the wrong result for add(2, 3). Fix it." '
+        "on the default model, in a scratch git repository holding calc.py (add() subtracts; mul() is "
+        "beside it). aerix's own lines follow: its banner, and its outcome line unless it ends done."
+    )
+    assert lines[fix + 1 :] == [
+        "setup: the model's answer: add() in calc.py returns a + b now.",
+        "setup: calc.py now: add(2, 3) = 5, mul(2, 3) = 6: fixed",
+        "setup: fix job done (exit 0): the model answered; the pool, the agent loop and the session log "
+        f"all ran. The default model is a small coder (1.5B parameters): {REAL_WORK}",
+    ]
 
 
 @pytest.mark.e2e
@@ -113,6 +146,24 @@ def test_a_pool_that_cannot_start_fails_setup(tmp_path: Path) -> None:
     assert line.startswith("setup: the main job failed: failed: ") and line.endswith("; aerix exited 1")
     assert "Traceback" not in job.stderr
     assert not _default_socket(world).exists()
+
+
+@pytest.mark.parametrize(
+    ("calc", "says"),
+    [
+        (main_job.CALC_PY, "add(2, 3) = -1, mul(2, 3) = 6: not fixed"),
+        (main_job.CALC_PY.replace("a - b", "a + b"), "add(2, 3) = 5, mul(2, 3) = 6: fixed"),
+        (
+            "def add(a, b):\n    return a + b\n",
+            "it does not run (AttributeError: module 'calc' has no attribute 'mul'): not fixed",
+        ),
+        ("def add(a, b):\n    return a +\n", "it does not run (SyntaxError: invalid syntax): not fixed"),
+    ],
+    ids=["unfixed", "fixed", "mul-lost", "broken"],
+)
+def test_the_fix_job_says_what_calc_py_gives_afterwards(tmp_path: Path, calc: str, says: str) -> None:
+    (tmp_path / "calc.py").write_text(calc)
+    assert main_job.calc_outcome(tmp_path) == says
 
 
 # ---- judge, on ends the world does not stage ---------------------------------------------------
