@@ -36,6 +36,8 @@ class MendedText:
     joined: tuple[int, ...] = ()
     #: Lines where an apostrophe inside a single-quoted string was written as ``\\'``.
     escaped: tuple[int, ...] = ()
+    #: Whether the line numbers the text was written with were left out (``line_numbers``).
+    unnumbered: bool = False
 
 
 def mend_strings(text: str) -> MendedText | None:

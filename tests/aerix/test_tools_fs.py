@@ -268,6 +268,11 @@ def test_a_write_that_leaves_out_a_function_the_file_defines_is_refused(
     # Removing one on purpose is an edit.
     removed = tools.run("edit", {"path": "calc.py", "old": "class Total:\n    pass\n", "new": ""})
     assert removed.startswith("edited calc.py")
+    # Content that does not parse is written and named broken, not refused as leaving them out.
+    unfinished = "def add(a, b):\n    return a +\n"
+    broken = tools.run("write", {"path": "calc.py", "content": unfinished})
+    assert broken.startswith("error: calc.py was replaced, but it is not valid Python now (line 2: ")
+    tools.end_turn()
     # Only .py files are read this way; a file that does not parse is not judged by its names.
     (tmp_path / "notes.md").write_text("def a():\n")
     tools.mark_seen(["notes.md"])

@@ -4,6 +4,7 @@ after (it compiles; it names nothing it never defines)."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 from pyflakes import checker as pyflakes_checker
@@ -11,6 +12,7 @@ from pyflakes import messages as pyflakes_messages
 
 from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.adapters.tools.common import ToolFailure, cut_line, text_or_none
+from aerix.domain.line_numbers import without_line_numbers
 from aerix.domain.string_mends import MendedText, mend_strings
 
 #: What a write or edit result adds for each kind of string it mended before writing
@@ -23,9 +25,20 @@ JOINED_STRINGS = (
 ESCAPED_APOSTROPHES = "; on {lines} an apostrophe inside a quoted string was written as \\', as Python needs"
 
 
+#: What a write or edit result adds when the text came with its lines numbered, as ``read`` shows
+#: them (``aerix.domain.line_numbers``), and was written without the numbers.
+UNNUMBERED_LINES = "; its lines began with line numbers, as read shows a file: they were left out"
+
+
 def mend_python(target: Path, text: str, judge_python: bool) -> MendedText | None:
     if target.suffix != ".py" or not judge_python:
         return None
+    unnumbered = without_line_numbers(text) if python_problem(text) is not None else None
+    if unnumbered is not None:
+        mended = mend_strings(unnumbered)
+        candidate = mended if mended is not None else MendedText(unnumbered)
+        if python_problem(candidate.text) is None:
+            return replace(candidate, unnumbered=True)
     return mend_strings(text)
 
 
@@ -33,7 +46,8 @@ def mended_note(mended: MendedText | None) -> str:
     if mended is None:
         return ""
     notes = [(JOINED_STRINGS, mended.joined), (ESCAPED_APOSTROPHES, mended.escaped)]
-    return "".join(note.format(lines=_lines(numbers)) for note, numbers in notes if numbers)
+    unnumbered = UNNUMBERED_LINES if mended.unnumbered else ""
+    return unnumbered + "".join(note.format(lines=_lines(numbers)) for note, numbers in notes if numbers)
 
 
 def _lines(numbers: tuple[int, ...]) -> str:
@@ -107,8 +121,11 @@ def top_level_definitions(text: str) -> list[str]:
 
 def check_kept_definitions(path: str, before: str | None, text: str) -> None:
     """Raise :class:`DroppedDefinitions` when ``text`` (a write's content) leaves out a top-level
-    function or class ``before`` (the file it would replace) defines."""
-    if before is None:
+    function or class ``before`` (the file it would replace) defines. Content that does not
+    parse is left to the unparsable check, which names the broken line: the 1.5B's resistor-color
+    write, its lines numbered ``1. def color_code(color):``, was refused as leaving out both
+    functions it held."""
+    if before is None or python_problem(text) is not None:
         return
     kept = set(top_level_definitions(text))
     dropped = [name for name in dict.fromkeys(top_level_definitions(before)) if name not in kept]
