@@ -31,7 +31,8 @@ end.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -118,14 +119,14 @@ def next_turn_after(
     *,
     makes_changes: bool,
     can_change: bool,
-    has_changed: bool = False,
+    changed: Collection[str] = (),
 ) -> NextTurn | None:
     """What a turn made only of unchanged repeats holds the next turn to. An agent that answers
     has what it asked for: a final. One that makes a change and repeated a ``write`` or ``edit``
-    has written what it means to: a final; so has one that changed a file in an earlier turn
-    (``has_changed``) and now only looks again. One that repeated only reads or commands before
-    any change has what it needs to make it (``can_change``: it may write or edit): a change or
-    a final.
+    has written what it means to: a final; so has one that changed files in earlier turns
+    (``changed``: their paths) and now only looks again at them or runs commands. One that
+    repeated only reads or commands before any change, or read a file it has not changed yet,
+    has what it needs to make it (``can_change``: it may write or edit): a change or a final.
 
     Measured on qwen2.5-coder-1.5b: it answered "What does greet.py do?" right in the thought of
     its second turn, then called the same ``read`` until the repeat rule ended it ``failed``;
@@ -136,9 +137,19 @@ def next_turn_after(
     whole, without the mul() beside add(), until the repeated-change rule ended it."""
     if not calls or len(unchanged) < len(calls):
         return None
-    if not makes_changes or has_changed or any(call.tool in FILE_CHANGING_TOOLS for call in calls):
+    if not makes_changes or any(call.tool in FILE_CHANGING_TOOLS for call in calls):
+        return "final"
+    if changed and not any(_reads_other_than(call, changed) for call in calls):
         return "final"
     return "change" if can_change else None
+
+
+def _reads_other_than(call: ToolCall, changed: Collection[str]) -> bool:
+    """Whether ``call`` reads a file that is not one of the ``changed`` paths."""
+    path = call.input.get("path")
+    if call.tool != "read" or not isinstance(path, str):
+        return False
+    return os.path.normpath(path) not in {os.path.normpath(other) for other in changed}
 
 
 @dataclass(frozen=True)

@@ -235,6 +235,22 @@ async def test_a_change_agent_that_changed_a_file_and_repeats_its_read_is_asked_
     await run.assert_log_rebuilds_the_context()
 
 
+async def test_a_change_agent_that_rereads_a_file_it_has_not_changed_is_held_to_a_change(make: Make) -> None:
+    """A change to a second file is still to make: the hold to a final is only for an agent that
+    looks again at what it has already changed."""
+    changing = turn("Change a.", ("edit", {"path": "a.txt", "old": "one", "new": "two"}))
+    looking = turn("Look at b.", ("read", {"path": "b.txt"}))
+    writing = turn("Change b.", ("write", {"path": "b.txt", "content": "four\n"}))
+    run = await make([changing, looking, looking, writing, final("Done.", "a and b changed")])
+    (run.cwd / "a.txt").write_text("one\n")
+    (run.cwd / "b.txt").write_text("three\n")
+    result = await run.run(makes_changes=True)
+    assert (result.outcome, result.turns) == ("done", 5)
+    assert run.messages("tool")[2].text.startswith("[read c3]\nAlready done by call c2 above")
+    assert (run.cwd / "b.txt").read_text() == "four\n"
+    await run.assert_log_rebuilds_the_context()
+
+
 async def test_a_change_agent_that_repeats_its_write_is_asked_for_its_final(make: Make) -> None:
     writing = turn("Write it.", ("write", {"path": "a.txt", "content": "two\n"}))
     run = await make([writing, writing, writing, final("Never.", "never reached")])

@@ -37,9 +37,10 @@ Each turn:
    ``write`` or ``edit`` succeeds (``ChangeWatch``); the results are appended first.
    A turn of nothing but such repeats leaves an answering agent, or a change agent that
    repeated a ``write`` or ``edit``, nothing but its final: the next turn is asked with only
-   the final branch, and so does one that already changed a file; a change agent that repeated
-   only reads or commands before any change has what it needs to make it: the next turn is
-   asked with only ``write``, ``edit`` and the final (``aerix.domain.repeats.next_turn_after``).
+   the final branch, and so does one that already changed files and only read those again or
+   ran commands; a change agent that repeated only reads or commands before any change (or read
+   a file it has not changed) has what it needs to make it: the next turn is asked with only
+   ``write``, ``edit`` and the final (``aerix.domain.repeats.next_turn_after``).
    A change agent (``AgentSpec.makes_changes``) is told
    the next step after each turn's results (``next_step_note``).
 
@@ -252,7 +253,7 @@ class _AgentRun:
             check.unchanged,
             makes_changes=self.spec.makes_changes,
             can_change=can_change,
-            has_changed=bool(self.dispatcher.files_touched),
+            changed=self.dispatcher.files_touched,
         )
         ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, next_turn=self.next_turn)
         if ran.jobs_reported:
