@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -139,17 +140,16 @@ def next_turn_after(
         return None
     if not makes_changes or any(call.tool in FILE_CHANGING_TOOLS for call in calls):
         return "final"
-    if changed and not any(_reads_other_than(call, changed) for call in calls):
+    changed_paths = {os.path.normpath(path) for path in changed}
+    if changed_paths and not any(_reads_other_than(call, changed_paths) for call in calls):
         return "final"
     return "change" if can_change else None
 
 
-def _reads_other_than(call: ToolCall, changed: Collection[str]) -> bool:
-    """Whether ``call`` reads a file that is not one of the ``changed`` paths."""
+def _reads_other_than(call: ToolCall, changed_paths: AbstractSet[str]) -> bool:
+    """Whether ``call`` reads a file that is not one of the ``changed_paths`` (normalized)."""
     path = call.input.get("path")
-    if call.tool != "read" or not isinstance(path, str):
-        return False
-    return os.path.normpath(path) not in {os.path.normpath(other) for other in changed}
+    return call.tool == "read" and isinstance(path, str) and os.path.normpath(path) not in changed_paths
 
 
 @dataclass(frozen=True)

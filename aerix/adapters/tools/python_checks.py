@@ -174,11 +174,8 @@ def judged_as_python(cwd: Path, target: Path) -> bool:
     Python than aerix's, say, or a file git does not hold)."""
     if _parses_as_python(target):
         return True
-    try:
-        committed = run_git(cwd, "show", f"HEAD:./{target.relative_to(cwd).as_posix()}")
-    except (GitFailed, ValueError):  # not in a repository, not at HEAD, or outside cwd
-        return False
-    return python_problem(committed) is None
+    committed = _committed_text(cwd, target)
+    return committed is not None and python_problem(committed) is None
 
 
 def python_baseline(cwd: Path, target: Path) -> str | None:
@@ -186,11 +183,17 @@ def python_baseline(cwd: Path, target: Path) -> str | None:
     git's ``HEAD`` holds it, else as it is now (None for a file that does not exist). Not the
     text an earlier write of this work left: simple-cipher's second try wrote over the first
     try's file, which already used ``random`` unimported, and the name passed as the file's own."""
+    committed = _committed_text(cwd, target)
+    return committed if committed is not None else text_or_none(target)
+
+
+def _committed_text(cwd: Path, target: Path) -> str | None:
+    """``target`` as git's ``HEAD`` holds it; None when it is not in a repository, not at
+    ``HEAD``, or outside ``cwd``."""
     try:
         return run_git(cwd, "show", f"HEAD:./{target.relative_to(cwd).as_posix()}")
-    except (GitFailed, ValueError):  # not in a repository, not at HEAD, or outside cwd
-        pass
-    return text_or_none(target)
+    except (GitFailed, ValueError):
+        return None
 
 
 def _parses_as_python(target: Path) -> bool:

@@ -12,9 +12,9 @@ Each turn:
    callable tools when the member has it, appended to the context as the assistant segment
    ``<agent>.m<turn>``; a verifier's turns are asked without the final branch until it has
    called a tool (a verdict on nothing inspected counts as a fail). A ``message`` event
-   carries the answer and the pool's usage. A turn
-   that degenerates while it streams (a span of tokens repeating, a string that never closes)
-   is stopped there by the pool's guard (``finish: "degenerate"``), and nothing is appended.
+   carries the answer and the pool's usage. A turn that degenerates while it streams (a span
+   of tokens repeating, a string that never closes) is stopped there by the pool's guard
+   (``finish: "degenerate"``), and nothing is appended.
 4. Parsing (``aerix.domain.turns.parse_turn``). An answer that does not parse (a member without
    the constraint), that hit ``max_new_tokens`` before its JSON closed, or that was stopped, is
    removed from the context, a note tells the model what went wrong (for a cut or a stop: to
@@ -40,9 +40,9 @@ Each turn:
    the final branch, and so does one that already changed files and only read those again or
    ran commands; a change agent that repeated only reads or commands before any change (or read
    a file it has not changed) has what it needs to make it: the next turn is asked with only
-   ``write``, ``edit`` and the final (``aerix.domain.repeats.next_turn_after``).
-   A change agent (``AgentSpec.makes_changes``) is told
-   the next step after each turn's results (``next_step_note``).
+   ``write``, ``edit`` and the final (``aerix.domain.repeats.next_turn_after``). A change
+   agent (``AgentSpec.makes_changes``) is told the next step after each turn's results
+   (``next_step_note``).
 
 The callable tools are offered as they exist when the run starts
 (``aerix.domain.tool_choices``): ``agent``'s ``definition`` and ``member`` and ``skill``'s
