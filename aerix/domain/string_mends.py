@@ -38,6 +38,10 @@ class MendedText:
     escaped: tuple[int, ...] = ()
     #: Whether the line numbers the text was written with were left out (``line_numbers``).
     unnumbered: bool = False
+    #: Standard-library modules used unimported whose ``import`` lines were added
+    #: (``missing_imports``), and the line the first of them is on.
+    imported: tuple[str, ...] = ()
+    imported_line: int = 0
 
 
 def mend_strings(text: str) -> MendedText | None:

@@ -225,25 +225,55 @@ def test_a_line_break_that_splits_a_string_is_written_back_as_its_escape(
 def test_a_change_that_uses_a_name_it_never_defines_is_made_and_reported_as_an_error(
     tmp_path: Path, tools: LocalTools
 ) -> None:
-    """simple-cipher on the 1.5B: random.randint with no import random, answered done."""
-    cipher = "class Cipher:\n    def __init__(self):\n        self.key = random.choice(LETTERS)\n"
+    """simple-cipher on the 1.5B: a name used unimported and undefined, answered done."""
+    cipher = "class Cipher:\n    def __init__(self):\n        self.key = shuffled(LETTERS)\n"
     made = tools.run("write", {"path": "cipher.py", "content": cipher})
     assert made == (
-        "error: cipher.py was created, but it uses random (line 3), LETTERS (line 3) without defining "
+        "error: cipher.py was created, but it uses shuffled (line 3), LETTERS (line 3) without defining "
         "or importing them; add the import or the definition, and write it again"
     )
     assert (tmp_path / "cipher.py").read_text() == cipher  # the change is made
     tools.end_turn()
-    imported = "import random\n\nLETTERS = 'abc'\n\n" + cipher
-    assert tools.run("write", {"path": "cipher.py", "content": imported}).startswith("replaced cipher.py")
-    edited = tools.run("edit", {"path": "cipher.py", "old": "import random\n", "new": ""})
-    assert edited.startswith("error: cipher.py was edited, but it uses random (line 6) without")
+    defined = "LETTERS = 'abc'\n\n\ndef shuffled(text):\n    return text\n\n\n" + cipher
+    assert tools.run("write", {"path": "cipher.py", "content": defined}).startswith("replaced cipher.py")
+    edited = tools.run("edit", {"path": "cipher.py", "old": "LETTERS = 'abc'\n", "new": ""})
+    assert edited.startswith("error: cipher.py was edited, but it uses LETTERS (line 9) without")
     # A name the file left undefined before the change is the project's, not this change's.
     (tmp_path / "plugin.py").write_text("def hook():\n    return app.config\n")
     tools.mark_seen(["plugin.py"])
     kept = tools.run("write", {"path": "plugin.py", "content": "def hook():\n    return app.settings\n"})
     assert kept.startswith("replaced plugin.py")
     assert tools.run("write", {"path": "notes.txt", "content": "random"}).startswith("created notes.txt")
+
+
+def test_a_standard_module_used_unimported_gets_its_import(tmp_path: Path, tools: LocalTools) -> None:
+    """simple-cipher on the 1.5B: random.choice with no import random, sent three times over."""
+    cipher = (
+        '"""A cipher."""\nfrom __future__ import annotations\n\nimport string\n\n\nclass Cipher:\n'
+        "    def __init__(self):\n        self.key = random.choice(string.ascii_lowercase)\n"
+    )
+    made = tools.run("write", {"path": "cipher.py", "content": cipher})
+    assert made == (
+        "created cipher.py (177 bytes, 10 lines); it used random without importing it: import random "
+        "added on line 5"
+    )
+    assert (tmp_path / "cipher.py").read_text() == cipher.replace(
+        "import string\n", "import string\nimport random\n"
+    )
+    tools.end_turn()
+    # With a name still undefined, the error says what was added, since its line numbers count it.
+    broken = "def key():\n    return random.choice(LETTERS)\n"
+    assert tools.run("write", {"path": "key.py", "content": broken}) == (
+        "error: key.py was created, but it uses LETTERS (line 3) without defining or importing it; "
+        "add the import or the definition, and write it again; it used random without importing it: "
+        "import random added on line 1"
+    )
+    # Not a name used any other way (assigned, called), nor one that is no standard module.
+    tools.end_turn()
+    other = "def key():\n    print(random)\n    return random.choice('ab') + rng.choice('ab')\n"
+    assert tools.run("write", {"path": "other.py", "content": other}).startswith(
+        "error: other.py was created, but it uses random (line 2), rng (line 3) without"
+    )
 
 
 def test_a_write_that_leaves_out_a_function_the_file_defines_is_refused(
@@ -289,16 +319,14 @@ def test_names_an_earlier_write_left_undefined_still_count_against_the_next(tmp_
     subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run([*git, "add", "cipher.py"], cwd=tmp_path, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "stub"], cwd=tmp_path, check=True)
-    unimported = (
-        "class Cipher:\n    def __init__(self, key=None):\n        self.key = key or random.random()\n"
-    )
+    unimported = "class Cipher:\n    def __init__(self, key=None):\n        self.key = key or make_key()\n"
     first = LocalTools(tmp_path)
     first.mark_seen(["cipher.py"])
     assert first.run("write", {"path": "cipher.py", "content": unimported}).startswith(
-        "error: cipher.py was replaced, but it uses random (line 3)"
+        "error: cipher.py was replaced, but it uses make_key (line 3)"
     )
     first.end_turn()
-    again = unimported.replace("random()", "random() * 2")
+    again = unimported.replace("make_key()", "make_key() * 2")
     assert first.run("write", {"path": "cipher.py", "content": again}).startswith("error: cipher.py was")
     # The next request's agent, over the file the first left: still this work's name.
     second = LocalTools(tmp_path)
@@ -306,7 +334,7 @@ def test_names_an_earlier_write_left_undefined_still_count_against_the_next(tmp_
     assert second.run("write", {"path": "cipher.py", "content": unimported}).startswith(
         "error: cipher.py was"
     )
-    fixed = "import random\n\n\n" + unimported
+    fixed = "def make_key():\n    return 'abc'\n\n\n" + unimported
     assert second.run(
         "edit",
         {"path": "cipher.py", "old": "class Cipher", "new": fixed[: -len(unimported)] + "class Cipher"},

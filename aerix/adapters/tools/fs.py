@@ -91,7 +91,7 @@ def write_tool(
     if existed and target not in seen and target.stat().st_size > 0:
         shown = read_tool(cwd, path)
         raise UnreadWrite("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
-    mended = mend_python(target, content, judge_python)
+    mended = mend_python(target, content, judge_python, baseline)
     if mended is not None:
         content = mended.text
     # Only a judged .py file is checked against what it held; any other write reads nothing more.
@@ -104,10 +104,11 @@ def write_tool(
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
     verb = "replaced" if existed else "created"
-    check_python(target, path, verb, baseline, content, judge_python)
+    note = mended_note(mended)
+    check_python(target, path, verb, baseline, content, judge_python, note)
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
-    return done + mended_note(mended)
+    return done + note
 
 
 def edit_tool(
@@ -139,15 +140,16 @@ def edit_tool(
             "unique, or set replace_all"
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    mended = mend_python(target, updated, judge_python)
+    mended = mend_python(target, updated, judge_python, baseline)
     if mended is not None:
         updated = mended.text
     try:
         target.write_text(updated, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
-    check_python(target, path, "edited", baseline, updated, judge_python)
+    note = mended_note(mended)
+    check_python(target, path, "edited", baseline, updated, judge_python, note)
     replaced = count if replace_all else 1
     plural = "s" if replaced > 1 else ""
     done = f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"
-    return done + mended_note(mended)
+    return done + note

@@ -13,6 +13,7 @@ from pyflakes import messages as pyflakes_messages
 from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.adapters.tools.common import ToolFailure, cut_line, text_or_none
 from aerix.domain.line_numbers import without_line_numbers
+from aerix.domain.missing_imports import with_stdlib_imports
 from aerix.domain.string_mends import MendedText, mend_strings
 
 #: What a write or edit result adds for each kind of string it mended before writing
@@ -30,9 +31,31 @@ ESCAPED_APOSTROPHES = "; on {lines} an apostrophe inside a quoted string was wri
 UNNUMBERED_LINES = "; its lines began with line numbers, as read shows a file: they were left out"
 
 
-def mend_python(target: Path, text: str, judge_python: bool) -> MendedText | None:
+#: What a write or edit result adds when it used standard-library modules it never imported, and
+#: their ``import`` lines were added (``aerix.domain.missing_imports``).
+ADDED_IMPORTS = "; it used {modules} without importing {them}: {lines} added on line {line}"
+
+
+def mend_python(target: Path, text: str, judge_python: bool, baseline: str | None) -> MendedText | None:
+    """``text`` mended before it is written (a judged ``.py`` file only): line numbers copied
+    from ``read`` left out, broken string literals mended, and imports added for standard-library
+    modules it uses unimported where ``baseline`` (``python_baseline``) did not; None when
+    nothing needed mending."""
     if target.suffix != ".py" or not judge_python:
         return None
+    mended = _mend_syntax(text)
+    written = mended.text if mended is not None else text
+    known = undefined_names(baseline) if baseline is not None else {}
+    missing = [name for name in undefined_names(written) if name not in known]
+    added = with_stdlib_imports(written, missing) if missing else None
+    if added is None:
+        return mended
+    return replace(
+        mended or MendedText(written), text=added.text, imported=added.modules, imported_line=added.line
+    )
+
+
+def _mend_syntax(text: str) -> MendedText | None:
     unnumbered = without_line_numbers(text) if python_problem(text) is not None else None
     if unnumbered is not None:
         mended = mend_strings(unnumbered)
@@ -47,7 +70,17 @@ def mended_note(mended: MendedText | None) -> str:
         return ""
     notes = [(JOINED_STRINGS, mended.joined), (ESCAPED_APOSTROPHES, mended.escaped)]
     unnumbered = UNNUMBERED_LINES if mended.unnumbered else ""
-    return unnumbered + "".join(note.format(lines=_lines(numbers)) for note, numbers in notes if numbers)
+    strings = "".join(note.format(lines=_lines(numbers)) for note, numbers in notes if numbers)
+    return unnumbered + strings + _imports_note(mended)
+
+
+def _imports_note(mended: MendedText) -> str:
+    if not mended.imported:
+        return ""
+    modules = ", ".join(mended.imported)
+    lines = "; ".join(f"import {module}" for module in mended.imported)
+    them = "them" if len(mended.imported) > 1 else "it"
+    return ADDED_IMPORTS.format(modules=modules, them=them, lines=lines, line=mended.imported_line)
 
 
 def _lines(numbers: tuple[int, ...]) -> str:
@@ -205,18 +238,21 @@ def _parses_as_python(target: Path) -> bool:
         return False
 
 
-def check_python(target: Path, path: str, verb: str, baseline: str | None, text: str, judge: bool) -> None:
+def check_python(
+    target: Path, path: str, verb: str, baseline: str | None, text: str, judge: bool, mended: str = ""
+) -> None:
     """Raise a :class:`BrokenPython` when the change left ``target`` (a judged ``.py`` file)
     not compiling, or using names its ``baseline`` (``python_baseline``) did not leave
-    undefined."""
+    undefined; its message ends with ``mended`` (``mended_note``), what was mended before the
+    text was written, since the line numbers it names count the mended text's lines."""
     if target.suffix != ".py" or not judge:
         return
     problem = python_problem(text)
     if problem is not None:
-        raise UnparsablePython(UNPARSABLE_PYTHON.format(path=path, verb=verb, problem=problem))
+        raise UnparsablePython(UNPARSABLE_PYTHON.format(path=path, verb=verb, problem=problem) + mended)
     known = undefined_names(baseline) if baseline is not None else {}
     new = [(name, line) for name, line in undefined_names(text).items() if name not in known]
     if new:
         shown = ", ".join(f"{name} (line {line})" for name, line in new[:UNDEFINED_NAMES_SHOWN])
         them = "them" if len(new) > 1 else "it"
-        raise UndefinedNames(UNDEFINED_NAMES.format(path=path, verb=verb, names=shown, them=them))
+        raise UndefinedNames(UNDEFINED_NAMES.format(path=path, verb=verb, names=shown, them=them) + mended)
