@@ -65,6 +65,15 @@ DEGENERATE_RUN_MIN_TOKENS: Final = 64
 #: A generation is stopped when one quoted string runs this many characters without closing or
 #: breaking its line (a newline or a ``\n`` escape): no file's line or paragraph is that long.
 OPEN_STRING_LINE_MAX_CHARS: Final = 2000
+#: A generation is stopped when this many lines in a row (empty ones aside) say the same words
+#: with only their numbers different: qwen2.5-coder-1.5b, writing a test file nobody asked for,
+#: went on with `self.assertEqual(convert(N), 'PlingPlong')` for N = 22, 23, 24 … until its
+#: 2,048 tokens ran out, 2.5 minutes of decode no span check sees (each line's number differs).
+#: The longest such run in caldrix's code and docs and the Exercism tests is 15 lines.
+DEGENERATE_SIMILAR_LINES: Final = 20
+#: … lines that hold at least this many letters: a table of bare numbers (a test's list of
+#: primes, a type table `41: (128, 18),`) is data, and runs long.
+SIMILAR_LINE_MIN_LETTERS: Final = 8
 #: The longest span a client may ask the guard to watch for: the guard's work per token grows
 #: with it (each token is compared with its occurrences this far back).
 GUARD_SPAN_LIMIT_TOKENS: Final = 1024

@@ -11,6 +11,11 @@ for nothing, so a ``generate`` that asks for the guard (its ``guard`` field) end
   written over and over).
 - **A string that never closes**: one quoted string has run ``open_string_chars`` characters
   without its closing quote or a line break (a newline, or a ``\\n`` escape).
+- **Lines that differ only in their numbers**: ``similar_lines`` lines in a row (empty ones
+  aside), each with at least SIMILAR_LINE_MIN_LETTERS letters, are the same once every run of
+  digits is read as one (``assertEqual(convert(22), 'PlingPlong')``, then 23, 24 …): a count
+  that goes on, which no span check sees. A line ends at a newline or a ``\\n`` escape, as code
+  inside a JSON string spells it.
 
 The span check is an incremental walk over occurrences: each token is compared only with the
 earlier occurrences of the same token within ``span_max_tokens`` (each such occurrence, at
@@ -21,10 +26,17 @@ anything hashable: a token id on a local member, a text piece on a remote one.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Hashable
 
 from caldrix.engine_seam import GuardLimits
+from caldrix.limits import SIMILAR_LINE_MIN_LETTERS
+
+_NUMBER = re.compile(r"\d+")
+_LETTER = re.compile(r"[^\W\d_]")
+#: A line longer than this is no line of a count; its shape is not kept.
+_SHAPE_MAX_CHARS = 400
 
 
 class DegenerationGuard:
@@ -43,6 +55,11 @@ class DegenerationGuard:
         self._in_string = False
         self._escaped = False
         self._line_chars = 0
+        #: The line being written, the shape of the last one and how many in a row had it.
+        self._line: list[str] = []
+        self._line_escaped = False
+        self._shape: str | None = None
+        self._same_shape = 0
 
     @property
     def count(self) -> int:
@@ -52,7 +69,7 @@ class DegenerationGuard:
     def feed(self, token: Hashable, text: str) -> str | None:
         position = self._count
         self._count += 1
-        return self._repeating(token, position) or self._open_string(text)
+        return self._repeating(token, position) or self._open_string(text) or self._similar_lines(text)
 
     def _repeating(self, token: Hashable, position: int) -> str | None:
         limits = self.limits
@@ -97,6 +114,45 @@ class DegenerationGuard:
                 self._line_chars += 1
             if self._in_string and self._line_chars >= most:
                 return f"a string ran {most} characters without closing or a line break"
+        return None
+
+    def _similar_lines(self, text: str) -> str | None:
+        most = self.limits.similar_lines
+        if most <= 0:
+            return None
+        for char in text:
+            if self._line_escaped:
+                self._line_escaped = False
+                if char == "n":
+                    found = self._end_line()
+                    if found is not None:
+                        return found
+                    continue
+                self._line.append("\\")
+            elif char == "\\":
+                self._line_escaped = True
+                continue
+            if char == "\n":
+                found = self._end_line()
+                if found is not None:
+                    return found
+            elif len(self._line) <= _SHAPE_MAX_CHARS:
+                self._line.append(char)
+        return None
+
+    def _end_line(self) -> str | None:
+        line = "".join(self._line).strip()
+        self._line.clear()
+        if not line:
+            return None  # an empty line neither breaks nor extends a run
+        letters = len(_LETTER.findall(line))
+        shape = _NUMBER.sub("#", line) if len(line) <= _SHAPE_MAX_CHARS else None
+        if shape is None or letters < SIMILAR_LINE_MIN_LETTERS or shape != self._shape:
+            self._shape, self._same_shape = shape, 1
+            return None
+        self._same_shape += 1
+        if self._same_shape >= self.limits.similar_lines:
+            return f"{self._same_shape} lines in a row the same but for their numbers"
         return None
 
 

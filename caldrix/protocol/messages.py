@@ -28,6 +28,7 @@ from pydantic import (
 from caldrix.limits import (
     DEGENERATE_REPEATS,
     DEGENERATE_RUN_MIN_TOKENS,
+    DEGENERATE_SIMILAR_LINES,
     DEGENERATE_SPAN_MAX_TOKENS,
     GUARD_SPAN_LIMIT_TOKENS,
     MAX_SEED,
@@ -250,6 +251,7 @@ class Guard(_Request):
     repeats: Annotated[int, Field(ge=2)] = DEGENERATE_REPEATS
     run_min_tokens: Annotated[int, Field(ge=2)] = DEGENERATE_RUN_MIN_TOKENS
     open_string_chars: Annotated[int, Field(ge=0)] = OPEN_STRING_LINE_MAX_CHARS
+    similar_lines: Annotated[int, Field(ge=0)] = DEGENERATE_SIMILAR_LINES
 
 
 class Generate(_Request):

@@ -16,6 +16,7 @@ DEFAULTS = GuardLimits(
     repeats=limits.DEGENERATE_REPEATS,
     run_min_tokens=limits.DEGENERATE_RUN_MIN_TOKENS,
     open_string_chars=limits.OPEN_STRING_LINE_MAX_CHARS,
+    similar_lines=limits.DEGENERATE_SIMILAR_LINES,
 )
 STRINGS_ONLY = GuardLimits(span_max_tokens=1, repeats=10**9, run_min_tokens=10**9, open_string_chars=2000)
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_a_span_longer_than_the_limit_is_not_watched() -> None:
 
 
 def test_varied_text_and_short_repeats_go_on() -> None:
-    words = [f" word{n % 7}{n % 11}" if n % 20 else "\\n" for n in range(500)]
+    words = [f" word{'abcdefg'[n % 7]}{'abcdefghijk'[n % 11]}" if n % 20 else "\\n" for n in range(500)]
     assert _feed(['"', *words, '"']) is None
     assert _feed(['"', *["-"] * 40, '"', *["="] * 40]) is None
 
@@ -72,12 +73,14 @@ def test_real_code_and_docs_go_on() -> None:
     """caldrix's source files and the docs, split into word-like tokens (a word with the spaces
     before it, as a BPE vocabulary splits text), stream through the guard without a stop:
     indentation, repeated keywords and similar lines are not a loop."""
-    files = sorted([*ROOT.glob("caldrix/**/*.py"), *ROOT.glob("docs/*.md")])
+    files = sorted([*ROOT.glob("caldrix/**/*.py"), *ROOT.glob("docs/*.md"), *ROOT.glob("tests/**/*.py")])
     assert len(files) > 100
     for path in files:
         tokens = re.findall(r"\s*\w+|\s*[^\w\s]+|\s+", path.read_text(encoding="utf-8"))
         # The open-string rule reads JSON output; source code's quotes are not that.
-        loose = GuardLimits(DEFAULTS.span_max_tokens, DEFAULTS.repeats, DEFAULTS.run_min_tokens, 0)
+        loose = GuardLimits(
+            DEFAULTS.span_max_tokens, DEFAULTS.repeats, DEFAULTS.run_min_tokens, 0, DEFAULTS.similar_lines
+        )
         assert _feed(tokens, loose) is None, path
 
 
@@ -101,3 +104,37 @@ def test_line_breaks_and_closing_quotes_reset_the_open_string() -> None:
 def test_open_string_chars_zero_turns_the_string_rule_off() -> None:
     off = GuardLimits(span_max_tokens=1, repeats=10**9, run_min_tokens=10**9, open_string_chars=0)
     assert DegenerationGuard(off).feed(0, '"' + "a" * 10_000) is None
+
+
+def _lines_as_json(lines: Sequence[str]) -> list[str]:
+    """Lines as a model writes them inside a JSON string: a ``\\n`` escape ends each, and every
+    word with the spaces before it is one token."""
+    text = "".join(line + "\\n" for line in lines)
+    return re.findall(r"\\n|\s*\w+|\s*[^\w\s]", text)
+
+
+def test_lines_that_differ_only_in_their_numbers_stop_the_count() -> None:
+    """raindrops on the 1.5B: a test file it was never asked for, one assertion per number."""
+    head = ["import unittest", "from raindrops import convert", "", "class TestRaindrops(unittest.TestCase):"]
+    count = [f"        self.assertEqual(convert({n}), 'PlingPlong')" for n in range(22, 200)]
+    stopped = _feed(['{"content": "', *_lines_as_json(head + count)])
+    assert stopped is not None
+    assert stopped[1] == "20 lines in a row the same but for their numbers"
+    # Stopped on the twentieth line's end, not later.
+    assert stopped[0] == 1 + len(_lines_as_json(head + count[:20]))
+    # With real line breaks too (a reply that is not JSON), and empty lines between do not matter.
+    spaced = [piece for line in count for piece in (line + "\n", "\n")]
+    assert _feed(spaced) is not None
+
+
+def test_number_tables_and_lines_that_vary_in_words_go_on() -> None:
+    primes = [f"    {n}," for n in range(2, 400)]  # bare numbers: data, however long
+    assert _feed(_lines_as_json(primes)) is None
+    words = ["alpha", "beta", "gamma", "delta"]
+    varied = [f"        self.assertEqual(convert({n}), '{words[n % 4]}')" for n in range(100)]
+    assert _feed(_lines_as_json(varied)) is None
+    nineteen = [f"        self.assertEqual(convert({n}), 'PlingPlong')" for n in range(19)]
+    assert _feed(_lines_as_json([*nineteen, "x = 1", *nineteen])) is None
+    off = GuardLimits(span_max_tokens=1, repeats=10**9, run_min_tokens=10**9, open_string_chars=0)
+    long_count = [f"        self.assertEqual(convert({n}), 'PlingPlong')" for n in range(100)]
+    assert DegenerationGuard(off).feed(0, "\n".join(long_count) + "\n") is None
