@@ -228,15 +228,16 @@ class EvaluationAborted(Exception):
 class GuardLimits:
     """What a generation's degeneration guard watches for (a ``generate``'s ``guard`` field;
     :mod:`caldrix.generation.degeneration`): a span of at most ``span_max_tokens`` repeated
-    ``repeats`` times over at least ``run_min_tokens``; a string open for ``open_string_chars``
-    characters; ``similar_lines`` lines in a row that differ only in their numbers (either 0:
-    not watched)."""
+    ``repeats`` times over at least ``run_min_tokens`` (or twice over ``long_run_tokens``); a
+    string open for ``open_string_chars`` characters; ``similar_lines`` lines in a row that
+    differ only in their numbers (any of the last three 0: not watched)."""
 
     span_max_tokens: int
     repeats: int
     run_min_tokens: int
     open_string_chars: int
     similar_lines: int = 0
+    long_run_tokens: int = 0
 
 
 @dataclass

@@ -56,12 +56,17 @@ SHUTDOWN_GRACE_SECS: Final = 10.0
 # left out; caldrix/generation/degeneration.py is the guard.
 
 #: A generation is stopped when one span of at most this many tokens repeats back to back …
-#: (long enough for a whole `{"tool": …}, {"tool": …}` pair of calls, or a sentence.)
-DEGENERATE_SPAN_MAX_TOKENS: Final = 256
+#: (long enough for a whole `{"tool": …}, {"tool": …}` pair of calls, a sentence, or a small
+#: file's functions written again.)
+DEGENERATE_SPAN_MAX_TOKENS: Final = 512
 #: … at least this many times in a row …
 DEGENERATE_REPEATS: Final = 4
 #: … over at least this many tokens (so a short repeated span must repeat longer).
 DEGENERATE_RUN_MIN_TOKENS: Final = 64
+#: … or, for a long span, once it has come twice and the run is this many tokens: qwen2.5-coder-1.5b
+#: wrote simple_cipher.py's three methods (about 330 tokens) over and over inside one write until
+#: its 2,048 tokens ran out, where four repeats would have been 1,320 tokens in.
+DEGENERATE_LONG_RUN_TOKENS: Final = 512
 #: A generation is stopped when one quoted string runs this many characters without closing or
 #: breaking its line (a newline or a ``\n`` escape): no file's line or paragraph is that long.
 OPEN_STRING_LINE_MAX_CHARS: Final = 2000

@@ -8,7 +8,8 @@ for nothing, so a ``generate`` that asks for the guard (its ``guard`` field) end
 - **A repeating span**: the last tokens are one span of at most ``span_max_tokens`` tokens
   repeated back to back at least ``repeats`` times, over at least ``run_min_tokens`` tokens
   (``make make make …``, ``\\n\\n\\n…``, a sentence again and again, a pair of tool calls
-  written over and over).
+  written over and over); a long span, once it has come twice and the run is ``long_run_tokens``
+  long (a file's methods written again and again inside one write).
 - **A string that never closes**: one quoted string has run ``open_string_chars`` characters
   without its closing quote or a line break (a newline, or a ``\\n`` escape).
 - **Lines that differ only in their numbers**: ``similar_lines`` lines in a row (empty ones
@@ -88,7 +89,10 @@ class DegenerationGuard:
             run[period] = length
             run_end[period] = position
             covered = length + period
-            if found is None and covered >= max(limits.run_min_tokens, limits.repeats * period):
+            needed = limits.repeats * period
+            if limits.long_run_tokens > 0:
+                needed = min(needed, max(limits.long_run_tokens, 2 * period))
+            if found is None and covered >= max(limits.run_min_tokens, needed):
                 found = f"the same {_span(period)} repeated {covered // period} times"
         seen.append(position)
         return found

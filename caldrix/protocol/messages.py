@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from caldrix.limits import (
+    DEGENERATE_LONG_RUN_TOKENS,
     DEGENERATE_REPEATS,
     DEGENERATE_RUN_MIN_TOKENS,
     DEGENERATE_SIMILAR_LINES,
@@ -252,6 +253,7 @@ class Guard(_Request):
     run_min_tokens: Annotated[int, Field(ge=2)] = DEGENERATE_RUN_MIN_TOKENS
     open_string_chars: Annotated[int, Field(ge=0)] = OPEN_STRING_LINE_MAX_CHARS
     similar_lines: Annotated[int, Field(ge=0)] = DEGENERATE_SIMILAR_LINES
+    long_run_tokens: Annotated[int, Field(ge=0)] = DEGENERATE_LONG_RUN_TOKENS
 
 
 class Generate(_Request):

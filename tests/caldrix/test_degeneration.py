@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from caldrix import limits
@@ -17,6 +18,7 @@ DEFAULTS = GuardLimits(
     run_min_tokens=limits.DEGENERATE_RUN_MIN_TOKENS,
     open_string_chars=limits.OPEN_STRING_LINE_MAX_CHARS,
     similar_lines=limits.DEGENERATE_SIMILAR_LINES,
+    long_run_tokens=limits.DEGENERATE_LONG_RUN_TOKENS,
 )
 STRINGS_ONLY = GuardLimits(span_max_tokens=1, repeats=10**9, run_min_tokens=10**9, open_string_chars=2000)
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,16 +47,25 @@ def test_a_short_span_stops_once_it_has_repeated_often_and_long_enough() -> None
     assert stopped == (1 + limits.DEGENERATE_RUN_MIN_TOKENS, "the same 6-token span repeated 10 times")
 
 
-def test_a_150_token_span_stops_on_its_fourth_repeat() -> None:
-    span = list(range(1000, 1150))
+def test_a_100_token_span_stops_on_its_fourth_repeat() -> None:
+    span = list(range(1000, 1100))
     stopped = _feed([1, 2, 3, *span * 10])
-    assert stopped == (3 + 4 * 150, "the same 150-token span repeated 4 times")
+    assert stopped == (3 + 4 * 100, "the same 100-token span repeated 4 times")
 
 
-def test_a_long_span_needs_its_four_repeats() -> None:
-    span = [f" w{n}" for n in range(200)]
-    assert _feed([*span * 3, *span[:199]]) is None  # 799 tokens, but not four repeats yet
-    assert _feed([*span * 4]) == (800, "the same 200-token span repeated 4 times")
+def test_a_long_span_stops_once_it_came_twice_over_the_long_run() -> None:
+    """simple-cipher on the 1.5B: its three methods, about 330 tokens, written over and over
+    inside one write; four repeats would have been 1,320 tokens in."""
+    span = [f" w{n}" for n in range(330)]
+    assert _feed([*span, *span[:329]]) is None  # not twice yet
+    assert _feed([*span * 2]) == (660, "the same 330-token span repeated 2 times")
+    # A 150-token span needs the long run, 512 tokens (three repeats and a bit), not four.
+    short = list(range(1000, 1150))
+    assert _feed(short * 4) == (512, "the same 150-token span repeated 3 times")
+    # Without the long run, every span needs its four repeats.
+    four = replace(DEFAULTS, long_run_tokens=0)
+    assert _feed([*span * 3, *span[:329]], four) is None
+    assert _feed([*span * 4], four) == (1320, "the same 330-token span repeated 4 times")
 
 
 def test_a_span_longer_than_the_limit_is_not_watched() -> None:
@@ -78,9 +89,7 @@ def test_real_code_and_docs_go_on() -> None:
     for path in files:
         tokens = re.findall(r"\s*\w+|\s*[^\w\s]+|\s+", path.read_text(encoding="utf-8"))
         # The open-string rule reads JSON output; source code's quotes are not that.
-        loose = GuardLimits(
-            DEFAULTS.span_max_tokens, DEFAULTS.repeats, DEFAULTS.run_min_tokens, 0, DEFAULTS.similar_lines
-        )
+        loose = replace(DEFAULTS, open_string_chars=0)
         assert _feed(tokens, loose) is None, path
 
 

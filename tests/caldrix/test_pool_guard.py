@@ -19,8 +19,9 @@ from tests.caldrix.pool_harness import CLIENT_BOUNDS, PoolProcess, start_scripte
 pytestmark = pytest.mark.e2e
 
 #: Some 150 tokens of varied lines, written over and over.
-PARAGRAPH = "".join(f"Step {n} opens file{n}.txt and counts its words.\n" for n in range(12))
-SCRIPT = [PARAGRAPH * 8, PARAGRAPH * 8, PARAGRAPH * 8, "A short answer."]
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
+PARAGRAPH = "".join(f"Step {word} opens {word}.txt and counts its words.\n" for word in WORDS)
+SCRIPT = [*[PARAGRAPH * 8] * 4, "A short answer."]
 WINDOW = 4096
 
 
@@ -47,7 +48,8 @@ async def _generate(
 
 
 def test_a_long_period_is_stopped_on_its_fourth_repeat_and_not_appended(pool: PoolProcess) -> None:
-    done, segments = anyio.run(lambda: _generate(pool.socket_path, 2048, guard={}))
+    guard = {"long_run_tokens": 0}
+    done, segments = anyio.run(lambda: _generate(pool.socket_path, 2048, guard=guard))
     assert done.finish == "degenerate"
     match = re.fullmatch(r"the same (\d+)-token span repeated 4 times", done.reason or "")
     assert match is not None, done.reason
@@ -55,6 +57,16 @@ def test_a_long_period_is_stopped_on_its_fourth_repeat_and_not_appended(pool: Po
     assert 100 <= period <= limits.DEGENERATE_SPAN_MAX_TOKENS
     assert done.completion_tokens == 4 * period  # stopped on the token that completed the fourth
     assert done.text.startswith(PARAGRAPH * 3) and len(done.text) < len(PARAGRAPH) * 5
+    assert done.segment is None and segments == ["u"]
+
+
+def test_by_default_a_long_period_stops_at_the_long_run(pool: PoolProcess) -> None:
+    done, segments = anyio.run(lambda: _generate(pool.socket_path, 2048, guard={}))
+    assert done.finish == "degenerate"
+    match = re.fullmatch(r"the same (\d+)-token span repeated (\d) times", done.reason or "")
+    assert match is not None, done.reason
+    period = int(match.group(1))
+    assert done.completion_tokens == max(limits.DEGENERATE_LONG_RUN_TOKENS, 2 * period)
     assert done.segment is None and segments == ["u"]
 
 
