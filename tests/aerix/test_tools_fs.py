@@ -303,6 +303,18 @@ def test_a_write_that_leaves_out_a_function_the_file_defines_is_refused(
     broken = tools.run("write", {"path": "calc.py", "content": unfinished})
     assert broken.startswith("error: calc.py was replaced, but it is not valid Python now (line 2: ")
     tools.end_turn()
+    # A name the file assigns at its top level counts too (dot-dsl's tests import NODE, EDGE);
+    # one assigned in a nested block, or an attribute, does not.
+    dsl = tmp_path / "dot_dsl.py"
+    dsl.write_text("NODE, EDGE, ATTR = range(3)\nLIMIT: int = 3\n\n\nclass Graph:\n    pass\n")
+    tools.mark_seen(["dot_dsl.py"])
+    without = "LIMIT = 4\n\n\nclass Graph:\n    def __init__(self, data=None):\n        self.data = data\n"
+    assert tools.run("write", {"path": "dot_dsl.py", "content": without}).startswith(
+        "error: dot_dsl.py was not replaced: it defines NODE, EDGE, ATTR, and this write leaves them out."
+    )
+    kept = "NODE, EDGE, ATTR = 0, 1, 2\n\n\ndef LIMIT():\n    return 3\n\n\n" + without.split("\n\n\n", 1)[1]
+    assert tools.run("write", {"path": "dot_dsl.py", "content": kept}).startswith("replaced dot_dsl.py")
+    tools.end_turn()
     # Only .py files are read this way; a file that does not parse is not judged by its names.
     (tmp_path / "notes.md").write_text("def a():\n")
     tools.mark_seen(["notes.md"])

@@ -97,7 +97,7 @@ def write_tool(
     # Only a judged .py file is checked against what it held; any other write reads nothing more.
     judged = judge_python and target.suffix == ".py"
     before = text_or_none(target) if existed and judged else None
-    check_kept_definitions(path, before, content)
+    check_kept_definitions(path, before, baseline, content)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")

@@ -128,8 +128,10 @@ class UndefinedNames(BrokenPython):
 #: A whole-file ``write`` of a judged ``.py`` file that leaves out a function or class the file
 #: defines at its top level is refused, and the file stays as it was: asked to fix add() in
 #: calc.py, the 1.5B's retry rewrote calc.py whole with add() fixed and mul() gone, and its diff
-#: was the user's to undo. Removing one on purpose is an ``edit`` (or a write that keeps it and
-#: an edit after). At most UNDEFINED_NAMES_SHOWN names are listed.
+#: was the user's to undo. A name the file assigns at its top level counts too: dot-dsl's write
+#: left out ``NODE, EDGE, ATTR = range(3)``, which the tests import, and every test errored.
+#: Removing one on purpose is an ``edit`` (or a write that keeps it and an edit after). At most
+#: UNDEFINED_NAMES_SHOWN names are listed.
 DROPPED_DEFINITIONS = (
     "{path} was not replaced: it defines {names}, and this write leaves {them} out. Write the "
     "whole file again with {them} kept, or use edit to change only the lines that change "
@@ -142,29 +144,51 @@ class DroppedDefinitions(ToolFailure):
 
 
 def top_level_definitions(text: str) -> list[str]:
-    """The functions and classes ``text`` defines at its top level, in order; empty when it does
-    not parse."""
+    """The functions and classes ``text`` defines at its top level, as ``name()``, and the names
+    it assigns there (``NODE, EDGE = range(2)``, ``LIMIT: int = 3``), in order; empty when it
+    does not parse."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return [node.name for node in tree.body if isinstance(node, kinds)]
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(f"{node.name}()")
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.extend(name for target in targets for name in _assigned_names(target))
+    return names
 
 
-def check_kept_definitions(path: str, before: str | None, text: str) -> None:
+def _assigned_names(target: ast.expr) -> list[str]:
+    """The names an assignment's target binds: ``A`` and ``A, (B, *C)``, not ``a.b`` or ``a[0]``."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _assigned_names(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _assigned_names(element)]
+    return []
+
+
+def check_kept_definitions(path: str, before: str | None, baseline: str | None, text: str) -> None:
     """Raise :class:`DroppedDefinitions` when ``text`` (a write's content) leaves out a top-level
-    function or class ``before`` (the file it would replace) defines. Content that does not
-    parse is left to the unparsable check, which names the broken line: the 1.5B's resistor-color
-    write, its lines numbered ``1. def color_code(color):``, was refused as leaving out both
-    functions it held."""
-    if before is None or python_problem(text) is not None:
+    function, class or assigned name that ``before`` (the file it would replace) defines and
+    ``baseline`` (``python_baseline``: the project's file) defined too: what this work added
+    itself it may reshape. Content that does not parse is left to the unparsable check, which
+    names the broken line: the 1.5B's resistor-color write, its lines numbered
+    ``1. def color_code(color):``, was refused as leaving out both functions it held."""
+    if before is None or baseline is None or python_problem(text) is not None:
         return
-    kept = set(top_level_definitions(text))
-    dropped = [name for name in dict.fromkeys(top_level_definitions(before)) if name not in kept]
+    # By name: a constant that became a function (or back) is kept.
+    kept = {name.removesuffix("()") for name in top_level_definitions(text)}
+    projects = {name.removesuffix("()") for name in top_level_definitions(baseline)}
+    before_names = dict.fromkeys(top_level_definitions(before))
+    dropped = [name for name in before_names if name.removesuffix("()") in projects - kept]
     if not dropped:
         return
-    shown = ", ".join(f"{name}()" for name in dropped[:UNDEFINED_NAMES_SHOWN])
+    shown = ", ".join(dropped[:UNDEFINED_NAMES_SHOWN])
     them = "them" if len(dropped) > 1 else "it"
     raise DroppedDefinitions(DROPPED_DEFINITIONS.format(path=path, names=shown, them=them))
 
