@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol, TypeAlias, runti
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from caldrix.limits import DEFAULT_BATCH, FLASH_ATTENTION_EXACT_ROWS
+from caldrix.limits import DEFAULT_BATCH, FLASH_ATTENTION_EXACT_ROWS, SIMILAR_LINE_MIN_LETTERS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -238,6 +238,8 @@ class GuardLimits:
     open_string_chars: int
     similar_lines: int = 0
     long_run_tokens: int = 0
+    #: The letters a line needs to count toward ``similar_lines`` (not a protocol field).
+    similar_line_letters: int = SIMILAR_LINE_MIN_LETTERS
 
 
 @dataclass

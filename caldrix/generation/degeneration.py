@@ -13,7 +13,7 @@ for nothing, so a ``generate`` that asks for the guard (its ``guard`` field) end
 - **A string that never closes**: one quoted string has run ``open_string_chars`` characters
   without its closing quote or a line break (a newline, or a ``\\n`` escape).
 - **Lines that differ only in their numbers**: ``similar_lines`` lines in a row (empty ones
-  aside), each with at least SIMILAR_LINE_MIN_LETTERS letters, are the same once every run of
+  aside), each with at least ``similar_line_letters`` letters, are the same once every run of
   digits is read as one (``assertEqual(convert(22), 'PlingPlong')``, then 23, 24 …): a count
   that goes on, which no span check sees. A line ends at a newline or a ``\\n`` escape, as code
   inside a JSON string spells it.
@@ -32,7 +32,6 @@ from collections import deque
 from collections.abc import Hashable
 
 from caldrix.engine_seam import GuardLimits
-from caldrix.limits import SIMILAR_LINE_MIN_LETTERS
 
 _NUMBER = re.compile(r"\d+")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -151,7 +150,7 @@ class DegenerationGuard:
             return None  # an empty line neither breaks nor extends a run
         letters = len(_LETTER.findall(line))
         shape = _NUMBER.sub("#", line) if len(line) <= _SHAPE_MAX_CHARS else None
-        if shape is None or letters < SIMILAR_LINE_MIN_LETTERS or shape != self._shape:
+        if shape is None or letters < self.limits.similar_line_letters or shape != self._shape:
             self._shape, self._same_shape = shape, 1
             return None
         self._same_shape += 1

@@ -64,10 +64,13 @@ async def test_a_repeating_turn_is_stopped_early_removed_and_asked_again_shorter
     await run.assert_log_rebuilds_the_context()
 
 
-async def test_a_turn_repeating_a_150_token_span_is_stopped_by_the_pool(make: Make) -> None:
-    """A long period (a paragraph written over and over) is stopped on its fourth repeat, far
-    before the turn's max_new_tokens, and the re-ask gets its answer."""
-    paragraph = "".join(f"step {n} reads file{n}.py\n" for n in range(20)) + "Then it starts again.\n"
+async def test_a_turn_repeating_a_long_span_is_stopped_by_the_pool(make: Make) -> None:
+    """A long period (a paragraph written over and over) is stopped once it has repeated over
+    the long run (512 tokens), far before the turn's max_new_tokens, and the re-ask gets its
+    answer."""
+    names = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "kilo")
+    names += ("lima", "mike", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "victor", "whisky")
+    paragraph = "".join(f"step {name} reads {name}.py\n" for name in names) + "Then it starts again.\n"
     looping = final("Answer.", paragraph * 12)
     run = await make([looping, final("Short now.", "done")], ctx=8192)
     result = await run.run(settings=settings_with(max_new_tokens=4096))
@@ -76,12 +79,15 @@ async def test_a_turn_repeating_a_150_token_span_is_stopped_by_the_pool(make: Ma
     match = _STOPPED.fullmatch(stopped.parse_error or "")
     assert match is not None, stopped.parse_error
     received, reason = int(match.group(1)), match.group(2)
-    span = re.fullmatch(r"the same (\d+)-token span repeated 4 times", reason)
+    span = re.fullmatch(r"the same (\d+)-token span repeated \d times", reason)
     assert span is not None, reason
     period = int(span.group(1))
     assert 100 <= period <= limits.DEGENERATE_SPAN_MAX_TOKENS
-    # Four periods after the first (plus the JSON's opening), not the 4,096 tokens asked for.
-    assert 4 * period <= received < 5 * period + 32
+    # The long run's tokens (plus the JSON's opening), not the 4,096 tokens asked for.
+    four = limits.DEGENERATE_REPEATS * period
+    run_tokens = min(four, max(limits.DEGENERATE_LONG_RUN_TOKENS, 2 * period))
+    assert run_tokens < four  # the long run came first
+    assert run_tokens <= received < run_tokens + period + 32
     assert stopped.usage is not None and stopped.usage.completion_tokens == received
     await run.assert_log_rebuilds_the_context()
 

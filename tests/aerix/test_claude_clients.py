@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from aerix.domain.claude_tools import claude_project_dir_name
+from caldrix import limits
 from tests.aerix.request_world import (
     World,
     aerix,
@@ -43,7 +44,8 @@ SPOTTER = "4d5611e5-241a-462a-8d15-5122611a9569"
 
 BAD_TURN = "Let me look first."  # not JSON: the turn does not parse and is asked again
 #: A paragraph of some 200 tokens written over and over: the pool's guard stops it.
-LOOPING = "".join(f"I read file{n}.py and it calls helper{n}.\n" for n in range(15)) * 8
+_NAMES = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
+LOOPING = "".join(f"I read {name}.py and it calls {name}_helper.\n" for name in (*_NAMES, "kilo")) * 8
 TWO_CALLS = json.dumps(
     {
         "thought": "Read it and list the folder.",
@@ -124,7 +126,7 @@ def test_ccusage_counts_a_new_session_as_its_log_does(world: World) -> None:
     stopped = re.fullmatch(
         r"stopped after (\d+) tokens: the same (\d+)-token span .*", attempts[1]["parse_error"]
     )
-    assert stopped is not None and 100 <= int(stopped.group(2)) <= 256
+    assert stopped is not None and 100 <= int(stopped.group(2)) <= limits.DEGENERATE_SPAN_MAX_TOKENS
     assert attempts[1]["usage"]["completion_tokens"] == int(stopped.group(1)) < 5 * int(stopped.group(2))
 
     # Written as the session went, beside the log, and linked where Claude Code keeps the cwd's.
