@@ -50,7 +50,7 @@ def with_stdlib_imports(text: str, undefined: Collection[str]) -> AddedImports |
     modules = tuple(sorted(name for name in candidates & as_attribute_base if name not in used_otherwise))
     if not modules:
         return None
-    at = _import_position(tree)
+    at = after_leading_imports(tree)
     lines = text.split("\n")
     added = [f"import {module}" for module in modules]
     return AddedImports("\n".join([*lines[:at], *added, *lines[at:]]), modules, at + 1)
@@ -60,7 +60,7 @@ def _is_stdlib_module(name: str) -> bool:
     return not name.startswith("_") and name in sys.stdlib_module_names
 
 
-def _import_position(tree: ast.Module) -> int:
+def after_leading_imports(tree: ast.Module) -> int:
     """The 0-based line the imports go before: after the leading docstring and imports."""
     after = 0
     for index, statement in enumerate(tree.body):

@@ -276,7 +276,7 @@ def test_a_standard_module_used_unimported_gets_its_import(tmp_path: Path, tools
     )
 
 
-def test_a_write_that_leaves_out_a_function_the_file_defines_is_refused(
+def test_a_write_that_leaves_out_a_function_the_file_defines_keeps_it(
     tmp_path: Path, tools: LocalTools
 ) -> None:
     """calc.py on the 1.5B: a retry wrote it whole with add() fixed and mul() gone."""
@@ -284,38 +284,44 @@ def test_a_write_that_leaves_out_a_function_the_file_defines_is_refused(
     original = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
     calc.write_text(original)
     tools.mark_seen(["calc.py"])
-    refused = tools.run("write", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})
-    assert refused == (
-        "error: calc.py was not replaced: it defines mul(), and this write leaves it out. Write the "
-        "whole file again with it kept, or use edit to change only the lines that change (edit also "
-        "removes it, if that is the request)"
+    made = tools.run("write", {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"})
+    assert made == (
+        "replaced calc.py (66 bytes, 6 lines); it left out mul(), which the file defines: kept as it "
+        "was (to remove it, use edit)"
     )
-    assert calc.read_text() == original  # nothing was written
-    # The same change with mul() kept is written; so is a new helper beside them.
-    fixed = original.replace("a - b", "a + b") + "\n\nclass Total:\n    pass\n"
-    assert tools.run("write", {"path": "calc.py", "content": fixed}).startswith("replaced calc.py")
+    assert calc.read_text() == original.replace("a - b", "a + b")
     tools.end_turn()
-    # Removing one on purpose is an edit.
-    removed = tools.run("edit", {"path": "calc.py", "old": "class Total:\n    pass\n", "new": ""})
+    # A helper the work added itself it may leave out again; removing one of the file's is an edit.
+    helper = calc.read_text() + "\n\nclass Total:\n    pass\n"
+    assert tools.run("write", {"path": "calc.py", "content": helper}).startswith("replaced calc.py (")
+    tools.end_turn()
+    assert (
+        tools.run("write", {"path": "calc.py", "content": original}) == "replaced calc.py (66 bytes, 6 lines)"
+    )
+    removed = tools.run(
+        "edit", {"path": "calc.py", "old": "\n\ndef mul(a, b):\n    return a * b\n", "new": ""}
+    )
     assert removed.startswith("edited calc.py")
-    # Content that does not parse is written and named broken, not refused as leaving them out.
+    tools.end_turn()
+    # Content that does not parse is written and named broken, nothing put back.
     unfinished = "def add(a, b):\n    return a +\n"
     broken = tools.run("write", {"path": "calc.py", "content": unfinished})
     assert broken.startswith("error: calc.py was replaced, but it is not valid Python now (line 2: ")
+    assert calc.read_text() == unfinished
     tools.end_turn()
-    # A name the file assigns at its top level counts too (dot-dsl's tests import NODE, EDGE);
-    # one assigned in a nested block, or an attribute, does not.
+    # A name the file assigns at its top level counts too (dot-dsl's tests import NODE, EDGE):
+    # put back after the new text's imports, as it was.
     dsl = tmp_path / "dot_dsl.py"
     dsl.write_text("NODE, EDGE, ATTR = range(3)\nLIMIT: int = 3\n\n\nclass Graph:\n    pass\n")
     tools.mark_seen(["dot_dsl.py"])
-    without = "LIMIT = 4\n\n\nclass Graph:\n    def __init__(self, data=None):\n        self.data = data\n"
-    assert tools.run("write", {"path": "dot_dsl.py", "content": without}).startswith(
-        "error: dot_dsl.py was not replaced: it defines NODE, EDGE, ATTR, and this write leaves them out."
+    without = "import json\n\nLIMIT = 4\n\n\nclass Graph:\n    def __init__(self, data=None):\n        self.data = data\n"
+    made = tools.run("write", {"path": "dot_dsl.py", "content": without})
+    assert made.endswith(
+        "; it left out NODE, EDGE, ATTR, which the file defines: kept as they were (to remove them, use edit)"
     )
-    kept = "NODE, EDGE, ATTR = 0, 1, 2\n\n\ndef LIMIT():\n    return 3\n\n\n" + without.split("\n\n\n", 1)[1]
-    assert tools.run("write", {"path": "dot_dsl.py", "content": kept}).startswith("replaced dot_dsl.py")
+    assert dsl.read_text() == without.replace("import json\n", "import json\nNODE, EDGE, ATTR = range(3)\n")
     tools.end_turn()
-    # Only .py files are read this way; a file that does not parse is not judged by its names.
+    # Only .py files are read this way.
     (tmp_path / "notes.md").write_text("def a():\n")
     tools.mark_seen(["notes.md"])
     assert tools.run("write", {"path": "notes.md", "content": "x\n"}).startswith("replaced notes.md")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from aerix.adapters.tools.common import ToolFailure, cut_line, display_path, resolve_path, text_or_none
 from aerix.adapters.tools.python_checks import (
-    check_kept_definitions,
     check_python,
+    keep_definitions,
     mend_python,
     mended_note,
 )
@@ -80,8 +80,8 @@ def write_tool(
 ) -> str:
     """Create or replace a file; parent folders are created. A file with content that is not in
     ``seen`` (the files whose text this agent has had in its context) is refused with
-    :class:`UnreadWrite`, not replaced; with ``judge_python``, a ``.py`` file that would lose a
-    top-level function or class is refused with ``DroppedDefinitions``, and one left unparsable,
+    :class:`UnreadWrite`, not replaced; with ``judge_python``, top-level definitions of a
+    ``.py`` file the content leaves out are kept (``keep_definitions``), and a file left unparsable,
     or using a name ``baseline`` (``python_baseline``) did not leave undefined, raises a
     ``BrokenPython`` (``python_checks``) once written."""
     target = resolve_path(cwd, path)
@@ -97,14 +97,14 @@ def write_tool(
     # Only a judged .py file is checked against what it held; any other write reads nothing more.
     judged = judge_python and target.suffix == ".py"
     before = text_or_none(target) if existed and judged else None
-    check_kept_definitions(path, before, baseline, content)
+    content, kept = keep_definitions(before, baseline, content)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
     verb = "replaced" if existed else "created"
-    note = mended_note(mended)
+    note = mended_note(mended) + kept
     check_python(target, path, verb, baseline, content, judge_python, note)
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"

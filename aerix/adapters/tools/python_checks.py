@@ -12,6 +12,7 @@ from pyflakes import messages as pyflakes_messages
 
 from aerix.adapters.git.git_runner import GitFailed, run_git
 from aerix.adapters.tools.common import ToolFailure, cut_line, text_or_none
+from aerix.domain.kept_definitions import with_kept_definitions
 from aerix.domain.line_numbers import without_line_numbers
 from aerix.domain.missing_imports import with_stdlib_imports
 from aerix.domain.string_mends import MendedText, mend_strings
@@ -125,72 +126,31 @@ class UndefinedNames(BrokenPython):
     """The file uses names it never defines (UNDEFINED_NAMES)."""
 
 
-#: A whole-file ``write`` of a judged ``.py`` file that leaves out a function or class the file
-#: defines at its top level is refused, and the file stays as it was: asked to fix add() in
-#: calc.py, the 1.5B's retry rewrote calc.py whole with add() fixed and mul() gone, and its diff
-#: was the user's to undo. A name the file assigns at its top level counts too: dot-dsl's write
-#: left out ``NODE, EDGE, ATTR = range(3)``, which the tests import, and every test errored.
-#: Removing one on purpose is an ``edit`` (or a write that keeps it and an edit after). At most
+#: What a whole-file ``write`` of a judged ``.py`` file adds when it left out top-level functions,
+#: classes or assigned names that the file and the project's file define, and they were put back
+#: as they were (``aerix.domain.kept_definitions``): asked to fix add() in calc.py, the 1.5B's
+#: retry wrote calc.py whole with mul() gone; on dot-dsl its write left out ``NODE, EDGE, ATTR =
+#: range(3)``, which the tests import; refused, it sent the same write three times. At most
 #: UNDEFINED_NAMES_SHOWN names are listed.
-DROPPED_DEFINITIONS = (
-    "{path} was not replaced: it defines {names}, and this write leaves {them} out. Write the "
-    "whole file again with {them} kept, or use edit to change only the lines that change "
-    "(edit also removes {them}, if that is the request)"
+KEPT_DEFINITIONS = (
+    "; it left out {names}, which the file defines: kept as {it} {was} (to remove {them}, use edit)"
 )
 
 
-class DroppedDefinitions(ToolFailure):
-    """A write refused for leaving out definitions the file has (DROPPED_DEFINITIONS)."""
-
-
-def top_level_definitions(text: str) -> list[str]:
-    """The functions and classes ``text`` defines at its top level, as ``name()``, and the names
-    it assigns there (``NODE, EDGE = range(2)``, ``LIMIT: int = 3``), in order; empty when it
-    does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    names: list[str] = []
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.append(f"{node.name}()")
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.extend(name for target in targets for name in _assigned_names(target))
-    return names
-
-
-def _assigned_names(target: ast.expr) -> list[str]:
-    """The names an assignment's target binds: ``A`` and ``A, (B, *C)``, not ``a.b`` or ``a[0]``."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Starred):
-        return _assigned_names(target.value)
-    if isinstance(target, ast.Tuple | ast.List):
-        return [name for element in target.elts for name in _assigned_names(element)]
-    return []
-
-
-def check_kept_definitions(path: str, before: str | None, baseline: str | None, text: str) -> None:
-    """Raise :class:`DroppedDefinitions` when ``text`` (a write's content) leaves out a top-level
-    function, class or assigned name that ``before`` (the file it would replace) defines and
-    ``baseline`` (``python_baseline``: the project's file) defined too: what this work added
-    itself it may reshape. Content that does not parse is left to the unparsable check, which
-    names the broken line: the 1.5B's resistor-color write, its lines numbered
-    ``1. def color_code(color):``, was refused as leaving out both functions it held."""
-    if before is None or baseline is None or python_problem(text) is not None:
-        return
-    # By name: a constant that became a function (or back) is kept.
-    kept = {name.removesuffix("()") for name in top_level_definitions(text)}
-    projects = {name.removesuffix("()") for name in top_level_definitions(baseline)}
-    before_names = dict.fromkeys(top_level_definitions(before))
-    dropped = [name for name in before_names if name.removesuffix("()") in projects - kept]
-    if not dropped:
-        return
-    shown = ", ".join(dropped[:UNDEFINED_NAMES_SHOWN])
-    them = "them" if len(dropped) > 1 else "it"
-    raise DroppedDefinitions(DROPPED_DEFINITIONS.format(path=path, names=shown, them=them))
+def keep_definitions(before: str | None, baseline: str | None, text: str) -> tuple[str, str]:
+    """``text`` with the top-level definitions it left out put back (``before``: the file it
+    replaces; ``baseline``: ``python_baseline``), and the note that says so ("" for none)."""
+    if before is None or baseline is None:
+        return text, ""
+    kept = with_kept_definitions(before, baseline, text)
+    if kept is None:
+        return text, ""
+    names = ", ".join(kept.names[:UNDEFINED_NAMES_SHOWN])
+    many = len(kept.names) > 1
+    note = KEPT_DEFINITIONS.format(
+        names=names, it="they" if many else "it", was="were" if many else "was", them="them" if many else "it"
+    )
+    return kept.text, note
 
 
 def undefined_names(text: str) -> dict[str, int]:
