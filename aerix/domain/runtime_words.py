@@ -92,23 +92,6 @@ def refuse_copies(turn: Turn, texts: Sequence[RuntimeText], *, verifier: bool = 
         raise TurnParseError(copied_thought(copied), verifier=verifier)
 
 
-def refuse_copied_verdict(turn: Turn, given: Sequence[RuntimeText]) -> None:
-    """Raise ``TurnParseError`` when a verifier's verdict gives as its reason mostly a copy of
-    one of ``given``, the texts it was handed (the brief, the implementer's summary): a reason
-    is what the verifier found in what it read or ran. On the calc.py fix the 1.5B's verifier
-    read the fixed file and failed it with the summary's own sentence ("The current
-    implementation subtracts b from a, which is incorrect"), and the retry rewrote a right file."""
-    if turn.verdict is None:
-        return
-    copied = copied_text(turn.verdict.reason, given)
-    if copied is not None:
-        raise TurnParseError(copied_reason(copied), verifier=True)
-
-
-def copied_reason(what: str) -> str:
-    return f"the verdict's reason copies {what}; give as the reason what you found in what you read or ran"
-
-
 def copied_final(what: str) -> str:
     return f"the final copies the runtime's own words ({what}); write your own answer"
 

@@ -33,7 +33,7 @@ from aerix.app.ports.pool import GenerationDone, SegmentAppend
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import retry_ask
-from aerix.domain.runtime_words import NOTE_PROMPTS, refuse_copied_verdict, refuse_copies, runtime_texts
+from aerix.domain.runtime_words import NOTE_PROMPTS, refuse_copies, runtime_texts
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.tools import ToolSpec
 from aerix.domain.turn_notes import cut_turn_note, stopped_turn_note
@@ -109,7 +109,6 @@ class TurnAsker:
                         first_call_number=self.live.peek("c"),
                     )
                     refuse_copies(turn, self.runtime_texts, verifier=self.spec.verifier)
-                    refuse_copied_verdict(turn, self.spec.given)
                 except TurnParseError as exc:
                     problem, note = exc.problem, exc.message
                 else:

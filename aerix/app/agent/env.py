@@ -31,7 +31,6 @@ from aerix.app.ports.sessions import EventRecorder
 from aerix.app.ports.tools import SpoolWriter, ToolRunnerFactory
 from aerix.domain import events as ev
 from aerix.domain.permissions import NO_RESTRICTIONS, Permissions
-from aerix.domain.runtime_words import RuntimeText
 from aerix.domain.settings import Settings
 from aerix.domain.tools import ToolSpec
 from aerix.projections.contexts import Contexts
@@ -98,9 +97,6 @@ class AgentSpec:
     #: Files attached to its task (``aerix.app.agent.attachments``): already in its context, so
     #: ``write`` may replace them.
     seen_files: tuple[str, ...] = ()
-    #: The texts a verifier was handed (``given_texts``), which its verdict's reason may not copy
-    #: (``runtime_words.refuse_copied_verdict``).
-    given: tuple[RuntimeText, ...] = ()
 
 
 @dataclass

@@ -54,7 +54,6 @@ from aerix.domain.pieces import (
     verification_failed,
     verifier_id,
 )
-from aerix.domain.runtime_words import RuntimeText
 from aerix.domain.segments import ContextSegment
 from aerix.domain.tools import TOOLS, VERIFIER_TOOLS, ToolSpec, tool_spec
 from aerix.domain.turns import ToolCall
@@ -202,15 +201,8 @@ class Piece:
         agent_id = verifier_id(self.id, attempt)
         files = unique_relative_paths(touched, str(self.env.cwd))
         own = verifier_segments(agent_id, self.env.prompts, self.brief, self.check, summary, files)
-        given = (RuntimeText("the brief", self.brief), RuntimeText("the implementer's summary", summary))
         spawn = _Spawn(
-            agent_id,
-            "verifier",
-            VERIFIER_TYPE,
-            attempt,
-            tools,
-            self.env.settings.delegation.max_turns,
-            given=given,
+            agent_id, "verifier", VERIFIER_TYPE, attempt, tools, self.env.settings.delegation.max_turns
         )
         await self.env.agent_lifecycle().verifying(agent_id, self.brief, self.check, summary, files)
         return await self._run(spawn, member, own)
@@ -264,7 +256,6 @@ class Piece:
             shared_prefix=len(caller.prefix),
             makes_changes=spawn.kind != "verifier" and any(tool.name == "write" for tool in spawn.tools),
             seen_files=spawn.seen_files,
-            given=spawn.given,
         )
         try:
             return await run_agent(agent, env)
@@ -283,7 +274,6 @@ class _Spawn:
     max_turns: int
     definition: str | None = None
     seen_files: tuple[str, ...] = ()
-    given: tuple[RuntimeText, ...] = ()
 
 
 def _failure_reason(verifier: AgentResult) -> str:

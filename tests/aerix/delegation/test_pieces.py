@@ -291,28 +291,3 @@ async def test_a_constrained_verifier_cannot_give_its_verdict_before_it_looks(wo
     assert verifier_turns[0].calls, verifier_turns[0].text
     assert ends(run)["a1.c1.v1"].verdict == "pass"
     assert piece_result(results(run)[0])["outcome"] == "done"
-
-
-async def test_a_verdict_whose_reason_copies_the_summary_is_asked_again(world: World) -> None:
-    """The calc.py fix on the 1.5B: its verifier read the fixed file and failed it with the
-    implementer's own sentence about the bug it had fixed; the retry rewrote a right file."""
-    summary = "hello.txt was missing, which is wrong. We need to create it holding the line hi."
-    run = await world.root(
-        [
-            turn("Delegate.", agent_call(BRIEF, CHECK)),
-            WRITE,
-            final("Written.", summary),
-            CHECKED,
-            verdict("It was missing.", False, "hello.txt was missing, which is wrong; we need to create it"),
-            verdict("cat printed it.", True, "cat hello.txt printed hi"),
-            final("Done.", "the piece passed"),
-        ]
-    )
-    await delegate(run, world, retries=0)
-    [refused] = [m for m in run.messages() if m.agent == "a1.c1.v1" and m.parse_error]
-    assert refused.parse_error == (
-        "the verdict's reason copies the implementer's summary; give as the reason what you found in "
-        "what you read or ran"
-    )
-    assert ends(run)["a1.c1.v1"].verdict == "pass"
-    assert piece_result(results(run)[0])["outcome"] == "done"
