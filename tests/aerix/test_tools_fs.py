@@ -314,9 +314,8 @@ def test_a_write_that_leaves_out_a_function_the_file_defines_keeps_it(
     dsl = tmp_path / "dot_dsl.py"
     dsl.write_text("NODE, EDGE, ATTR = range(3)\nLIMIT: int = 3\n\n\nclass Graph:\n    pass\n")
     tools.mark_seen(["dot_dsl.py"])
-    without = (
-        "import json\n\nLIMIT = 4\n\n\nclass Graph:\n    def __init__(self, data=None):\n        self.data = data\n"
-    )
+    without = "import json\n\nLIMIT = 4\n\n\nclass Graph:\n    def __init__(self, data=None):\n"
+    without += "        self.data = data\n"
     made = tools.run("write", {"path": "dot_dsl.py", "content": without})
     assert made.endswith(
         "; it left out NODE, EDGE, ATTR, which the file defines: kept as they were (to remove them, use edit)"
