@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from aerix.domain.missing_imports import after_leading_imports
+from aerix.domain.python_syntax import parsed_module
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ def top_level_names(text: str) -> list[str]:
     """The functions and classes ``text`` defines at its top level, as ``name()``, and the names
     it assigns there (``NODE, EDGE = range(2)``, ``LIMIT: int = 3``), in order; empty when it
     does not parse."""
-    tree = _parsed(text)
+    tree = parsed_module(text)
     if tree is None:
         return []
     return [name for statement in tree.body for name in _defined_names(statement)]
@@ -39,7 +40,7 @@ def with_kept_definitions(before: str, baseline: str, text: str) -> KeptDefiniti
     """``text`` with each top-level statement of ``before`` put back that defines a name
     ``baseline`` defines too and ``text`` does not; None when nothing is left out, or a text
     does not parse."""
-    old, new = _parsed(before), _parsed(text)
+    old, new = parsed_module(before), parsed_module(text)
     if old is None or new is None:
         return None
     kept = {_bare(name) for statement in new.body for name in _defined_names(statement)}
@@ -65,13 +66,6 @@ def with_kept_definitions(before: str, baseline: str, text: str) -> KeptDefiniti
     for source in definitions:
         merged += "\n\n\n" + source
     return KeptDefinitions(merged + "\n", tuple(dict.fromkeys(names)))
-
-
-def _parsed(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
 
 
 def _defined_names(statement: ast.stmt) -> list[str]:

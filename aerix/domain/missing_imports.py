@@ -16,6 +16,8 @@ import sys
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from aerix.domain.python_syntax import parsed_module
+
 
 @dataclass(frozen=True)
 class AddedImports:
@@ -30,9 +32,8 @@ def with_stdlib_imports(text: str, undefined: Collection[str]) -> AddedImports |
     """``text`` with ``import name`` added for each of ``undefined`` (names the text uses and
     never defines) that is a standard-library module used only as ``name.attribute``; None when
     there is none, or the text does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parsed_module(text)
+    if tree is None:
         return None
     candidates = {name for name in undefined if _is_stdlib_module(name)}
     if not candidates:
