@@ -82,8 +82,9 @@ def write_tool(
     ``seen`` (the files whose text this agent has had in its context) is refused with
     :class:`UnreadWrite`, not replaced; with ``judge_python``, top-level definitions of a
     ``.py`` file the content leaves out are kept (``keep_definitions``), and a file left unparsable,
-    or using a name ``baseline`` (``python_baseline``) did not leave undefined, raises a
-    ``BrokenPython`` (``python_checks``) once written."""
+    or using a name ``baseline`` (``python_baseline``) did not leave undefined, or with its code
+    as it was while functions in it are stubs, raises a ``BrokenPython`` (``python_checks``)
+    once written."""
     target = resolve_path(cwd, path)
     if target.is_dir():
         raise ToolFailure(f"{path} is a folder")
@@ -105,7 +106,7 @@ def write_tool(
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
     verb = "replaced" if existed else "created"
     note = mended_note(mended) + kept
-    check_python(target, path, verb, baseline, content, judge_python, note)
+    check_python(target, path, verb, baseline, content, judge_python, note, before)
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
     return done + note
@@ -148,7 +149,7 @@ def edit_tool(
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
     note = mended_note(mended)
-    check_python(target, path, "edited", baseline, updated, judge_python, note)
+    check_python(target, path, "edited", baseline, updated, judge_python, note, text)
     replaced = count if replace_all else 1
     plural = "s" if replaced > 1 else ""
     done = f"edited {display_path(cwd, target)}: replaced {replaced} occurrence{plural}"

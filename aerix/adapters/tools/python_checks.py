@@ -3,7 +3,6 @@ after (it compiles; it names nothing it never defines)."""
 
 from __future__ import annotations
 
-import ast
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +14,9 @@ from aerix.adapters.tools.common import ToolFailure, cut_line, text_or_none
 from aerix.domain.kept_definitions import with_kept_definitions
 from aerix.domain.line_numbers import without_line_numbers
 from aerix.domain.missing_imports import with_stdlib_imports
+from aerix.domain.python_syntax import parsed_module
 from aerix.domain.string_mends import MendedText, mend_strings
+from aerix.domain.stub_bodies import unchanged_stubs
 
 #: What a write or edit result adds for each kind of string it mended before writing
 #: (``aerix.domain.string_mends``): the file as written, so the model's next change starts from
@@ -126,6 +127,21 @@ class UndefinedNames(BrokenPython):
     """The file uses names it never defines (UNDEFINED_NAMES)."""
 
 
+#: A change to a ``.py`` file that leaves its code as it was (comments and layout aside) while
+#: functions in it are still stubs gives an error result, though the change is made: asked to
+#: implement camicia's ``simulate_game``, the 1.5B wrote ``# Your implementation here`` above
+#: the stub's ``pass``, was told "replaced camicia.py", and answered that the function was now
+#: implemented (``aerix.domain.stub_bodies``). At most UNDEFINED_NAMES_SHOWN names are listed.
+UNCHANGED_STUBS = (
+    "{path} was {verb}, but its code is what it was: {names} still {do} nothing (a body of only "
+    "pass, ... or raise NotImplementedError); write the code {it} needs"
+)
+
+
+class UnchangedStubs(BrokenPython):
+    """The change left the code as it was, stubs and all (UNCHANGED_STUBS)."""
+
+
 #: What a whole-file ``write`` of a judged ``.py`` file adds when it left out top-level functions,
 #: classes or assigned names that the file and the project's file define, and they were put back
 #: as they were (``aerix.domain.kept_definitions``): asked to fix add() in calc.py, the 1.5B's
@@ -156,9 +172,8 @@ def keep_definitions(before: str | None, baseline: str | None, text: str) -> tup
 def undefined_names(text: str) -> dict[str, int]:
     """The names ``text`` uses and never defines or imports (pyflakes), each with the first line
     it is used on; empty when the text does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parsed_module(text)
+    if tree is None:
         return {}
     found: dict[str, int] = {}
     for message in pyflakes_checker.Checker(tree, filename="<file>").messages:
@@ -223,12 +238,20 @@ def _parses_as_python(target: Path) -> bool:
 
 
 def check_python(
-    target: Path, path: str, verb: str, baseline: str | None, text: str, judge: bool, mended: str = ""
+    target: Path,
+    path: str,
+    verb: str,
+    baseline: str | None,
+    text: str,
+    judge: bool,
+    mended: str = "",
+    before: str | None = None,
 ) -> None:
     """Raise a :class:`BrokenPython` when the change left ``target`` (a judged ``.py`` file)
-    not compiling, or using names its ``baseline`` (``python_baseline``) did not leave
-    undefined; its message ends with ``mended`` (``mended_note``), what was mended before the
-    text was written, since the line numbers it names count the mended text's lines."""
+    not compiling, using names its ``baseline`` (``python_baseline``) did not leave undefined,
+    or with the code of ``before`` (the file the change replaced), stubs and all; its message
+    ends with ``mended`` (``mended_note``), what was mended before the text was written, since
+    the line numbers it names count the mended text's lines."""
     if target.suffix != ".py" or not judge:
         return
     problem = python_problem(text)
@@ -240,3 +263,13 @@ def check_python(
         shown = ", ".join(f"{name} (line {line})" for name, line in new[:UNDEFINED_NAMES_SHOWN])
         them = "them" if len(new) > 1 else "it"
         raise UndefinedNames(UNDEFINED_NAMES.format(path=path, verb=verb, names=shown, them=them) + mended)
+    stubs = unchanged_stubs(before, text) if before is not None else ()
+    if stubs:
+        names = ", ".join(stubs[:UNDEFINED_NAMES_SHOWN])
+        many = len(stubs) > 1
+        raise UnchangedStubs(
+            UNCHANGED_STUBS.format(
+                path=path, verb=verb, names=names, do="do" if many else "does", it="they" if many else "it"
+            )
+            + mended
+        )
