@@ -55,3 +55,19 @@ def test_a_write_or_edit_that_only_comments_a_stub_is_made_and_reported_as_an_er
     assert tools.run("write", {"path": "new.py", "content": "def later():\n    pass\n"}).startswith(
         "created new.py"
     )
+
+
+def test_a_function_left_with_only_a_comment_for_its_body_is_named(tmp_path: Path) -> None:
+    """change on the 1.5B: the same bodiless def three times, told only Python's own message."""
+    tools = LocalTools(tmp_path)
+    bodiless = "import math\n\n\ndef find_fewest_coins(coins, target):\n    # Your implementation here\n"
+    assert tools.run("write", {"path": "change.py", "content": bodiless}) == (
+        "error: change.py was created, but it is not valid Python now: find_fewest_coins() on line 4 "
+        "has no body, only comments; write the code it needs"
+    )
+    tools.end_turn()
+    unclosed = "def score(rolls):\n    return sum(rolls\n"
+    assert tools.run("write", {"path": "change.py", "content": unclosed}) == (
+        "error: change.py was replaced, but it is not valid Python now (line 2: '(' was never closed: "
+        "return sum(rolls); write it again with that fixed"
+    )

@@ -3,6 +3,7 @@ after (it compiles; it names nothing it never defines)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -102,6 +103,18 @@ UNPARSABLE_PYTHON = (
 )
 
 
+#: The same, for the commonest way a small model leaves a file unparsable: a function whose body
+#: is only a comment. On change, the 1.5B wrote ``def find_fewest_coins(coins, target):`` over
+#: ``# Your implementation here`` three times in a row, told each time only "expected an
+#: indented block after function definition on line 1".
+BODILESS_FUNCTION = (
+    "{path} was {verb}, but it is not valid Python now: {name}() on line {line} has no body, "
+    "only comments; write the code it needs"
+)
+_NO_BODY = re.compile(r"expected an indented block after function definition on line (\d+)")
+_DEF_NAME = re.compile(r"\s*(?:async\s+)?def\s+(\w+)")
+
+
 class BrokenPython(ToolFailure):
     """The change was made, and left a ``.py`` file broken: the result is an error all the same."""
 
@@ -198,6 +211,17 @@ def python_problem(text: str) -> str | None:
     return None
 
 
+def _bodiless_function(text: str, problem: str) -> tuple[str, int] | None:
+    """The function (name, line) whose missing body ``problem`` is about, or None."""
+    found = _NO_BODY.search(problem)
+    if found is None:
+        return None
+    number = int(found.group(1))
+    lines = text.splitlines()
+    named = _DEF_NAME.match(lines[number - 1]) if 1 <= number <= len(lines) else None
+    return (named.group(1), number) if named is not None else None
+
+
 def judged_as_python(cwd: Path, target: Path) -> bool:
     """Whether changes to ``target`` are judged as Python: not a ``.py`` file, missing, or parsing
     now; or, when it does not parse now, parsing as git's ``HEAD`` holds it. Then the breakage is
@@ -256,6 +280,12 @@ def check_python(
         return
     problem = python_problem(text)
     if problem is not None:
+        bodiless = _bodiless_function(text, problem)
+        if bodiless is not None:
+            name, line = bodiless
+            raise UnparsablePython(
+                BODILESS_FUNCTION.format(path=path, verb=verb, name=name, line=line) + mended
+            )
         raise UnparsablePython(UNPARSABLE_PYTHON.format(path=path, verb=verb, problem=problem) + mended)
     known = undefined_names(baseline) if baseline is not None else {}
     new = [(name, line) for name, line in undefined_names(text).items() if name not in known]
