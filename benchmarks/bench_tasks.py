@@ -58,6 +58,8 @@ DEFAULT_POOL_FLAGS: Final = "--ctx 32768 --flash-attention"
 TRY_TIMEOUT_SECS: Final = 600.0
 #: How often a running try says it is still running.
 HEARTBEAT_SECS: Final = 60.0
+#: The one line a Ctrl-C ends the run with (exit status 130).
+STOPPED: Final = "bench_tasks: stopped; the rows done are in the results file, and a rerun runs the rest"
 
 
 def say(text: str) -> None:
@@ -360,4 +362,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        # The agent in progress and its pool are stopped on the way out; its row is not written.
+        print(STOPPED, file=sys.stderr)
+        raise SystemExit(130) from None

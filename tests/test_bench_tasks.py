@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -264,3 +265,28 @@ def test_an_interrupted_try_stops_the_agents_process_group(
     group = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):
         os.killpg(group, 0)
+
+
+@pytest.mark.e2e
+def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(tmp_path: Path) -> None:
+    """Stopped as the first exercise's pool loaded, the run printed a traceback and left that
+    pool running, its model in memory."""
+    tasks = _write_exercises(tmp_path / "tasks")
+    (tasks / "script.json").write_text(json.dumps(script()))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    args = [sys.executable, str(ROOT / "benchmarks" / "bench_tasks.py"), "--exercises", str(tasks)]
+    args += ["--agents", "aerix", "--model", "smollm2-135m", "--engine", "scripted"]
+    args += ["--script", str(tasks / "script.json"), "--results", str(tmp_path / "r.jsonl")]
+    run = subprocess.Popen(
+        args, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)}
+    )
+    assert run.stderr is not None
+    lines = [run.stderr.readline() for _ in range(2)]
+    assert lines[1].startswith("bench_tasks: [1/2] double · aerix")  # its pool starts next
+    run.send_signal(signal.SIGINT)
+    rest = run.stderr.read()
+    assert run.wait(timeout=60) == 130
+    assert rest.splitlines()[-1] == bench.STOPPED and "Traceback" not in rest
+    left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True)
+    assert left.stdout == ""  # no pool (nor agent) of the run still running

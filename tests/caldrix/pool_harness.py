@@ -141,7 +141,9 @@ def start_pool(
     env: dict[str, str] | None = None,
     prefix: Sequence[str] = (),
 ) -> PoolProcess:
-    """Start a pool and wait until its socket answers (it binds only once loaded)."""
+    """Start a pool and wait until its socket answers (it binds only once loaded). However the
+    wait ends without an answer (Ctrl-C while the model loads included), the pool is stopped:
+    a benchmark stopped then left its pool running, its model in memory."""
     pool = launch_pool(
         folder,
         *args,
@@ -151,14 +153,22 @@ def start_pool(
         env=env,
         prefix=prefix,
     )
+    try:
+        _wait_until_it_answers(pool)
+    except BaseException:
+        pool.stop()
+        raise
+    return pool
+
+
+def _wait_until_it_answers(pool: PoolProcess) -> None:
     deadline = time.monotonic() + START_TIMEOUT_SECS
     while time.monotonic() < deadline:
         if pool.process.poll() is not None:
             raise RuntimeError(f"the pool exited with {pool.process.returncode}:\n{pool.log()}")
         if _answers(pool.socket_path):
-            return pool
+            return
         time.sleep(0.2)
-    pool.stop()
     raise RuntimeError(f"the pool did not answer within {START_TIMEOUT_SECS} s:\n{pool.log()}")
 
 
