@@ -30,23 +30,14 @@ def _stubs(statements: list[ast.stmt], prefix: str) -> list[str]:
     for statement in statements:
         if isinstance(statement, ast.ClassDef):
             found.extend(_stubs(statement.body, prefix=f"{prefix}{statement.name}."))
-        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and _is_stub(statement.body):
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef) and _is_stub(statement):
             found.append(f"{prefix}{statement.name}()")
     return found
 
 
-def _is_stub(body: list[ast.stmt]) -> bool:
-    if body and _is_docstring(body[0]):
-        body = body[1:]
+def _is_stub(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = function.body[1:] if ast.get_docstring(function, clean=False) is not None else function.body
     return bool(body) and all(_is_placeholder(statement) for statement in body)
-
-
-def _is_docstring(statement: ast.stmt) -> bool:
-    return (
-        isinstance(statement, ast.Expr)
-        and isinstance(statement.value, ast.Constant)
-        and isinstance(statement.value.value, str)
-    )
 
 
 def _is_placeholder(statement: ast.stmt) -> bool:
