@@ -136,6 +136,32 @@ def test_edit_replaces_exact_text_and_refuses_missing_or_ambiguous(tmp_path: Pat
     assert target.read_text() == "x=2\ny=1\n"
 
 
+def test_a_write_or_edit_that_changes_nothing_is_an_error_not_a_replacement(
+    tmp_path: Path, tools: LocalTools
+) -> None:
+    source = "def translate(text):\n    print(text + 'ay')\n"
+    assert tools.run("write", {"path": "pig_latin.py", "content": source}).startswith("created pig_latin.py")
+    tools.end_turn()
+    again = tools.run("write", {"path": "pig_latin.py", "content": source})
+    assert again == (
+        "error: pig_latin.py already holds exactly this content, so nothing changed. If the request "
+        "needs a change, write what should be different; if the file is already right, go on without "
+        "writing it."
+    )
+    (tmp_path / "notes.txt").write_text("same\n")
+    tools.run("read", {"path": "notes.txt"})
+    tools.end_turn()
+    assert tools.run("write", {"path": "notes.txt", "content": "same\n"}).startswith(
+        "error: notes.txt already holds exactly this content"
+    )
+    assert tools.run("write", {"path": "notes.txt", "content": "other\n"}).startswith("replaced notes.txt")
+    same = tools.run("edit", {"path": "pig_latin.py", "old": "print", "new": "print"})
+    assert same == (
+        "error: old and new are the same text, so nothing would change; put the changed text in new"
+    )
+    assert (tmp_path / "pig_latin.py").read_text() == source
+
+
 def test_web_tools_are_always_refused(tools: LocalTools) -> None:
     assert tools.run("web_fetch", {"url": "https://example.org"}).startswith(
         "error: web_fetch is not available"

@@ -70,6 +70,17 @@ class UnreadWrite(ToolFailure):
     """A write refused by the guard above: its message shows the file."""
 
 
+#: A write of the content a file already holds changes nothing, and saying "replaced" would tell
+#: the model its work is done: asked on its second try to fix pig_latin.py, whose tests all
+#: failed, the 1.5B wrote the file it had written on its first, word for word, read "replaced
+#: pig_latin.py", and answered that it had fixed it.
+UNCHANGED_WRITE = (
+    "{path} already holds exactly this content, so nothing changed. If the request needs a change, "
+    "write what should be different; if the file is already right, go on without writing it."
+)
+UNCHANGED_EDIT = "old and new are the same text, so nothing would change; put the changed text in new"
+
+
 def write_tool(
     cwd: Path,
     path: str,
@@ -84,7 +95,8 @@ def write_tool(
     ``.py`` file the content leaves out are kept (``keep_definitions``), and a file left unparsable,
     or using a name ``baseline`` (``python_baseline``) did not leave undefined, or with its code
     as it was while functions in it are stubs, raises a ``BrokenPython`` (``python_checks``)
-    once written."""
+    once written. Content the file already holds is not written again: an error says nothing
+    changed (``UNCHANGED_WRITE``), after a ``BrokenPython`` if the file still earns one."""
     target = resolve_path(cwd, path)
     if target.is_dir():
         raise ToolFailure(f"{path} is a folder")
@@ -95,17 +107,22 @@ def write_tool(
     mended = mend_python(target, content, judge_python, baseline)
     if mended is not None:
         content = mended.text
-    # Only a judged .py file is checked against what it held; any other write reads nothing more.
+    # A judged .py file is checked against what it held; any other is read again only below, to
+    # see whether the write changes it.
     judged = judge_python and target.suffix == ".py"
     before = text_or_none(target) if existed and judged else None
     content, kept = keep_definitions(before, baseline, content)
+    verb = "replaced" if existed else "created"
+    note = mended_note(mended) + kept
+    if existed and content == (before if judged else text_or_none(target)):
+        # A file still broken, or stubs still in place, are named first: they say what to change.
+        check_python(target, path, verb, baseline, content, judge_python, note, before)
+        raise ToolFailure(UNCHANGED_WRITE.format(path=path))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
     except OSError as exc:
         raise ToolFailure(f"cannot write {path}: {exc.strerror or exc}") from exc
-    verb = "replaced" if existed else "created"
-    note = mended_note(mended) + kept
     check_python(target, path, verb, baseline, content, judge_python, note, before)
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
@@ -128,6 +145,8 @@ def edit_tool(
         raise ToolFailure(f"no such file: {path}")
     if old == "":
         raise ToolFailure("old is empty; to write a whole file use write")
+    if old == new:
+        raise ToolFailure(UNCHANGED_EDIT)
     try:
         text = target.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
