@@ -8,9 +8,9 @@ first write, nearly), and how many any of its answers solves (what an agent that
 answers and knew which one is right could reach at best). The pool is caldrix's, one for the
 run, so each exercise's prompt is prefilled once for all its answers.
 
-Each answer is one JSON line in the results file, written when its tests have run; a rerun skips
-the answers the file holds. At the end a table per exercise and a summary are printed
-(Markdown, on stdout); progress goes to stderr.
+Each answer is one JSON line in the results file (its code included, to read why it failed),
+written when its tests have run; a rerun skips the answers the file holds. At the end a table
+per exercise and a summary are printed (Markdown, on stdout); progress goes to stderr.
 
     .venv/bin/python benchmarks/bench_samples.py [--list FILE] [--only NAME,NAME] [--samples 5]
         [--temperature 0.7] [--model qwen2.5-coder-1.5b] [--threads N] [--results FILE]
@@ -41,7 +41,7 @@ from _side_by_side import short_head  # noqa: E402
 from _tasks_aider import bench_cache  # noqa: E402
 from _tasks_exercises import Exercise, exercise_names, run_tests  # noqa: E402
 from _tasks_pool import PoolSpec, metered_pool  # noqa: E402
-from bench_tasks import DEFAULT_EXERCISES, DEFAULT_MODEL, DEFAULT_POOL_FLAGS, model_reference, say  # noqa: E402
+from bench_tasks import DEFAULT_EXERCISES, DEFAULT_MODEL, DEFAULT_POOL_FLAGS, model_reference  # noqa: E402
 
 from caldrix.protocol.client import ClientBounds, connect  # noqa: E402
 
@@ -61,6 +61,10 @@ TEST_TIMEOUT_SECS: Final = 60.0
 #: How long the client waits: a handshake, and one answer (its whole decode, on a CPU).
 BOUNDS: Final = ClientBounds(30.0, 900.0, 900.0)
 _FENCED: Final = re.compile(r"```[\w+-]*\n(.*?)```", re.S)
+
+
+def say(text: str) -> None:
+    print(f"bench_samples: {text}", file=sys.stderr, flush=True)
 
 
 def prompt(exercise: Exercise) -> str:
@@ -123,7 +127,8 @@ def judged(exercise: Exercise, answer: dict[str, Any], scratch: Path) -> dict[st
     tests = run_tests(exercise, project, folder, timeout=TEST_TIMEOUT_SECS)
     why = tests.summary if code is not None else f"no fenced block in the answer (finish {answer['finish']})"
     fields = {k: answer[k] for k in ("seed", "temperature", "tokens", "seconds")}
-    return {"exercise": exercise.name, **fields, "passed": tests.passed, "why": "" if tests.passed else why}
+    verdict = {"passed": tests.passed, "why": "" if tests.passed else why}
+    return {"exercise": exercise.name, **fields, **verdict, "code": code}
 
 
 def table(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> str:

@@ -49,6 +49,7 @@ def test_each_answer_is_judged_by_the_hidden_tests_and_a_rerun_skips_them(tmp_pa
     results = tmp_path / "results.jsonl"
     first = _run(tasks, results)
 
+    assert "bench_samples: [1/2] double: 3 answers" in first.stderr
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     by_answer = {(row["exercise"], row["seed"]): row for row in rows}
     assert sorted(by_answer) == [
@@ -63,6 +64,8 @@ def test_each_answer_is_judged_by_the_hidden_tests_and_a_rerun_skips_them(tmp_pa
     assert by_answer["double", 0]["temperature"] == 0.0 and by_answer["double", 1]["temperature"] == 0.7
     assert by_answer["double", 0]["why"].startswith("1 failed")
     assert by_answer["double", 2]["why"].startswith("no fenced block in the answer")
+    assert by_answer["double", 1]["code"] == "def double(number):\n    return number * 2\n"
+    assert by_answer["double", 2]["code"] is None
     assert not any(by_answer["shout", seed]["passed"] for seed in range(3))
     assert all(row["tokens"] > 0 and row["model"] == "smollm2-135m" for row in rows)
     assert "| double | fail | 1 of 2 | **yes** |" in first.stdout
