@@ -47,8 +47,8 @@ from caldrix.protocol.client import ClientBounds, connect  # noqa: E402
 
 SAMPLES: Final = 5
 TEMPERATURE: Final = 0.7
-#: Room for the longest whole file an exercise needs (camicia's, the longest of QUICK.txt's
-#: example solutions, is ~900 tokens).
+#: Room for a whole file twice the size of the longest example solution of QUICK.txt
+#: (go-counting's, 2,482 bytes: about 700 tokens), and a few lines around it.
 MAX_NEW_TOKENS: Final = 1500
 SYSTEM: Final = (
     "You are an expert Python developer. You are given a task and the files it names. Answer with "
@@ -94,17 +94,15 @@ async def answers(
         created = await client.context_create("main", segments)
         got = []
         for seed in seeds:
+            heat = 0.0 if seed == 0 else temperature
             started = time.monotonic()
             done = await client.generate(
-                created.context,
-                MAX_NEW_TOKENS,
-                temperature=0.0 if seed == 0 else temperature,
-                seed=seed,
+                created.context, MAX_NEW_TOKENS, temperature=heat, seed=seed
             ).result()
             got.append(
                 {
                     "seed": seed,
-                    "temperature": 0.0 if seed == 0 else temperature,
+                    "temperature": heat,
                     "text": done.text,
                     "finish": done.finish,
                     "tokens": done.completion_tokens,
