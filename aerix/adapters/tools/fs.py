@@ -107,14 +107,13 @@ def write_tool(
     mended = mend_python(target, content, judge_python, baseline)
     if mended is not None:
         content = mended.text
-    # A judged .py file is checked against what it held; any other is read again only below, to
-    # see whether the write changes it.
-    judged = judge_python and target.suffix == ".py"
-    before = text_or_none(target) if existed and judged else None
+    held = text_or_none(target) if existed else None
+    # Only a judged .py file is checked against what it held.
+    before = held if judge_python and target.suffix == ".py" else None
     content, kept = keep_definitions(before, baseline, content)
     verb = "replaced" if existed else "created"
     note = mended_note(mended) + kept
-    if existed and content == (before if judged else text_or_none(target)):
+    if content == held:
         # A file still broken, or stubs still in place, are named first: they say what to change.
         check_python(target, path, verb, baseline, content, judge_python, note, before)
         raise ToolFailure(UNCHANGED_WRITE.format(path=path))
