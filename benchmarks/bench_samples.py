@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shlex
 import sys
 import tempfile
 import time
@@ -40,8 +39,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _side_by_side import short_head  # noqa: E402
 from _tasks_aider import bench_cache  # noqa: E402
 from _tasks_exercises import Exercise, exercise_names, run_tests  # noqa: E402
-from _tasks_pool import PoolSpec, metered_pool  # noqa: E402
-from bench_tasks import DEFAULT_EXERCISES, DEFAULT_MODEL, DEFAULT_POOL_FLAGS, model_reference  # noqa: E402
+from _tasks_pool import metered_pool  # noqa: E402
+from bench_tasks import add_run_arguments, check_exercises, pool_spec, read_results  # noqa: E402
 
 from caldrix.protocol.client import ClientBounds, connect  # noqa: E402
 
@@ -154,32 +153,18 @@ def summary(rows: Sequence[dict[str, Any]], names: Sequence[str]) -> str:
     )
 
 
-def read_results(path: Path, model: str) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [row for row in rows if row.get("model") == model]
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    if (args.engine == "scripted") != (args.script is not None):
-        raise SystemExit("bench_samples: --engine scripted and --script FILE go together")
+    pool = pool_spec(args, "bench_samples")
     exercises = args.exercises.resolve()
     names = args.only.split(",") if args.only else exercise_names(args.list or exercises / "QUICK.txt")
-    missing = [n for n in names if not (exercises / "exercises" / n / ".meta" / "config.json").is_file()]
-    if missing:
-        raise SystemExit(
-            f"bench_samples: no such exercise in {exercises / 'exercises'}: {', '.join(missing)}"
-        )
+    check_exercises(exercises, names, "bench_samples")
     if args.samples < 1:
         raise SystemExit("bench_samples: --samples takes a count of 1 or more")
-    model = model_reference(args.model)
+    model = pool.model
     results = args.results or bench_cache() / "samples" / f"{Path(model).stem}.jsonl"
     results.parent.mkdir(parents=True, exist_ok=True)
-    done = read_results(results, model)
-    script = args.script.resolve() if args.script else None
-    pool = PoolSpec(model, args.threads, tuple(shlex.split(args.pool_flags)), script)
+    done = read_results(results, model, "bench_samples")
     extra = {"model": model, "threads": args.threads, "commit": short_head()}
     with tempfile.TemporaryDirectory(prefix="bench-samples-") as scratch_dir:
         scratch = Path(scratch_dir)
@@ -213,13 +198,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--exercises",
-        type=Path,
-        default=DEFAULT_EXERCISES,
-        help="the tasks folder (default ../shared/tasks/exercism)",
-    )
-    parser.add_argument("--list", type=Path, help="exercise names, one a line (default: QUICK.txt there)")
+    add_run_arguments(parser)
     parser.add_argument("--only", help="these exercises instead of a list, comma-separated")
     parser.add_argument(
         "--samples",
@@ -233,17 +212,6 @@ def _parser() -> argparse.ArgumentParser:
         default=TEMPERATURE,
         help=f"the others' temperature (default {TEMPERATURE})",
     )
-    parser.add_argument(
-        "--model", default=DEFAULT_MODEL, help=f"as bench_tasks.py takes it (default {DEFAULT_MODEL})"
-    )
-    parser.add_argument("--threads", type=int, help="the pool's engine threads (default: the engine's)")
-    parser.add_argument(
-        "--pool-flags", default=DEFAULT_POOL_FLAGS, help=f"the pool's flags (default {DEFAULT_POOL_FLAGS!r})"
-    )
-    parser.add_argument(
-        "--engine", choices=["scripted"], help="caldrix's scripted member instead of the model (tests)"
-    )
-    parser.add_argument("--script", type=Path, help="the scripted member's answers (with --engine scripted)")
     parser.add_argument("--results", type=Path, help="the results file (default: in the benchmark cache)")
     return parser
 

@@ -180,7 +180,7 @@ def _heartbeat(label: str) -> Callable[[], None]:
     return tick
 
 
-def read_results(path: Path, model: str) -> list[dict[str, Any]]:
+def read_results(path: Path, model: str, program: str = "bench_tasks") -> list[dict[str, Any]]:
     """The rows a results file holds (none when it does not exist); refuses a file of another
     model, so one file's figures are always one model's."""
     if not path.exists():
@@ -189,7 +189,7 @@ def read_results(path: Path, model: str) -> list[dict[str, Any]]:
     others = sorted({str(row.get("model")) for row in rows} - {model})
     if others:
         raise SystemExit(
-            f"bench_tasks: {path} holds runs on {', '.join(others)}, not {model}; give another --results"
+            f"{program}: {path} holds runs on {', '.join(others)}, not {model}; give another --results"
         )
     return rows
 
@@ -287,17 +287,12 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, list[str], Path]:
     agents = tuple(a for a in args.agents.split(",") if a)
     if not agents or any(a not in AGENTS for a in agents):
         raise SystemExit(f"bench_tasks: --agents takes some of {','.join(AGENTS)}, not {args.agents!r}")
-    if (args.engine == "scripted") != (args.script is not None):
-        raise SystemExit("bench_tasks: --engine scripted and --script FILE go together")
+    pool = pool_spec(args, "bench_tasks")
     exercises = args.exercises.resolve()
     list_file = args.list or exercises / "QUICK.txt"
     names = exercise_names(list_file)
-    missing = [n for n in names if not (exercises / "exercises" / n / ".meta" / "config.json").is_file()]
-    if missing:
-        raise SystemExit(f"bench_tasks: no such exercise in {exercises / 'exercises'}: {', '.join(missing)}")
-    model = model_reference(args.model)
-    script = args.script.resolve() if args.script else None
-    pool = PoolSpec(model, args.threads, tuple(shlex.split(args.pool_flags)), script)
+    check_exercises(exercises, names, "bench_tasks")
+    model = pool.model
     stem = Path(model).stem if model.endswith(".gguf") else model.replace("/", "_").replace(":", "_")
     results = args.results or bench_cache() / "tasks" / f"{stem}-{list_file.stem}.jsonl"
     try:
@@ -313,25 +308,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--exercises",
-        type=Path,
-        default=DEFAULT_EXERCISES,
-        help="the tasks folder: exercises/NAME/ and the lists (default ../shared/tasks/exercism)",
-    )
-    parser.add_argument("--list", type=Path, help="exercise names, one a line (default: QUICK.txt there)")
+    add_run_arguments(parser)
     parser.add_argument("--agents", default=",".join(AGENTS), help="some of aerix,aider,claude (default all)")
-    parser.add_argument(
-        "--model",
-        default=DEFAULT_MODEL,
-        help=f"a GGUF path, NAME for ../models/NAME.gguf, or a caldrix reference (default {DEFAULT_MODEL})",
-    )
-    parser.add_argument("--threads", type=int, help="the pool's engine threads (default: the engine's)")
-    parser.add_argument(
-        "--pool-flags",
-        default=DEFAULT_POOL_FLAGS,
-        help=f"more flags of every run's pool, one string (default {DEFAULT_POOL_FLAGS!r})",
-    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -345,13 +323,6 @@ def _parser() -> argparse.ArgumentParser:
         "(default ~/.cache/aerix-bench/tasks/MODEL-LIST.jsonl)",
     )
     parser.add_argument(
-        "--engine",
-        choices=["auto", "scripted"],
-        default="auto",
-        help="scripted: caldrix's scripted member on the model's vocabulary (tests)",
-    )
-    parser.add_argument("--script", type=Path, help="with --engine scripted: its completions (JSON)")
-    parser.add_argument(
         "--aerix-settings",
         default="{}",
         help="a JSON object of aerix settings over the run's own, such as "
@@ -359,6 +330,50 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--keep", action="store_true", help="keep the runs' folders (logs, projects)")
     return parser
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every benchmark on the exercises takes: where they are, which, and the pool."""
+    parser.add_argument(
+        "--exercises",
+        type=Path,
+        default=DEFAULT_EXERCISES,
+        help="the tasks folder: exercises/NAME/ and the lists (default ../shared/tasks/exercism)",
+    )
+    parser.add_argument("--list", type=Path, help="exercise names, one a line (default: QUICK.txt there)")
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"a GGUF path, NAME for ../models/NAME.gguf, or a caldrix reference (default {DEFAULT_MODEL})",
+    )
+    parser.add_argument("--threads", type=int, help="the pool's engine threads (default: the engine's)")
+    parser.add_argument(
+        "--pool-flags",
+        default=DEFAULT_POOL_FLAGS,
+        help=f"more flags of every run's pool, one string (default {DEFAULT_POOL_FLAGS!r})",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["auto", "scripted"],
+        default="auto",
+        help="scripted: caldrix's scripted member on the model's vocabulary (tests)",
+    )
+    parser.add_argument("--script", type=Path, help="with --engine scripted: its completions (JSON)")
+
+
+def pool_spec(args: argparse.Namespace, program: str) -> PoolSpec:
+    """The pool ``add_run_arguments``' options describe."""
+    if (args.engine == "scripted") != (args.script is not None):
+        raise SystemExit(f"{program}: --engine scripted and --script FILE go together")
+    script = args.script.resolve() if args.script else None
+    return PoolSpec(model_reference(args.model), args.threads, tuple(shlex.split(args.pool_flags)), script)
+
+
+def check_exercises(exercises: Path, names: Sequence[str], program: str) -> None:
+    """One line naming the exercises of ``names`` that ``exercises`` does not hold, if any."""
+    missing = [n for n in names if not (exercises / "exercises" / n / ".meta" / "config.json").is_file()]
+    if missing:
+        raise SystemExit(f"{program}: no such exercise in {exercises / 'exercises'}: {', '.join(missing)}")
 
 
 if __name__ == "__main__":
