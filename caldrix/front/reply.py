@@ -8,6 +8,10 @@ passed on only once its closing tag has come: its input is then whole JSON, so a
 sees half an input, and a reply cut off inside a call (by a bound or a guard) drops that call
 rather than sending input that does not parse.
 
+A reply that opens with a call written without the tag (``{"name": "<a tool's name>", …}``,
+bare or in a ```` ```json ```` fence, as small models write them and the grammar allows) is that
+call. It is held until the reply ends; what follows the call, past its closing fence, is text.
+
 Under the tool grammar every call parses; without it (``tool_choice`` none, or a member that
 has no ``lark`` constraint) a tag whose body is not a call stays text.
 """
@@ -15,7 +19,7 @@ has no ``lark`` constraint) a tag whose body is not a call stays text.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -24,6 +28,11 @@ from caldrix.front.tool_text import CALL_CLOSE, CALL_OPEN
 
 THINK_OPEN: Final = "<think>"
 THINK_CLOSE: Final = "</think>"
+#: How a fence before an untagged call may open.
+FENCE_OPENINGS: Final = ("```json\n", "```xml\n", "```\n")
+FENCE: Final = "```"
+#: What an untagged call opens with before its name, whitespace allowed between.
+_UNTAGGED_KEYS: Final = ("{", '"name"', ":")
 
 
 @dataclass(frozen=True)
@@ -42,17 +51,19 @@ class CallMade:
 
 
 ReplyEvent = TextPiece | ThinkingPiece | CallMade
-_Mode = Literal["start", "thinking", "text", "call"]
+_Mode = Literal["start", "thinking", "text", "call", "untagged"]
 
 
 class ReplyReader:
     """Feed it the reply's pieces in order, then :meth:`finish`; each returns the events that
     are settled. ``new_id`` names each call; with ``calls`` False (``tool_choice`` none) a call
-    tag is text like any other."""
+    tag is text like any other. ``names`` are the tools' names: an untagged opening call must
+    name one of them."""
 
-    def __init__(self, new_id: Callable[[], str], *, calls: bool = True) -> None:
+    def __init__(self, new_id: Callable[[], str], *, calls: bool = True, names: Collection[str] = ()) -> None:
         self._new_id = new_id
         self._calls_allowed = calls
+        self._names = names if calls else ()
         self._buffer = ""
         self._mode: _Mode = "start"
         self._text_started = False
@@ -81,6 +92,8 @@ class ReplyReader:
             self._text(events, rest.rstrip())
         elif self._mode == "call":
             self.cut_call = True
+        elif self._mode == "untagged":
+            self._untagged_call(events, rest)
         return events
 
     # -- one step: True when it consumed something and another may follow ------------------
@@ -92,6 +105,8 @@ class ReplyReader:
             return self._thinking(events)
         if self._mode == "text":
             return self._text_until_call(events)
+        if self._mode == "untagged":
+            return False  # read whole when the reply ends
         return self._call(events)
 
     def _opening(self) -> bool:
@@ -102,7 +117,10 @@ class ReplyReader:
             return True
         if head and THINK_OPEN.startswith(head):
             return False  # may still become <think>
-        self._mode = "text"
+        opens_call = untagged_call_opening(head, self._names)
+        if opens_call is None:
+            return False
+        self._mode = "untagged" if opens_call else "text"
         return bool(self._buffer)
 
     def _thinking(self, events: list[ReplyEvent]) -> bool:
@@ -154,6 +172,29 @@ class ReplyReader:
             events.append(CallMade(call))
         return True
 
+    def _untagged_call(self, events: list[ReplyEvent], reply: str) -> None:
+        """The whole reply, which opens with an untagged call: the call, then any text after it.
+        A call that does not parse whole was cut, and is dropped as a cut tagged call is."""
+        body = reply.lstrip()
+        fenced = body.startswith(FENCE)
+        if fenced:
+            body = body.split("\n", 1)[1]
+        try:
+            value, end = json.JSONDecoder().raw_decode(body.lstrip())
+        except ValueError:
+            self.cut_call = True
+            return
+        rest = body.lstrip()[end:].lstrip()
+        if fenced and rest.startswith(FENCE):
+            rest = rest[len(FENCE) :]
+        call = _call_of(value, self._new_id)
+        if call is None:
+            self._text(events, reply.strip())
+            return
+        self.calls += 1
+        events.append(CallMade(call))
+        self._text(events, rest.strip())
+
     def _text(self, events: list[ReplyEvent], text: str) -> None:
         if not self._text_started:
             text = text.lstrip()
@@ -170,13 +211,43 @@ def _partial_tag(text: str, tag: str) -> int:
     return 0
 
 
+def untagged_call_opening(head: str, names: Collection[str]) -> bool | None:
+    """Whether a reply opening with ``head`` opens with an untagged call of one of ``names``
+    (an optional fence, then ``{"name": "<name>"``); None while that is not known yet."""
+    if not names:
+        return False
+    rest = head.lstrip()
+    for opening in FENCE_OPENINGS:
+        if rest.startswith(opening):
+            rest = rest[len(opening) :]
+            break
+        if opening.startswith(rest):
+            return None
+    for key in _UNTAGGED_KEYS:
+        rest = rest.lstrip()
+        if not rest.startswith(key):
+            return None if key.startswith(rest) else False
+        rest = rest[len(key) :]
+    rest = rest.lstrip()
+    quoted = [json.dumps(name) for name in names]
+    if any(rest.startswith(name) for name in quoted):
+        return True
+    return None if any(name.startswith(rest) for name in quoted) else False
+
+
 def _parsed_call(body: str, new_id: Callable[[], str]) -> ToolCall | None:
-    """``{"name": …, "arguments": {…}}`` as a call; None when it is not one. Arguments given as
-    a JSON string (as some models write them) are read as the object they spell."""
+    """``{"name": …, "arguments": {…}}`` as a call; None when it is not one."""
     try:
         value = json.loads(body)
     except ValueError:
         return None
+    return _call_of(value, new_id)
+
+
+def _call_of(value: object, new_id: Callable[[], str]) -> ToolCall | None:
+    """A decoded ``{"name": …, "arguments": {…}}`` as a call; None when it is not one.
+    Arguments given as a JSON string (as some models write them) are read as the object they
+    spell."""
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return None
     arguments = value.get("arguments", value.get("parameters", {}))

@@ -160,7 +160,8 @@ class Reply:
     async def events(self) -> AsyncGenerator[ReplyEvent, None]:
         """The reply's thinking, text and calls as they settle; then :attr:`outcome`."""
         calls = bool(self.request.tools) and self.request.tool_choice.mode != "none"
-        reader = ReplyReader(lambda: secrets.token_hex(12), calls=calls)
+        names = [tool.name for tool in self.request.tools]
+        reader = ReplyReader(lambda: secrets.token_hex(12), calls=calls, names=names)
         sampling = self.request.sampling
         generation = self.client.generate(
             self.context,

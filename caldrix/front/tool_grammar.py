@@ -9,6 +9,12 @@ as Anthropic's API answers them), of any tool or of the named one. ``none`` has 
 Inside a call the JSON is written with fixed separators and no newlines (the pool's own JSON
 defaults), so a raw newline never occurs inside a call and ``\\n</tool_call>`` ends it.
 
+``auto`` also takes the call a small model writes without the tag: a reply that *opens* with
+``{"name": "<one of the tools>"``, bare or in a ```` ```json ```` fence, is that call (a lazy
+lexeme per tool ends the opening at the tool's name), and the rest of it is forced as above,
+its JSON laid out as the model likes. llama-server's Hermes/Qwen handling reads the same
+openings as calls, on the same condition that the name is a tool's; the reply is that one call.
+
 A schema llguidance cannot compile even leniently (keywords it does not know are ignored with
 ``lenient``) is replaced by "any JSON object" for that tool, with a warning in the log: the
 call still parses, and the client checks its input as it would any model's.
@@ -19,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Final
@@ -26,7 +33,7 @@ from typing import Any, Final
 from llguidance import LLMatcher
 
 from caldrix.front.chat import Tool, ToolChoice
-from caldrix.front.tool_text import CALL_CLOSE, CALL_OPEN, call_head
+from caldrix.front.tool_text import CALL_CLOSE, CALL_OPEN, call_head, dumps
 
 logger = logging.getLogger("caldrix.front")
 
@@ -39,6 +46,14 @@ SCHEMA_OPTIONS: Final[dict[str, Any]] = {
     "item_separator": ", ",
     "key_separator": ": ",
 }
+#: The same for a call written without the tag, whose JSON a model lays out as it likes.
+FREE_LAYOUT_OPTIONS: Final[dict[str, Any]] = {
+    "lenient": True,
+    "coerce_one_of": True,
+    "whitespace_flexible": True,
+}
+#: How an untagged call may open, before its name: a fence, then the object's first key.
+_UNTAGGED_OPENING: Final = r'\s*(```(json|xml)?\n\s*)?\{\s*"name"\s*:\s*'
 #: The schema a tool gets when its own does not compile.
 ANY_OBJECT: Final[dict[str, Any]] = {"type": "object"}
 #: Schemas whose compile check is remembered (Claude Code sends the same dozen every request).
@@ -58,7 +73,9 @@ def tool_grammar(tools: Sequence[Tool], choice: ToolChoice) -> str | None:
     alternatives = " | ".join(f"c{i}" for i in range(len(allowed)))
     more = " (SEP call)*" if choice.parallel else ""
     if choice.mode == "auto":
-        start = f"start: TEXT | head call{more}"
+        untagged = " | ".join(f"u{i} v{i}" for i in range(len(allowed)))
+        start = f"start: TEXT | head call{more} | ({untagged}) FENCE_END?"
+        rules += _untagged_call_rules(allowed)
     else:
         start = f"start: {_literal(CALL_OPEN)} call{more}"
     lines = [
@@ -72,10 +89,21 @@ def tool_grammar(tools: Sequence[Tool], choice: ToolChoice) -> str | None:
     return "\n".join(lines) + "\n"
 
 
-def usable_schema(tool: Tool) -> dict[str, Any]:
-    """The tool's schema with the compile options, or :data:`ANY_OBJECT` when llguidance
+def _untagged_call_rules(tools: Sequence[Tool]) -> list[str]:
+    """Per tool ``i``: ``u{i}``, the lazy opening up to its name; ``v{i}``, the rest of the
+    call; ``w{i}``, its arguments in any layout. Then the closing fence."""
+    rules = []
+    for i, tool in enumerate(tools):
+        rules.append(f"u{i}[lazy]: {_regex(_UNTAGGED_OPENING + re.escape(dumps(tool.name)))}")
+        rules.append(f'v{i}: /\\s*,\\s*"arguments"\\s*:\\s*/ w{i} /\\s*\\}}/')
+        rules.append(f"w{i}: %json {json.dumps(usable_schema(tool, FREE_LAYOUT_OPTIONS))}")
+    return [*rules, "FENCE_END: /\\s*```/"]
+
+
+def usable_schema(tool: Tool, options: dict[str, Any] = SCHEMA_OPTIONS) -> dict[str, Any]:
+    """The tool's schema with the compile ``options``, or :data:`ANY_OBJECT` when llguidance
     cannot compile it."""
-    schema = {**tool.schema, "x-guidance": SCHEMA_OPTIONS}
+    schema = {**tool.schema, "x-guidance": options}
     text = json.dumps(schema, sort_keys=True)
     key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
     usable = _checked.get(key)
@@ -93,7 +121,12 @@ def usable_schema(tool: Tool) -> dict[str, Any]:
             _checked.popitem(last=False)
     else:
         _checked.move_to_end(key)
-    return schema if usable else {**ANY_OBJECT, "x-guidance": SCHEMA_OPTIONS}
+    return schema if usable else {**ANY_OBJECT, "x-guidance": options}
+
+
+def _regex(pattern: str) -> str:
+    """``pattern`` as a Lark regex literal."""
+    return "/" + pattern.replace("/", "\\/") + "/"
 
 
 def _literal(text: str) -> str:

@@ -41,6 +41,11 @@ def call(name: str, arguments: object) -> str:
     return f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(arguments)}}}\n</tool_call>'
 
 
+#: A call as small models write it given Claude Code's prompt: no tag, in a fence, laid out.
+FENCED_CALL = (
+    '```json\n{\n  "name": "NAME",\n  "arguments": {\n    "city": "Paris",\n    "days": 2\n  }\n}\n```'
+)
+
 SCRIPT = [
     {"text": "Plain answer one.", "when": "MARK-plain"},
     {"text": "Streamed answer two.", "when": "MARK-stream"},
@@ -59,6 +64,8 @@ SCRIPT = [
     {"text": " ".join(f"word{n}" for n in range(3000)), "when": "MARK-leave"},
     {"text": "Here is the answer. " + "The loop goes on and on. " * 400, "when": "MARK-loop"},
     {"text": "After the history.", "when": "MARK-history"},
+    {"text": FENCED_CALL.replace("NAME", "get_weather"), "when": "MARK-fenced"},
+    {"text": FENCED_CALL.replace("NAME", "stop_task"), "when": "MARK-unknown"},
     {"text": "The main agent's answer.", "when": "MARK-main-agent"},
     {"text": "The subagent's answer.", "when": "MARK-subagent"},
 ]
@@ -123,6 +130,26 @@ def test_a_tool_call_streams_as_a_tool_use_block(client: anthropic.Anthropic) ->
     assert use.type == "tool_use" and use.name == "get_weather"
     assert use.input == {"city": "Paris", "days": 2} and use.id.startswith("toolu_")
     assert final.stop_reason == "tool_use"
+
+
+def test_a_reply_that_opens_with_an_untagged_call_of_a_tool_is_that_call(client: anthropic.Anthropic) -> None:
+    with client.messages.stream(
+        model="claude-x", max_tokens=200, tools=[WEATHER, TIME], messages=ask("MARK-fenced weather?")
+    ) as stream:
+        final = stream.get_final_message()
+    assert [block.type for block in final.content] == ["tool_use"]
+    use = final.content[0]
+    assert use.type == "tool_use" and use.name == "get_weather" and use.input == {"city": "Paris", "days": 2}
+    assert final.stop_reason == "tool_use"
+
+
+def test_an_untagged_call_of_no_tool_stays_text(client: anthropic.Anthropic) -> None:
+    message = client.messages.create(
+        model="claude-x", max_tokens=200, tools=[WEATHER, TIME], messages=ask("MARK-unknown weather?")
+    )
+    assert [block.type for block in message.content] == ["text"]
+    assert message.content[0].text == FENCED_CALL.replace("NAME", "stop_task")  # type: ignore[union-attr]
+    assert message.stop_reason == "end_turn"
 
 
 def test_any_forces_a_call_with_no_text_first(client: anthropic.Anthropic) -> None:

@@ -51,9 +51,11 @@ READ = Tool(
 )
 
 
-def read_all(pieces: list[str], *, calls: bool = True) -> tuple[list[ReplyEvent], ReplyReader]:
+def read_all(
+    pieces: list[str], *, calls: bool = True, names: tuple[str, ...] = ("Read", "Write")
+) -> tuple[list[ReplyEvent], ReplyReader]:
     numbers = itertools.count(1)
-    reader = ReplyReader(lambda: f"id{next(numbers)}", calls=calls)
+    reader = ReplyReader(lambda: f"id{next(numbers)}", calls=calls, names=names)
     events = [event for piece in pieces for event in reader.feed(piece)]
     return events + reader.finish(), reader
 
@@ -120,6 +122,52 @@ def test_arguments_written_as_json_text_are_read_as_the_object() -> None:
         ['<tool_call>\n{"name": "Read", "arguments": "{\\"file_path\\": \\"a\\"}"}\n</tool_call>']
     )
     assert [e.call.input for e in events if isinstance(e, CallMade)] == [{"file_path": "a"}]
+
+
+#: How Qwen2.5-Coder-1.5B wrote its calls given Claude Code's prompt: untagged, fenced, laid out.
+FENCED_READ = '```json\n{\n  "name": "Read",\n  "arguments": {\n    "file_path": "a.py"\n  }\n}\n```'
+
+
+def test_a_reply_that_opens_with_an_untagged_call_is_that_call() -> None:
+    bare = '{"name": "Read", "arguments": {"file_path": "a.py"}}'
+    for reply in (FENCED_READ, bare, "\n " + FENCED_READ, FENCED_READ.replace("```json", "```")):
+        for pieces in ([reply], characters(reply)):
+            events, reader = read_all(pieces)
+            assert [(e.call.name, e.call.input) for e in events if isinstance(e, CallMade)] == [
+                ("Read", {"file_path": "a.py"})
+            ], reply
+            assert not [e for e in events if isinstance(e, TextPiece)] and reader.calls == 1
+    events, _ = read_all([FENCED_READ + "\nThen I will edit it."])
+    assert [type(e) for e in events] == [CallMade, TextPiece] and events[1] == TextPiece(
+        "Then I will edit it."
+    )
+
+
+def test_an_untagged_opening_of_no_tool_or_in_prose_stays_text() -> None:
+    for reply in (
+        FENCED_READ.replace('"Read"', '"TaskStop"'),
+        "Here it is: " + FENCED_READ,
+        '```json\n{"name": "Ann", "age": 3}\n```',
+    ):
+        events, reader = read_all(characters(reply))
+        assert "".join(e.text for e in events if isinstance(e, TextPiece)) == reply and reader.calls == 0
+    events, reader = read_all([FENCED_READ], names=())
+    assert events == [TextPiece(FENCED_READ)] and reader.calls == 0
+    events, reader = read_all([FENCED_READ], calls=False)
+    assert events == [TextPiece(FENCED_READ)] and reader.calls == 0
+
+
+def test_text_is_held_at_the_opening_only_while_it_could_be_an_untagged_call() -> None:
+    reader = ReplyReader(lambda: "x", names=["Read"])
+    assert reader.feed("```") == [] and reader.feed('json\n{\n  "na') == []
+    reader = ReplyReader(lambda: "x", names=["Read"])
+    assert reader.feed("```py") == [TextPiece("```py")]
+    assert reader.feed("thon\nprint(1)\n") == [TextPiece("thon\nprint(1)")]
+
+
+def test_an_untagged_call_cut_before_its_end_is_dropped() -> None:
+    events, reader = read_all(characters(FENCED_READ[:40]))
+    assert events == [] and reader.cut_call and reader.calls == 0
 
 
 # -- the prompt -------------------------------------------------------------------------------
@@ -253,6 +301,21 @@ def test_auto_allows_text_then_calls_that_match_their_schema(tokenizer) -> None:
     # Once the tag is written, the call is forced: the name's opening comes by itself.
     matcher = consumed(tokenizer, grammar, "Ok.\n<tool_call>")
     assert tokenizer.decode_str(matcher.compute_ff_tokens()) == '\n{"name": "'
+
+
+def test_auto_takes_an_opening_untagged_call_of_a_tool_and_forces_the_rest(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    grammar = tool_grammar([WRITE, READ], ToolChoice("auto"))
+    assert grammar is not None
+    assert accepts(tokenizer, grammar, FENCED_READ)
+    assert accepts(tokenizer, grammar, '{"name": "Read", "arguments": {"file_path": "a.py"}}')
+    assert not accepts(tokenizer, grammar, FENCED_READ + "\nMore text.")  # the call ends the reply
+    assert not accepts(tokenizer, grammar, FENCED_READ.replace("file_path", "path"))  # not Read's input
+    assert not accepts(tokenizer, grammar, '```json\n{"name": "Write", "arguments": {"file_path": "a"}}\n```')
+    # A name that is no tool's, or an opening after prose, leaves the text free.
+    assert accepts(tokenizer, grammar, FENCED_READ.replace('"Read"', '"TaskStop"').replace("file_path", "x"))
+    assert accepts(tokenizer, grammar, "Look: " + FENCED_READ.replace("file_path", "x"))
+    forced = tool_grammar([WRITE, READ], ToolChoice("any"))
+    assert forced is not None and not accepts(tokenizer, forced, FENCED_READ)
 
 
 def test_any_and_tool_start_with_the_call_and_parallel_off_allows_one(tokenizer) -> None:  # type: ignore[no-untyped-def]
