@@ -24,15 +24,10 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from caldrix.front.chat import ToolCall
-from caldrix.front.tool_text import CALL_CLOSE, CALL_OPEN
+from caldrix.front.tool_text import CALL_CLOSE, CALL_OPEN, FENCE, UNTAGGED_FENCES, UNTAGGED_KEYS
 
 THINK_OPEN: Final = "<think>"
 THINK_CLOSE: Final = "</think>"
-#: How a fence before an untagged call may open.
-FENCE_OPENINGS: Final = ("```json\n", "```xml\n", "```\n")
-FENCE: Final = "```"
-#: What an untagged call opens with before its name, whitespace allowed between.
-_UNTAGGED_KEYS: Final = ("{", '"name"', ":")
 
 
 @dataclass(frozen=True)
@@ -178,13 +173,13 @@ class ReplyReader:
         body = reply.lstrip()
         fenced = body.startswith(FENCE)
         if fenced:
-            body = body.split("\n", 1)[1]
+            body = body.split("\n", 1)[1].lstrip()
         try:
-            value, end = json.JSONDecoder().raw_decode(body.lstrip())
+            value, end = json.JSONDecoder().raw_decode(body)
         except ValueError:
             self.cut_call = True
             return
-        rest = body.lstrip()[end:].lstrip()
+        rest = body[end:].lstrip()
         if fenced and rest.startswith(FENCE):
             rest = rest[len(FENCE) :]
         call = _call_of(value, self._new_id)
@@ -217,13 +212,13 @@ def untagged_call_opening(head: str, names: Collection[str]) -> bool | None:
     if not names:
         return False
     rest = head.lstrip()
-    for opening in FENCE_OPENINGS:
+    for opening in UNTAGGED_FENCES:
         if rest.startswith(opening):
             rest = rest[len(opening) :]
             break
         if opening.startswith(rest):
             return None
-    for key in _UNTAGGED_KEYS:
+    for key in UNTAGGED_KEYS:
         rest = rest.lstrip()
         if not rest.startswith(key):
             return None if key.startswith(rest) else False

@@ -33,7 +33,15 @@ from typing import Any, Final
 from llguidance import LLMatcher
 
 from caldrix.front.chat import Tool, ToolChoice
-from caldrix.front.tool_text import CALL_CLOSE, CALL_OPEN, call_head, dumps
+from caldrix.front.tool_text import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    FENCE,
+    UNTAGGED_FENCES,
+    UNTAGGED_KEYS,
+    call_head,
+    dumps,
+)
 
 logger = logging.getLogger("caldrix.front")
 
@@ -52,8 +60,6 @@ FREE_LAYOUT_OPTIONS: Final[dict[str, Any]] = {
     "coerce_one_of": True,
     "whitespace_flexible": True,
 }
-#: How an untagged call may open, before its name: a fence, then the object's first key.
-_UNTAGGED_OPENING: Final = r'\s*(```(json|xml)?\n\s*)?\{\s*"name"\s*:\s*'
 #: The schema a tool gets when its own does not compile.
 ANY_OBJECT: Final[dict[str, Any]] = {"type": "object"}
 #: Schemas whose compile check is remembered (Claude Code sends the same dozen every request).
@@ -92,12 +98,14 @@ def tool_grammar(tools: Sequence[Tool], choice: ToolChoice) -> str | None:
 def _untagged_call_rules(tools: Sequence[Tool]) -> list[str]:
     """Per tool ``i``: ``u{i}``, the lazy opening up to its name; ``v{i}``, the rest of the
     call; ``w{i}``, its arguments in any layout. Then the closing fence."""
+    fences = "|".join(_regex_text(fence) for fence in UNTAGGED_FENCES)
+    opening = rf"\s*({fences})?" + "".join(rf"\s*{_regex_text(key)}" for key in UNTAGGED_KEYS) + r"\s*"
     rules = []
     for i, tool in enumerate(tools):
-        rules.append(f"u{i}[lazy]: {_regex(_UNTAGGED_OPENING + re.escape(dumps(tool.name)))}")
+        rules.append(f"u{i}[lazy]: {_regex(opening + _regex_text(dumps(tool.name)))}")
         rules.append(f'v{i}: /\\s*,\\s*"arguments"\\s*:\\s*/ w{i} /\\s*\\}}/')
         rules.append(f"w{i}: %json {json.dumps(usable_schema(tool, FREE_LAYOUT_OPTIONS))}")
-    return [*rules, "FENCE_END: /\\s*```/"]
+    return [*rules, "FENCE_END: " + _regex(r"\s*" + _regex_text(FENCE))]
 
 
 def usable_schema(tool: Tool, options: dict[str, Any] = SCHEMA_OPTIONS) -> dict[str, Any]:
@@ -127,6 +135,11 @@ def usable_schema(tool: Tool, options: dict[str, Any] = SCHEMA_OPTIONS) -> dict[
 def _regex(pattern: str) -> str:
     """``pattern`` as a Lark regex literal."""
     return "/" + pattern.replace("/", "\\/") + "/"
+
+
+def _regex_text(text: str) -> str:
+    """``text`` matched as it is, in a regex a Lark literal can hold (a newline as ``\\n``)."""
+    return re.escape(text).replace("\\\n", "\\n")
 
 
 def _literal(text: str) -> str:

@@ -19,6 +19,12 @@ from caldrix.front.chat import Tool
 
 CALL_OPEN: Final = "<tool_call>"
 CALL_CLOSE: Final = "</tool_call>"
+#: A call written without the tag, as small models write one (llama-server reads it as a call
+#: too): at the reply's opening, one of these fences or none, then these keys, whitespace
+#: allowed around each, then a tool's quoted name.
+UNTAGGED_FENCES: Final = ("```json\n", "```xml\n", "```\n")
+UNTAGGED_KEYS: Final = ("{", '"name"', ":")
+FENCE: Final = "```"
 RESULT_OPEN: Final = "<tool_response>"
 RESULT_CLOSE: Final = "</tool_response>"
 #: The words a failed tool's result starts with.
