@@ -79,6 +79,7 @@ from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
 from aerix.domain.pieces import no_piece_done
 from aerix.domain.repeats import ChangeWatch, FailureWatch, NextTurn, RepeatWatch, next_turn_after
+from aerix.domain.sampling import redraw
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
@@ -147,6 +148,8 @@ class _AgentRun:
         self.next_turn: NextTurn | None = None
         #: Whether a final with no file changed was answered with NO_CHANGE_NOTE.
         self.told_unchanged = False
+        #: Whether the last calls turn got nothing done: the next is sampled (``sampling``).
+        self.stuck = False
 
     @property
     def agent_id(self) -> str:
@@ -223,7 +226,8 @@ class _AgentRun:
             self.turns += 1
             turn_number = self.live.next_number("m")
             asks = self._turn_constraint(constraint, tools)
-            turn = await self.asker.ask(turn_number, asked, asks, tools)
+            drawn = redraw(self.env.settings.context.redraw_temperature, turn_number) if self.stuck else None
+            turn = await self.asker.ask(turn_number, asked, asks, tools, drawn)
             if isinstance(turn, AskEnded):
                 return _Ended(turn.outcome, turn.reason)
             if turn.is_final:
@@ -233,6 +237,7 @@ class _AgentRun:
                     or await self._unchanged_final_continues()
                 ):
                     self.repeats.reset()  # the agent was told something new
+                    self.stuck = False
                     continue
                 return self._ended_by(turn)
             ended = await self._run_calls(turn, turn_number)
@@ -260,6 +265,8 @@ class _AgentRun:
             self.repeats.reset()  # finished jobs reported after the results
         calls = {call.id: call for call in turn.calls}
         self.repeats.failed([calls[r.call_id] for r in ran.results if r.is_error])
+        # Every call an error, or a repeat not run again: the greedy answer would be the same.
+        self.stuck = bool(ran.results) and all(r.is_error or r.unchanged_since for r in ran.results)
         if check.failure is not None:
             return _Ended("failed", check.failure)
         results = [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]
