@@ -87,8 +87,9 @@ def twin_result(tool: str, first: str) -> str:
 
 
 #: What the next turn is held to after a turn of nothing but unchanged repeats: only a final,
-#: or (a change agent that repeated reads or commands) only a ``write``, an ``edit`` or a final.
-NextTurn = Literal["final", "change"]
+#: (a change agent that repeated reads or commands) only a ``write``, an ``edit`` or a final, or
+#: (a planner of a change that has handed out no piece yet) only an ``agent`` call or a final.
+NextTurn = Literal["final", "change", "delegate"]
 
 
 def unchanged_result(tool: str, since: str, *, next_turn: NextTurn | None = None) -> str:
@@ -107,6 +108,11 @@ def unchanged_result(tool: str, since: str, *, next_turn: NextTurn | None = None
             f"Already done by call {since} above: its result is there. Use it to make the change "
             "now: write the whole new file, or edit it."
         )
+    if next_turn == "delegate":
+        return (
+            f"Already done by call {since} above: its result is there. Now hand the change to an "
+            "agent: an agent call whose brief says the whole change and which files it is in."
+        )
     return (
         f"unchanged since call {since}: the same {tool} with the same input ran in your previous turn "
         "and nothing has changed since, so it was not run again (its result is above). "
@@ -121,6 +127,7 @@ def next_turn_after(
     makes_changes: bool,
     can_change: bool,
     changed: Collection[str] = (),
+    delegates: bool = False,
 ) -> NextTurn | None:
     """What a turn made only of unchanged repeats holds the next turn to. An agent that answers
     has what it asked for: a final. One that makes a change and repeated a ``write`` or ``edit``
@@ -135,9 +142,15 @@ def next_turn_after(
     ocr-numbers, swift-scheduling) or ran the same command (pig-latin) until the rule ended it.
     Held to a change after it had already made its change, it wrote the file again: asked to fix
     add() in calc.py, a retry fixed it with one edit, read calc.py twice, and then rewrote it
-    whole, without the mul() beside add(), until the repeated-change rule ended it."""
+    whole, without the mul() beside add(), until the repeated-change rule ended it.
+
+    A planner of a change that has run no piece yet (``delegates``) and repeated its plan or its
+    look at the tree has handed nothing out: an ``agent`` call or a final. Held to a final, the
+    1.5B's planner of bob saved its plan twice and answered "Sure.", every file as it was."""
     if not calls or len(unchanged) < len(calls):
         return None
+    if delegates:
+        return "delegate"
     if not makes_changes or any(call.tool in FILE_CHANGING_TOOLS for call in calls):
         return "final"
     changed_paths = {os.path.normpath(path) for path in changed}

@@ -57,6 +57,12 @@ NO_CHANGE_NOTE = (
     "You have not changed any file yet. If the request needs a change, make it now by writing the whole "
     "new file; if it needs none, give your final again and say why."
 )
+#: Told once to a planner of a change whose final came before any piece ran or any file changed.
+NO_PIECE_NOTE = (
+    "Nothing has been changed yet: no agent has made the change the request asks for. If it needs a "
+    "change, hand it to an agent now: an agent call whose brief says the whole change and which files "
+    "it is in. If it needs none, give your final again and say why."
+)
 #: What ``{final}`` shows in INVALID_TURN_NOTE: a text, or a verifier's verdict.
 _FINAL_SHAPES = {False: '"..."', True: '{"verdict": "pass" or "fail", "reason": "..."}'}
 

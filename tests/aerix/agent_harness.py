@@ -126,6 +126,7 @@ class AgentRun:
         environment: dict[str, Any] | None = None,
         definitions: AgentDefinitionSource | None = None,
         makes_changes: bool = False,
+        delegates_changes: bool = False,
     ) -> AgentResult:
         """Run the root; with ``definitions``, as a request runs it: delegating its agent calls
         (every agent with its own local tools, one repo map shared)."""
@@ -137,6 +138,7 @@ class AgentRun:
             tools=tuple(tools),
             max_turns=max_turns,
             makes_changes=makes_changes,
+            delegates_changes=delegates_changes,
         )
         env = AgentEnvironment(
             pool=self.pool,

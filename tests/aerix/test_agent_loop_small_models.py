@@ -13,10 +13,16 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
-from aerix.domain.sampling import REDRAW_TOP_K, REDRAW_TOP_P
+from aerix.domain.sampling import DEFAULT_REDRAW_TEMPERATURE, REDRAW_TOP_K
 from aerix.domain.settings import ContextSettings, Settings
-from aerix.domain.tools import FILE_CHANGING_TOOLS
-from aerix.domain.turn_notes import CHANGE_NEXT_NOTE, CHANGED_NEXT_NOTE, NO_CHANGE_NOTE, turn_retry_message
+from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, FILE_CHANGING_TOOLS
+from aerix.domain.turn_notes import (
+    CHANGE_NEXT_NOTE,
+    CHANGED_NEXT_NOTE,
+    NO_CHANGE_NOTE,
+    NO_PIECE_NOTE,
+    turn_retry_message,
+)
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from caldrix import limits
 from tests.aerix.agent_harness import TOOLS, AgentRun, Make, final, settings_with, turn
@@ -59,7 +65,8 @@ async def test_a_repeating_turn_is_stopped_early_removed_and_asked_again_shorter
     assert (kept.attempt, kept.segment) == (1, "a1.m1")
     # Greedily the model would start the same loop again: the re-ask is sampled.
     assert stopped.drawn is None
-    assert kept.drawn == ev.Drawn(temperature=0.7, seed=1, top_k=REDRAW_TOP_K, top_p=REDRAW_TOP_P)
+    hot = DEFAULT_REDRAW_TEMPERATURE
+    assert kept.drawn == ev.Drawn(temperature=hot, seed=1, top_k=REDRAW_TOP_K, top_p=1.0)
     pool = await run.pool_segments()
     assert [s["id"] for s in pool] == ["a1.system", "a1.p1", "a1.n1", "a1.m1"]
     note = pool[2]["text"]
@@ -271,6 +278,43 @@ async def test_a_change_agent_that_repeats_its_write_is_asked_for_its_final(make
     assert set(json.loads(run.messages()[-1].text)) == {"thought", "final"}
 
 
+_PLANNER_TOOLS = tuple(tool for tool in TOOLS if tool.name in DEFAULT_PLANNER_TOOLS)
+
+
+async def test_a_planner_that_repeats_its_plan_before_any_piece_is_held_to_an_agent_call(make: Make) -> None:
+    """bob on the 1.5B, default settings: its planner saved its plan twice, was held to a final,
+    and answered "Sure." with every file as it was. Held instead to an ``agent`` call or a final,
+    the turn cannot be the plan again (the script's third turn is the same plan write)."""
+    planning = turn("Plan it.", ("plan", {"op": "write", "text": "1. answer Sure. to questions"}))
+    run = await make([planning, planning, planning, final("Handed out.", "never reached")])
+    result = await run.run(tools=_PLANNER_TOOLS, delegates_changes=True, max_turns=4)
+    repeat = run.messages("tool")[1].text
+    assert repeat.startswith("[plan c2]\nAlready done by call c1 above")
+    assert "hand the change to an agent" in repeat
+    held = run.messages()[2]
+    assert [call.tool for call in held.calls] == ["agent"] or held.final is not None
+    assert all(call.tool != "plan" for message in run.messages()[2:] for call in message.calls)
+    assert result.outcome in ("done", "failed", "budget")
+    await run.assert_log_rebuilds_the_context()
+
+
+async def test_a_planners_final_before_any_piece_is_answered_once_with_a_note(make: Make) -> None:
+    """A planner of a change that hands nothing out and changes nothing is told so once; its
+    second final stands (a request may need no change). An answering root is not told."""
+    claimed = final("Sure.", "Sure.")
+    run = await make([claimed, final("No change.", "bob.py needs no change")])
+    result = await run.run(tools=_PLANNER_TOOLS, delegates_changes=True)
+    assert (result.outcome, result.turns, result.final) == ("done", 2, "bob.py needs no change")
+    pool = await run.pool_segments()
+    assert [s["id"] for s in pool] == ["a1.system", "a1.p1", "a1.m1", "a1.n1", "a1.m2"]
+    assert pool[3]["text"] == NO_PIECE_NOTE
+    await run.assert_log_rebuilds_the_context()
+
+    answering = await make([claimed])
+    result = await answering.run(tools=_PLANNER_TOOLS)
+    assert (result.outcome, result.turns, result.final) == ("done", 1, "Sure.")
+
+
 async def test_a_change_roots_final_before_any_change_is_answered_once_with_a_note(make: Make) -> None:
     """Its second final stands (a request may need no change); one after a change is not held."""
     claimed = final("Fixed.", "I fixed it and the tests pass")
@@ -381,9 +425,10 @@ async def test_a_turn_after_one_that_got_nothing_done_is_sampled_then_greedy_aga
         (False, None),
         (False, "c3"),
     ]
-    assert _sampled_turns(run) == [(1, None), (2, 0.7), (3, None), (4, None), (5, 0.7)]
+    hot = DEFAULT_REDRAW_TEMPERATURE
+    assert _sampled_turns(run) == [(1, None), (2, hot), (3, None), (4, None), (5, hot)]
     fifth = run.messages()[-1].drawn
-    assert fifth is not None and (fifth.seed, fifth.top_k, fifth.top_p) == (5, REDRAW_TOP_K, REDRAW_TOP_P)
+    assert fifth is not None and (fifth.seed, fifth.top_k, fifth.top_p) == (5, REDRAW_TOP_K, 1.0)
     await run.assert_log_rebuilds_the_context()
 
     (run.cwd / "a.txt").unlink()  # the same folder: the second run writes it afresh

@@ -94,6 +94,9 @@ class AgentSpec:
     #: route, an implementer): after each turn's results it is told the next step
     #: (``CHANGE_NEXT_NOTE``).
     makes_changes: bool = False
+    #: Whether it is the planner of a change (a root on an ``edit`` or ``plan`` route that may
+    #: only delegate): its work is the pieces it hands out.
+    delegates_changes: bool = False
     #: Files attached to its task (``aerix.app.agent.attachments``): already in its context, so
     #: ``write`` may replace them.
     seen_files: tuple[str, ...] = ()

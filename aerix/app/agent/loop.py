@@ -22,7 +22,8 @@ Each turn:
    TURN_RETRIES more times, then the agent ends ``failed``.
 5. A final ends the agent ``done`` (``failed`` when every piece it ran failed and it changed no
    file itself: ``aerix.domain.pieces.no_piece_done``) unless a change root has changed no file
-   yet (once per run, NO_CHANGE_NOTE says so and it gets another turn), background jobs are still running
+   yet, or a planner of a change has handed out no piece (once per run, NO_CHANGE_NOTE or
+   NO_PIECE_NOTE says so and it gets another turn), background jobs are still running
    (their reports are waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
    SubagentStop) hook blocks (``AgentLifecycle.finishing``): its reason becomes the agent's
    next user message, at most STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set
@@ -40,7 +41,9 @@ Each turn:
    the final branch, and so does one that already changed files and only read those again or
    ran commands; a change agent that repeated only reads or commands before any change (or read
    a file it has not changed) has what it needs to make it: the next turn is asked with only
-   ``write``, ``edit`` and the final (``aerix.domain.repeats.next_turn_after``). A change
+   ``write``, ``edit`` and the final; a planner of a change that has handed out no piece yet,
+   with only ``agent`` and the final (``aerix.domain.repeats.next_turn_after``). The turn after
+   one that got nothing done is sampled, not greedy (``aerix.domain.sampling``). A change
    agent (``AgentSpec.makes_changes``) is told the next step after each turn's results
    (``next_step_note``).
 
@@ -83,7 +86,7 @@ from aerix.domain.sampling import redraw
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
-from aerix.domain.turn_notes import NO_CHANGE_NOTE, next_step_note
+from aerix.domain.turn_notes import NO_CHANGE_NOTE, NO_PIECE_NOTE, next_step_note
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
@@ -259,6 +262,7 @@ class _AgentRun:
             makes_changes=self.spec.makes_changes,
             can_change=can_change,
             changed=self.dispatcher.files_touched,
+            delegates=self._nothing_handed_out(),
         )
         ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, next_turn=self.next_turn)
         if ran.jobs_reported:
@@ -328,10 +332,9 @@ class _AgentRun:
 
     def _held_constraint(self, tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The turn schema the next turn is held to: the final branch, with ``write`` and
-        ``edit`` beside it when held to a change."""
-        held = (
-            [tool for tool in tools if tool.name in FILE_CHANGING_TOOLS] if self.next_turn == "change" else []
-        )
+        ``edit`` beside it when held to a change, ``agent`` when held to handing one out."""
+        beside = {"change": FILE_CHANGING_TOOLS, "delegate": {"agent"}}.get(self.next_turn or "", set())
+        held = [tool for tool in tools if tool.name in beside]
         return {"json": turn_schema(held, verifier=self.spec.verifier)}
 
     async def _room_for_turn(self) -> int | _Ended:
@@ -374,20 +377,28 @@ class _AgentRun:
         return True
 
     async def _unchanged_final_continues(self) -> bool:
-        """At a change root's first final with no file changed: once per run, a note says so and
-        the root gets another turn (its next final stands, for a request that needs no change).
-        On its second try at raindrops the 1.5B answered "I fixed the code … and the tests
-        passed" in its first turn, having changed nothing. An implementer is not asked: its
-        verifier checks the work."""
-        if self.spec.kind != "root" or not self.spec.makes_changes:
+        """At a change root's first final with no file changed (a planner's: with no piece
+        handed out either): once per run, a note says so and the root gets another turn (its
+        next final stands, for a request that needs no change). On its second try at raindrops
+        the 1.5B answered "I fixed the code … and the tests passed" in its first turn, having
+        changed nothing; its planner of bob saved a plan and answered "Sure.". An implementer is
+        not asked: its verifier checks the work."""
+        if self.spec.kind != "root" or self.told_unchanged or self.turns >= self.spec.max_turns:
             return False
-        if self.dispatcher.files_touched or self.told_unchanged:
-            return False
-        if self.turns >= self.spec.max_turns:
+        if self.spec.makes_changes and not self.dispatcher.files_touched:
+            note = NO_CHANGE_NOTE
+        elif self._nothing_handed_out():
+            note = NO_PIECE_NOTE
+        else:
             return False
         self.told_unchanged, self.next_turn = True, None
-        await self.live.add_note(NO_CHANGE_NOTE, label=NEXT_STEP_LABEL)
+        await self.live.add_note(note, label=NEXT_STEP_LABEL)
         return True
+
+    def _nothing_handed_out(self) -> bool:
+        """Whether this is a planner of a change that has run no piece and changed no file."""
+        handed_out = self.dispatcher.piece_outcomes or self.dispatcher.files_touched
+        return self.spec.delegates_changes and not handed_out
 
     def _ended_by(self, turn: Turn) -> _Ended:
         """How a final ends the agent: ``done``, unless every piece it ran failed and it changed

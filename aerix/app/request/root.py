@@ -116,6 +116,9 @@ async def run_root(run: RootRun) -> RootEnded:
             plan=run.plan,
             json_constraint="json" in run.member.constraints,
             makes_changes=run.route in CHANGE_ROUTES and any(tool.name == "write" for tool in tools),
+            delegates_changes=run.route in CHANGE_ROUTES
+            and not any(tool.name == "write" for tool in tools)
+            and any(tool.name == "agent" for tool in tools),
             seen_files=run.seen_files,
         )
         result = await run_agent(spec, env)
