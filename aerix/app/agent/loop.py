@@ -20,13 +20,14 @@ Each turn:
    removed from the context, a note tells the model what went wrong (for a cut or a stop: to
    answer shorter, and the re-ask asks for fewer tokens), and the turn is asked again — at most
    TURN_RETRIES more times, then the agent ends ``failed``.
-5. A final ends the agent ``done`` (``failed`` when every piece it ran failed and it changed no
-   file itself: ``aerix.domain.pieces.no_piece_done``) unless a change root has changed no file
-   yet, or a planner of a change has handed out no piece (once per run, NO_CHANGE_NOTE or
-   NO_PIECE_NOTE says so and it gets another turn), background jobs are still running
-   (their reports are waited for, appended, and the agent gets another turn) or a Stop (a subagent's:
-   SubagentStop) hook blocks (``AgentLifecycle.finishing``): its reason becomes the agent's
-   next user message, at most STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set
+5. A final (:mod:`aerix.app.agent.finals`) ends the agent ``done`` (``failed`` when every
+   piece it ran failed and it changed no file itself: ``aerix.domain.pieces.no_piece_done``)
+   unless a change root has changed no file yet, or a planner of a change has handed out no
+   piece (once per run, NO_CHANGE_NOTE or NO_PIECE_NOTE says so and it gets another turn),
+   background jobs are still running (their reports are waited for, appended, and the agent
+   gets another turn) or a Stop (a subagent's: SubagentStop) hook blocks
+   (``AgentLifecycle.finishing``): its reason becomes the agent's next user message, at most
+   STOP_HOOK_CONTINUES times per run, with ``stop_hook_active`` set
    each time after the first. Otherwise the calls run (:mod:`aerix.app.agent.dispatch`;
    ``agent`` calls through the environment's ``Delegator``, with this agent as their
    ``Caller``, each between its PreToolUse and PostToolUse hooks) and their results are
@@ -64,47 +65,33 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
 from aerix.app.agent.asking import AskEnded, GenerationCancelled, TurnAsker
 from aerix.app.agent.dispatch import Dispatcher
 from aerix.app.agent.env import AgentEnvironment, AgentResult, AgentSpec
+from aerix.app.agent.finals import NEXT_STEP_LABEL, Ended, Finals
 from aerix.app.agent.live_context import LiveContext, compact_if_needed
 from aerix.app.agent.loop_tools import PlanState
 from aerix.app.hooks.fire import HookStopped
 from aerix.app.ports.agents import Caller, ToolHooks
 from aerix.app.ports.pool import MemberInfo
-from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
-from aerix.domain.pieces import no_piece_done
 from aerix.domain.repeats import ChangeWatch, FailureWatch, NextTurn, RepeatWatch, next_turn_after
 from aerix.domain.sampling import redraw
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
-from aerix.domain.turn_notes import NO_CHANGE_NOTE, NO_PIECE_NOTE, next_step_note
+from aerix.domain.turn_notes import next_step_note
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
 CANCELLED = "cancelled"
-#: The label of the user message a Stop hook's block adds (a user turn: never compacted).
-STOP_HOOK_LABEL = "stop hook"
-#: The label of the note on the next step of a change (``AgentSpec.makes_changes``).
-NEXT_STEP_LABEL = "next step"
 #: The kinds of the leading segments every agent of a request shares (an implementer forks them).
 _PREFIX_KINDS = frozenset({SegmentKind.SYSTEM, SegmentKind.INSTRUCTIONS})
-
-
-@dataclass(frozen=True)
-class _Ended:
-    outcome: ev.AgentOutcome
-    reason: str | None = None
-    final: str | None = None
-    verdict: ev.Verdict | None = None
 
 
 async def run_agent(spec: AgentSpec, env: AgentEnvironment) -> AgentResult:
@@ -144,13 +131,11 @@ class _AgentRun:
         self.failures = FailureWatch()
         self.changes = ChangeWatch()
         self._members: list[MemberInfo] | None = None
-        self.stop_continues = 0
         self.turns = 0
         self.hard_limit_hits = 0
         #: What the next turn is held to, if anything (``next_turn_after``).
         self.next_turn: NextTurn | None = None
-        #: Whether a final with no file changed was answered with NO_CHANGE_NOTE.
-        self.told_unchanged = False
+        self.finals = Finals(spec, env, self.live, self.runner, self.dispatcher, self.thread_cancel)
         #: Whether the last calls turn got nothing done: the next is sampled (``sampling``).
         self.stuck = False
 
@@ -159,7 +144,7 @@ class _AgentRun:
         return self.spec.agent_id
 
     async def run(self) -> AgentResult:
-        ended = _Ended("killed", CANCELLED)  # what stands if the run is cancelled from outside
+        ended = Ended("killed", CANCELLED)  # what stands if the run is cancelled from outside
         error: Exception | None = None
         try:
             async with anyio.create_task_group() as tasks:
@@ -167,14 +152,14 @@ class _AgentRun:
                 try:
                     ended = await self._turns()
                 except GenerationCancelled:
-                    ended = _Ended("killed", CANCELLED)
+                    ended = Ended("killed", CANCELLED)
                 except HookStopped as stopped:
-                    ended = _Ended("killed", stopped.reason)
+                    ended = Ended("killed", stopped.reason)
                 except PoolError as exc:
-                    ended = _Ended("failed", str(exc))
+                    ended = Ended("failed", str(exc))
                 except Exception as exc:  # raised after the task group, not inside an exception group
                     error = exc
-                    ended = _Ended("failed", str(exc) or type(exc).__name__)
+                    ended = Ended("failed", str(exc) or type(exc).__name__)
                 finally:
                     tasks.cancel_scope.cancel()
         finally:
@@ -214,17 +199,17 @@ class _AgentRun:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    async def _turns(self) -> _Ended:
+    async def _turns(self) -> Ended:
         await self.live.open()
         tools = await self._offered_tools()
         constraint = await self._constraint(tools)
         while True:
             if self.env.cancel.is_set():
-                return _Ended("killed", CANCELLED)
+                return Ended("killed", CANCELLED)
             if self.turns >= self.spec.max_turns:
-                return _Ended("budget", f"the turn budget ran out ({self.spec.max_turns} turns)")
+                return Ended("budget", f"the turn budget ran out ({self.spec.max_turns} turns)")
             asked = await self._room_for_turn()
-            if isinstance(asked, _Ended):
+            if isinstance(asked, Ended):
                 return asked
             self.turns += 1
             turn_number = self.live.next_number("m")
@@ -232,22 +217,21 @@ class _AgentRun:
             drawn = redraw(self.env.settings.context.redraw_temperature, turn_number) if self.stuck else None
             turn = await self.asker.ask(turn_number, asked, asks, tools, drawn)
             if isinstance(turn, AskEnded):
-                return _Ended(turn.outcome, turn.reason)
+                return Ended(turn.outcome, turn.reason)
             if turn.is_final:
-                if (
-                    await self._jobs_reported(turn_number)
-                    or await self._stop_hook_continues(turn)
-                    or await self._unchanged_final_continues()
-                ):
-                    self.repeats.reset()  # the agent was told something new
-                    self.stuck = False
-                    continue
-                return self._ended_by(turn)
+                going_on = await self.finals.going_on(turn, turn_number, self.turns)
+                if going_on is None:
+                    return self.finals.ended_by(turn)
+                self.repeats.reset()  # the agent was told something new
+                self.stuck = False
+                if going_on == "nothing changed":
+                    self.next_turn = None
+                continue
             ended = await self._run_calls(turn, turn_number)
             if ended is not None:
                 return ended
 
-    async def _run_calls(self, turn: Turn, turn_number: int) -> _Ended | None:
+    async def _run_calls(self, turn: Turn, turn_number: int) -> Ended | None:
         """Run the turn's calls, except those that repeat the previous turn's unchanged (their
         result says so); the IDENTICAL_TURNS-th turn in a row of nothing else ends the agent,
         and so does a call's REPEATED_FAILURES-th error result, or a change's REPEATED_CHANGES-th
@@ -262,7 +246,7 @@ class _AgentRun:
             makes_changes=self.spec.makes_changes,
             can_change=can_change,
             changed=self.dispatcher.files_touched,
-            delegates=self._nothing_handed_out(),
+            delegates=self.finals.nothing_handed_out(),
         )
         ran = await self.dispatcher.run_turn(turn, turn_number, check.unchanged, next_turn=self.next_turn)
         if ran.jobs_reported:
@@ -272,11 +256,11 @@ class _AgentRun:
         # Every call an error, or a repeat not run again: the greedy answer would be the same.
         self.stuck = bool(ran.results) and all(r.is_error or r.unchanged_since for r in ran.results)
         if check.failure is not None:
-            return _Ended("failed", check.failure)
+            return Ended("failed", check.failure)
         results = [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]
         failed = self.failures.check(results) or self.changes.check(results)
         if failed is not None:
-            return _Ended("failed", failed)
+            return Ended("failed", failed)
         if self.spec.makes_changes:
             changes = [is_error for call, _text, is_error in results if call.tool in FILE_CHANGING_TOOLS]
             note = next_step_note(changes, has_changed=bool(self.dispatcher.files_touched))
@@ -337,79 +321,18 @@ class _AgentRun:
         held = [tool for tool in tools if tool.name in beside]
         return {"json": turn_schema(held, verifier=self.spec.verifier)}
 
-    async def _room_for_turn(self) -> int | _Ended:
+    async def _room_for_turn(self) -> int | Ended:
         """Compact when needed, then this turn's max_new_tokens (or the context floor)."""
         await compact_if_needed(self.live, self.env.prompts)
         check = check_room(self.live.tokens, self.live.budget, self.hard_limit_hits)
         self.hard_limit_hits = check.hard_limit_hits
         if check.outcome == "floor":
-            return _Ended("killed", check.reason)
+            return Ended("killed", check.reason)
         return check.max_new_tokens
 
     # -- the end -------------------------------------------------------------------------------
 
-    async def _jobs_reported(self, turn_number: int) -> bool:
-        """At a final: reports of jobs that ended (waiting for one while any still runs) are
-        appended, and the agent gets another turn to read them if its budget allows."""
-        jobs = self.runner.jobs
-        reports = list(jobs.take_finished())
-        if not reports and jobs.running_ids():
-            reports = list(await anyio.to_thread.run_sync(jobs.wait_for_one, self.thread_cancel))
-        if not reports:
-            return False
-        await self.dispatcher.append_jobs(reports, turn_number)
-        return self.turns < self.spec.max_turns
-
-    async def _stop_hook_continues(self, turn: Turn) -> bool:
-        """At a final: a Stop (SubagentStop) hook that blocks (or adds context) keeps the agent
-        going, its reason the next user message, at most STOP_HOOK_CONTINUES times
-        (``AgentLifecycle.finishing``)."""
-        last = turn.verdict.reason if turn.verdict is not None else turn.final
-        message = await self.env.agent_lifecycle().finishing(
-            self.agent_id, self.spec.kind, self.spec.agent_type, last or "", self.stop_continues > 0
-        )
-        if message is None:
-            return False
-        if self.stop_continues >= bounds.STOP_HOOK_CONTINUES:
-            return False  # the bound: the final stands (with no turns left, the budget ends it)
-        self.stop_continues += 1
-        await self.live.add_note(message, label=STOP_HOOK_LABEL)
-        return True
-
-    async def _unchanged_final_continues(self) -> bool:
-        """At a change root's first final with no file changed (a planner's: with no piece
-        handed out either): once per run, a note says so and the root gets another turn (its
-        next final stands, for a request that needs no change). On its second try at raindrops
-        the 1.5B answered "I fixed the code … and the tests passed" in its first turn, having
-        changed nothing; its planner of bob saved a plan and answered "Sure.". An implementer is
-        not asked: its verifier checks the work."""
-        if self.spec.kind != "root" or self.told_unchanged or self.turns >= self.spec.max_turns:
-            return False
-        if self.spec.makes_changes and not self.dispatcher.files_touched:
-            note = NO_CHANGE_NOTE
-        elif self._nothing_handed_out():
-            note = NO_PIECE_NOTE
-        else:
-            return False
-        self.told_unchanged, self.next_turn = True, None
-        await self.live.add_note(note, label=NEXT_STEP_LABEL)
-        return True
-
-    def _nothing_handed_out(self) -> bool:
-        """Whether this is a planner of a change that has run no piece and changed no file."""
-        handed_out = self.dispatcher.piece_outcomes or self.dispatcher.files_touched
-        return self.spec.delegates_changes and not handed_out
-
-    def _ended_by(self, turn: Turn) -> _Ended:
-        """How a final ends the agent: ``done``, unless every piece it ran failed and it changed
-        nothing itself (``no_piece_done``)."""
-        ended = _final(turn)
-        undone = no_piece_done(self.dispatcher.piece_outcomes, self.dispatcher.files_touched)
-        if undone is None:
-            return ended
-        return _Ended("failed", undone, final=ended.final, verdict=ended.verdict)
-
-    def _record_end(self, ended: _Ended) -> None:
+    def _record_end(self, ended: Ended) -> None:
         self.env.events.record(
             ev.AgentEnd,
             agent=self.agent_id,
@@ -422,7 +345,7 @@ class _AgentRun:
             checks_run=list(self.dispatcher.checks_run),
         )
 
-    def _result(self, ended: _Ended) -> AgentResult:
+    def _result(self, ended: Ended) -> AgentResult:
         return AgentResult(
             outcome=ended.outcome,
             final=ended.final,
@@ -435,9 +358,3 @@ class _AgentRun:
             plan=self.plan.text,
             tool_calls=self.dispatcher.calls_run,
         )
-
-
-def _final(turn: Turn) -> _Ended:
-    if turn.verdict is not None:
-        return _Ended("done", final=turn.verdict.reason, verdict=cast(ev.Verdict, turn.verdict.verdict))
-    return _Ended("done", final=turn.final)
