@@ -115,6 +115,8 @@ class Dispatcher:
     calls_run: int = 0
     #: The outcome of each piece its ``agent`` calls ran, in order.
     piece_outcomes: list[ev.AgentOutcome] = field(default_factory=list)
+    #: ``agent`` calls answered so far, refused and failed ones included.
+    agent_calls: int = 0
     #: Background job id -> (the call that started it, its command).
     jobs: dict[str, tuple[str, str]] = field(default_factory=dict)
     hooks: Hooks | None = None
@@ -290,6 +292,8 @@ class Dispatcher:
         outcome = piece_outcome(result.text) if result.tool == "agent" else None
         if outcome is not None:
             self.piece_outcomes.append(outcome)
+        if result.tool == "agent":
+            self.agent_calls += 1
         await self._append_output(
             output,
             segment_id,
