@@ -17,7 +17,6 @@ from aerix.domain import bounds
 from aerix.domain.events.base import ROUTE_NAMES
 from aerix.domain.permission_rules import RuleError, parse_rule
 from aerix.domain.profile import PROFILE_NAME_RULE, valid_profile_name
-from aerix.domain.sampling import DEFAULT_REDRAW_TEMPERATURE, MAX_REDRAW_TEMPERATURE
 from aerix.domain.tools import DEFAULT_PLANNER_ROUTES, DEFAULT_PLANNER_TOOLS, TOOL_NAMES
 
 DEFAULT_PROFILE = "default"
@@ -142,12 +141,6 @@ class ContextSettings(_Section):
     soft_ratio: float = Field(default=0.70, gt=0, le=1, description="compact above this share of the window")
     target_ratio: float = Field(default=0.50, gt=0, le=1, description="compact down to this share")
     max_new_tokens: int = Field(default=2048, gt=0, description="a turn asks min(this, window/4)")
-    redraw_temperature: float = Field(
-        default=DEFAULT_REDRAW_TEMPERATURE,
-        ge=0,
-        le=MAX_REDRAW_TEMPERATURE,
-        description="a turn after one that got nothing done is sampled at this; 0 = always greedy",
-    )
     tool_caps: ToolCaps = ToolCaps()
     skills_chars: int = Field(default=4000, ge=0, description="room for the skill list in the system segment")
     agents_chars: int = Field(

@@ -13,8 +13,6 @@ import pytest
 
 from aerix.domain import bounds
 from aerix.domain import events as ev
-from aerix.domain.sampling import DEFAULT_REDRAW_TEMPERATURE, REDRAW_TOP_K
-from aerix.domain.settings import ContextSettings, Settings
 from aerix.domain.tools import DEFAULT_PLANNER_TOOLS, FILE_CHANGING_TOOLS
 from aerix.domain.turn_notes import (
     CHANGE_NEXT_NOTE,
@@ -25,7 +23,7 @@ from aerix.domain.turn_notes import (
 )
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from caldrix import limits
-from tests.aerix.agent_harness import TOOLS, AgentRun, Make, final, settings_with, turn
+from tests.aerix.agent_harness import TOOLS, Make, final, settings_with, turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -63,10 +61,6 @@ async def test_a_repeating_turn_is_stopped_early_removed_and_asked_again_shorter
     assert stopped.usage is not None and stopped.usage.completion_tokens == received
     assert (stopped.segment, stopped.attempt) == (None, 0)
     assert (kept.attempt, kept.segment) == (1, "a1.m1")
-    # Greedily the model would start the same loop again: the re-ask is sampled.
-    assert stopped.drawn is None
-    hot = DEFAULT_REDRAW_TEMPERATURE
-    assert kept.drawn == ev.Drawn(temperature=hot, seed=1, top_k=REDRAW_TOP_K, top_p=1.0)
     pool = await run.pool_segments()
     assert [s["id"] for s in pool] == ["a1.system", "a1.p1", "a1.n1", "a1.m1"]
     note = pool[2]["text"]
@@ -399,44 +393,6 @@ async def test_the_same_failing_call_a_third_time_ends_the_agent_even_alternated
     [end] = run.of(ev.AgentEnd)
     assert (end.outcome, end.reason) == ("failed", reason)
     await run.assert_log_rebuilds_the_context()
-
-
-def _sampled_turns(run: AgentRun) -> list[tuple[int, float | None]]:
-    return [(m.turn, m.drawn.temperature if m.drawn else None) for m in run.messages()]
-
-
-async def test_a_turn_after_one_that_got_nothing_done_is_sampled_then_greedy_again(make: Make) -> None:
-    """Greedily, the model asked again answers the same: a turn after one whose every call failed
-    or was an unchanged repeat is sampled, seeded by its number; one after a turn that got
-    something done is greedy again. A temperature of 0 keeps every turn greedy."""
-    script = [
-        turn("Read it.", ("read", {"path": "missing.txt"})),
-        turn("Write it.", ("write", {"path": "a.txt", "content": "two\n"})),
-        turn("Look.", ("read", {"path": "a.txt"})),
-        turn("Look again.", ("read", {"path": "a.txt"})),
-        final("Done.", "a.txt holds two"),
-    ]
-    run = await make(script)
-    result = await run.run(makes_changes=True)
-    assert (result.outcome, result.final) == ("done", "a.txt holds two")
-    assert [(m.is_error, m.unchanged_since) for m in run.messages("tool")] == [
-        (True, None),
-        (False, None),
-        (False, None),
-        (False, "c3"),
-    ]
-    hot = DEFAULT_REDRAW_TEMPERATURE
-    assert _sampled_turns(run) == [(1, None), (2, hot), (3, None), (4, None), (5, hot)]
-    fifth = run.messages()[-1].drawn
-    assert fifth is not None and (fifth.seed, fifth.top_k, fifth.top_p) == (5, REDRAW_TOP_K, 1.0)
-    await run.assert_log_rebuilds_the_context()
-
-    (run.cwd / "a.txt").unlink()  # the same folder: the second run writes it afresh
-    greedy = await make(script)
-    settings = Settings(context=ContextSettings(max_new_tokens=512, redraw_temperature=0))
-    result = await greedy.run(makes_changes=True, settings=settings)
-    assert result.outcome == "done"
-    assert _sampled_turns(greedy) == [(n, None) for n in range(1, 6)]
 
 
 async def test_a_write_refused_over_an_unseen_file_runs_again_when_asked_again(make: Make) -> None:

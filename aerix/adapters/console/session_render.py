@@ -146,8 +146,6 @@ def _describe_message(record: ev.Message) -> Text:
         style = "red" if record.is_error else "green"
         return Text(f"{record.agent} ← {record.tool} {record.call}: {_cut(record.text)}", style=style)
     tokens = f" ({record.usage.prompt_tokens}+{record.usage.completion_tokens} tok)" if record.usage else ""
-    if record.drawn is not None:
-        tokens += f" sampled at {record.drawn.temperature:g}"
     if record.parse_error is not None:
         line = f"{record.agent} turn {record.turn}{tokens} did not parse: {record.parse_error}"
         return Text(line, style="yellow")

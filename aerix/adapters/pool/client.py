@@ -31,7 +31,6 @@ from aerix.app.ports.pool import (
     TokenLogprob,
 )
 from aerix.domain.bounds import FRAME_GAP_SECS, GENERATION_GUARD, POOL_CONTROL_TIMEOUT_SECS
-from aerix.domain.sampling import GREEDY, Sampling
 from aerix.domain.settings import PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolUnavailable
 from caldrix import protocol
@@ -186,10 +185,8 @@ class CaldrixContexts:
         append: SegmentAppend | None = None,
         on_token: OnToken | None = None,
         on_progress: OnProgress | None = None,
-        sampling: Sampling | None = None,
     ) -> GenerationDone:
         output = wire.AppendOutput(id=append.id, pinned=append.pinned) if append is not None else None
-        drawn = sampling or GREEDY
         async with self._generations, _translated():
             client = await protocol.connect(
                 self._control.socket_path, bounds=self._control.bounds, client_name=CLIENT_NAME
@@ -201,10 +198,6 @@ class CaldrixContexts:
                     constraint=dict(constraint) if constraint is not None else None,
                     logprobs=logprobs,
                     append=output,
-                    temperature=drawn.temperature,
-                    seed=drawn.seed,
-                    top_k=drawn.top_k,
-                    top_p=drawn.top_p,
                     # Every generation aerix asks for is guarded: none may run away.
                     guard=dict(GENERATION_GUARD),
                 )

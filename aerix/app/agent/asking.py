@@ -34,7 +34,6 @@ from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.compaction import retry_ask
 from aerix.domain.runtime_words import NOTE_PROMPTS, refuse_copies, runtime_texts
-from aerix.domain.sampling import Sampling, redraw
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.tools import ToolSpec
 from aerix.domain.turn_notes import cut_turn_note, stopped_turn_note
@@ -80,11 +79,9 @@ class TurnAsker:
         max_new_tokens: int,
         constraint: Mapping[str, Any] | None,
         tools: Sequence[ToolSpec],
-        sampling: Sampling | None = None,
     ) -> Turn | AskEnded:
         """One turn, parsed against ``tools`` (the callable tools as this run offers them, the
-        ones ``constraint`` was built from), drawn as ``sampling`` says (None: greedy); a re-ask
-        after a degenerating answer is sampled (``aerix.domain.sampling``)."""
+        ones ``constraint`` was built from)."""
         problem = ""
         ask = max_new_tokens
         segment_id = f"{self.agent_id}.m{turn_number}"
@@ -93,12 +90,10 @@ class TurnAsker:
             if room < bounds.MIN_CUT_TURN_TOKENS:
                 reason = f"context floor: no room to ask turn {turn_number} again ({room} tokens left)"
                 return AskEnded("killed", reason)
-            generated = await self._generate(segment_id, room, constraint, sampling)
-            drawn = sampling
+            generated = await self._generate(segment_id, room, constraint)
             if generated.finish == "degenerate":
                 tokens, reason = generated.completion_tokens, generated.reason or "degenerate"
                 problem = f"stopped after {tokens} tokens: {reason}"
-                sampling = redraw(self.env.settings.context.redraw_temperature, turn_number) or sampling
                 ask = retry_ask(room)
                 note = stopped_turn_note(tokens, reason, ask)
             elif generated.finish == "length":
@@ -117,9 +112,9 @@ class TurnAsker:
                 except TurnParseError as exc:
                     problem, note = exc.problem, exc.message
                 else:
-                    self._record_turn(turn_number, attempt, generated, turn, drawn)
+                    self._record_turn(turn_number, attempt, generated, turn)
                     return turn
-            self._record_attempt(turn_number, attempt, generated, problem, drawn)
+            self._record_attempt(turn_number, attempt, generated.text, problem, self._usage(generated))
             if generated.finish != "degenerate":  # the pool appended nothing of a degenerate one
                 await self.live.remove([segment_id])
             if attempt < bounds.TURN_RETRIES:
@@ -128,11 +123,7 @@ class TurnAsker:
         return AskEnded("failed", f"turn {turn_number} was asked {asked} times and never parsed: {problem}")
 
     async def _generate(
-        self,
-        segment_id: str,
-        max_new_tokens: int,
-        constraint: Mapping[str, Any] | None,
-        sampling: Sampling | None,
+        self, segment_id: str, max_new_tokens: int, constraint: Mapping[str, Any] | None
     ) -> GenerationDone:
         sink, agent_id = self.env.on_token, self.agent_id
         on_token = (lambda text: sink(agent_id, text)) if sink is not None else None
@@ -147,7 +138,6 @@ class TurnAsker:
                 constraint,
                 append=SegmentAppend(segment_id),
                 on_token=on_token,
-                sampling=sampling,
             )
         self._scope = None
         if done is None:  # the scope caught its cancel before the done frame
@@ -173,22 +163,19 @@ class TurnAsker:
         )
 
     def _record_attempt(
-        self, turn_number: int, attempt: int, done: GenerationDone, problem: str, drawn: Sampling | None
+        self, turn_number: int, attempt: int, text: str, problem: str, usage: ev.Usage | None
     ) -> None:
         self.live.record(
             ev.Message,
             role="assistant",
             turn=turn_number,
-            text=done.text,
+            text=text,
             attempt=attempt,
             parse_error=problem,
-            usage=self._usage(done),
-            drawn=_drawn(drawn),
+            usage=usage,
         )
 
-    def _record_turn(
-        self, turn_number: int, attempt: int, done: GenerationDone, turn: Turn, drawn: Sampling | None
-    ) -> None:
+    def _record_turn(self, turn_number: int, attempt: int, done: GenerationDone, turn: Turn) -> None:
         self.live.reserve("c", len(turn.calls))
         segment = self.live.get(f"{self.agent_id}.m{turn_number}")
         if segment is not None:
@@ -207,13 +194,4 @@ class TurnAsker:
             reason=verdict.reason if verdict else None,
             attempt=attempt,
             usage=self._usage(done),
-            drawn=_drawn(drawn),
         )
-
-
-def _drawn(sampling: Sampling | None) -> ev.Drawn | None:
-    if sampling is None or sampling.seed is None:
-        return None
-    return ev.Drawn(
-        temperature=sampling.temperature, seed=sampling.seed, top_k=sampling.top_k, top_p=sampling.top_p
-    )

@@ -43,8 +43,7 @@ Each turn:
    ran commands; a change agent that repeated only reads or commands before any change (or read
    a file it has not changed) has what it needs to make it: the next turn is asked with only
    ``write``, ``edit`` and the final; a planner of a change that has handed out no piece yet,
-   with only ``agent`` and the final (``aerix.domain.repeats.next_turn_after``). The turn after
-   one that got nothing done is sampled, not greedy (``aerix.domain.sampling``). A change
+   with only ``agent`` and the final (``aerix.domain.repeats.next_turn_after``). A change
    agent (``AgentSpec.makes_changes``) is told the next step after each turn's results
    (``next_step_note``).
 
@@ -81,7 +80,6 @@ from aerix.app.ports.pool import MemberInfo
 from aerix.domain import events as ev
 from aerix.domain.compaction import ContextBudget, check_room
 from aerix.domain.repeats import ChangeWatch, FailureWatch, NextTurn, RepeatWatch, next_turn_after
-from aerix.domain.sampling import redraw
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
@@ -136,8 +134,6 @@ class _AgentRun:
         #: What the next turn is held to, if anything (``next_turn_after``).
         self.next_turn: NextTurn | None = None
         self.finals = Finals(spec, env, self.live, self.runner, self.dispatcher, self.thread_cancel)
-        #: Whether the last calls turn got nothing done: the next is sampled (``sampling``).
-        self.stuck = False
 
     @property
     def agent_id(self) -> str:
@@ -214,8 +210,7 @@ class _AgentRun:
             self.turns += 1
             turn_number = self.live.next_number("m")
             asks = self._turn_constraint(constraint, tools)
-            drawn = redraw(self.env.settings.context.redraw_temperature, turn_number) if self.stuck else None
-            turn = await self.asker.ask(turn_number, asked, asks, tools, drawn)
+            turn = await self.asker.ask(turn_number, asked, asks, tools)
             if isinstance(turn, AskEnded):
                 return Ended(turn.outcome, turn.reason)
             if turn.is_final:
@@ -223,7 +218,6 @@ class _AgentRun:
                 if going_on is None:
                     return self.finals.ended_by(turn)
                 self.repeats.reset()  # the agent was told something new
-                self.stuck = False
                 if going_on == "nothing changed":
                     self.next_turn = None
                 continue
@@ -253,8 +247,6 @@ class _AgentRun:
             self.repeats.reset()  # finished jobs reported after the results
         calls = {call.id: call for call in turn.calls}
         self.repeats.failed([calls[r.call_id] for r in ran.results if r.is_error])
-        # Every call an error, or a repeat not run again: the greedy answer would be the same.
-        self.stuck = bool(ran.results) and all(r.is_error or r.unchanged_since for r in ran.results)
         if check.failure is not None:
             return Ended("failed", check.failure)
         results = [(calls[r.call_id], r.text, r.is_error) for r in ran.results if r.unchanged_since is None]

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from aerix.domain.sampling import Sampling
 from aerix.domain.settings import PoolSettings
 
 #: A segment as the pool takes it: ``{"id", "role", "text", "pinned"}`` (protocol "segment").
@@ -139,11 +138,9 @@ class PoolContexts(Protocol):
         append: SegmentAppend | None = None,
         on_token: OnToken | None = None,
         on_progress: OnProgress | None = None,
-        sampling: Sampling | None = None,
     ) -> GenerationDone:
         """One generation; ``constraint`` is the protocol's map (``{"json": schema}``,
-        ``{"one_of": [...]}`` …); ``append`` stores the output as an assistant segment;
-        ``sampling`` draws it at a temperature instead of greedily."""
+        ``{"one_of": [...]}`` …); ``append`` stores the output as an assistant segment."""
         ...
 
 

@@ -29,7 +29,7 @@ from aerix.domain.events.base import (
     Verdict,
 )
 from aerix.domain.events.context import Compaction, ContextOp, Replaced, Segment
-from aerix.domain.events.messages import Drawn, Message, ToolCall, Usage
+from aerix.domain.events.messages import Message, ToolCall, Usage
 from aerix.domain.events.session import DiffStats, Foreign, Loaded, RouteDecision, SessionEnd, SessionStart
 from aerix.domain.events.union import (
     AGENT_EVENTS,
@@ -60,7 +60,6 @@ __all__ = [
     "Compaction",
     "ContextOp",
     "DiffStats",
-    "Drawn",
     "Event",
     "EventBase",
     "Foreign",

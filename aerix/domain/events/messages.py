@@ -24,15 +24,6 @@ class Usage(StrictModel):
     member: str | None = None
 
 
-class Drawn(StrictModel):
-    """How a sampled turn was drawn (a greedy one has none): ``aerix.domain.sampling``."""
-
-    temperature: float
-    seed: int
-    top_k: int
-    top_p: float
-
-
 class ToolCall(StrictModel):
     id: str
     tool: str
@@ -56,7 +47,6 @@ class Message(EventBase):
     attempt: int = Field(default=0, ge=0, description="0 for the first ask, 1.. for re-asks.")
     parse_error: str | None = Field(default=None, description="Why the answer did not parse (re-asked).")
     usage: Usage | None = None
-    drawn: Drawn | None = Field(default=None, description="A turn sampled instead of greedy, and how.")
     call: str | None = None
     tool: str | None = None
     is_error: bool = False
