@@ -98,7 +98,7 @@ async def run(project: Path, controls: RequestControls | None) -> tuple[RequestR
 
 
 async def test_only_the_roots_first_plan_write_waits_and_an_accept_goes_on(scripted: Any) -> None:
-    project = scripted(["plan", plan("1. first"), plan("1. second"), FINAL])
+    project = scripted(["plan", plan("1. first"), plan("1. second"), FINAL, FINAL])
     gate = Gate(PlanReview("accept"))
     result, events = await run(project, RequestControls(plan_gate=gate))
     assert result.outcome == "done" and result.result == "Done."
@@ -107,7 +107,7 @@ async def test_only_the_roots_first_plan_write_waits_and_an_accept_goes_on(scrip
 
 
 async def test_an_edit_replaces_the_plan_and_tells_the_agent(scripted: Any) -> None:
-    project = scripted(["plan", plan("1. theirs"), FINAL])
+    project = scripted(["plan", plan("1. theirs"), FINAL, FINAL])
     result, events = await run(project, RequestControls(plan_gate=Gate(PlanReview("edit", "1. mine"))))
     assert result.outcome == "done"
     [written] = events.of(ev.Plan)
@@ -128,7 +128,7 @@ async def test_an_abort_ends_the_request_cancelled_before_another_turn(scripted:
 
 
 async def test_without_controls_nothing_waits(scripted: Any) -> None:
-    project = scripted(["plan", plan("1. free"), FINAL])
+    project = scripted(["plan", plan("1. free"), FINAL, FINAL])
     result, events = await run(project, None)
     assert result.outcome == "done"
     assert [(p.text, p.gate) for p in events.of(ev.Plan)] == [("1. free", None)]

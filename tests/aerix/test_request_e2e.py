@@ -364,7 +364,8 @@ def test_out_of_turns_is_budget_with_exit_2(world: World, scripted: tuple[Path, 
 
 def test_an_edit_route_makes_the_root_a_limited_planner(world: World, scripted: tuple[Path, Path]) -> None:
     proj, socket = scripted
-    start_scripted_pool(world, socket, ["edit", FINAL_TURN])
+    # Its first final, with nothing handed out, is answered once with a note; the second stands.
+    start_scripted_pool(world, socket, ["edit", FINAL_TURN, FINAL_TURN])
     done = aerix(world, proj, "-p", "change things", "--output-format", "json")
     result = json.loads(done.stdout)
     events = session_events(world, result["session_id"])

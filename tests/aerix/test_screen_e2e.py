@@ -63,9 +63,12 @@ SCRIPT = [
     "plan",
     plan_write("1. step one\n2. step two"),
     final("Ok.", "Planned A."),
+    # a planner that handed nothing out is answered once with a note: its second final stands
+    final("Ok.", "Planned A."),
     # a plan edited
     "plan",
     plan_write("1. the old step"),
+    final("Ok.", "Planned B."),
     final("Ok.", "Planned B."),
     # a plan aborted: no turn after it
     "plan",
@@ -93,6 +96,7 @@ SCRIPT = [
     # a plan edited inline (no $EDITOR in that screen's environment)
     "plan",
     plan_write("1. inline step"),
+    final("Ok.", "Planned D."),
     final("Ok.", "Planned D."),
     # `aerix -p` with stderr on the terminal: the status line while a command holds the request
     "answer",
