@@ -286,7 +286,7 @@ def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(t
     assert lines[1].startswith("bench_tasks: [1/2] double · aerix")  # its pool starts next
     run.send_signal(signal.SIGINT)
     rest = run.stderr.read()
-    assert run.wait(timeout=60) == 130
+    assert run.wait(timeout=60) == 130, rest
     assert rest.splitlines()[-1] == bench.STOPPED and "Traceback" not in rest
     left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True)
     assert left.stdout == ""  # no pool (nor agent) of the run still running
