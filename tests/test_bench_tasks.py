@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -273,8 +274,9 @@ def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(t
     pool running, its model in memory."""
     tasks = _write_exercises(tmp_path / "tasks")
     (tasks / "script.json").write_text(json.dumps(script()))
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
+    # Short: the pool's socket goes under it, and under xdist's longer tmp_path its path passed
+    # AF_UNIX's 108 bytes, so the pool never started and the run ended 1, not 130.
+    scratch = Path(tempfile.mkdtemp(prefix="bt-", dir="/tmp"))
     args = [sys.executable, str(ROOT / "benchmarks" / "bench_tasks.py"), "--exercises", str(tasks)]
     args += ["--agents", "aerix", "--model", "smollm2-135m", "--engine", "scripted"]
     args += ["--script", str(tasks / "script.json"), "--results", str(tmp_path / "r.jsonl")]
@@ -289,4 +291,5 @@ def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(t
     assert run.wait(timeout=60) == 130, rest
     assert rest.splitlines()[-1] == bench.STOPPED and "Traceback" not in rest
     left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True)
+    shutil.rmtree(scratch, ignore_errors=True)
     assert left.stdout == ""  # no pool (nor agent) of the run still running
