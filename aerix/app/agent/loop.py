@@ -63,8 +63,9 @@ errors end the agent ``failed`` with the error's line as the reason.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final
 
 import anyio
 
@@ -88,6 +89,10 @@ from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
 CANCELLED = "cancelled"
+#: The tools a held turn may call beside its final: none, a change's, or ``agent``.
+HELD_TOOLS: Final[Mapping[NextTurn, frozenset[str]]] = MappingProxyType(
+    {"final": frozenset(), "change": FILE_CHANGING_TOOLS, "delegate": frozenset({"agent"})}
+)
 #: The kinds of the leading segments every agent of a request shares (an implementer forks them).
 _PREFIX_KINDS = frozenset({SegmentKind.SYSTEM, SegmentKind.INSTRUCTIONS})
 
@@ -301,16 +306,15 @@ class _AgentRun:
         if constraint is None:
             return None
         if self.next_turn:
-            return self._held_constraint(tools)
+            return self._held_constraint(self.next_turn, tools)
         if self.spec.verifier and tools and not self.dispatcher.calls_run:
             return {"json": turn_schema(tools, verifier=True, final=False)}
         return constraint
 
-    def _held_constraint(self, tools: Sequence[ToolSpec]) -> dict[str, Any]:
-        """The turn schema the next turn is held to: the final branch, with ``write`` and
-        ``edit`` beside it when held to a change, ``agent`` when held to handing one out."""
-        beside = {"change": FILE_CHANGING_TOOLS, "delegate": {"agent"}}.get(self.next_turn or "", set())
-        held = [tool for tool in tools if tool.name in beside]
+    def _held_constraint(self, held_to: NextTurn, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """The turn schema the next turn is held to: the final branch, with the tools
+        HELD_TOOLS names beside it."""
+        held = [tool for tool in tools if tool.name in HELD_TOOLS[held_to]]
         return {"json": turn_schema(held, verifier=self.spec.verifier)}
 
     async def _room_for_turn(self) -> int | Ended:

@@ -93,6 +93,7 @@ async def run_root(run: RootRun) -> RootEnded:
         record_segments(run.events, [*run.replaced, *run.added], counts)
         tools = root_tools(run.route, run.project.settings, run.project.permissions)
         max_turns = run.max_turns or run.project.settings.delegation.max_turns
+        change, can_write = run.route in CHANGE_ROUTES, any(tool.name == "write" for tool in tools)
         env = _environment(run)
         spawn = run.events.record(
             ev.AgentSpawn,
@@ -115,10 +116,8 @@ async def run_root(run: RootRun) -> RootEnded:
             verifier=False,
             plan=run.plan,
             json_constraint="json" in run.member.constraints,
-            makes_changes=run.route in CHANGE_ROUTES and any(tool.name == "write" for tool in tools),
-            delegates_changes=run.route in CHANGE_ROUTES
-            and not any(tool.name == "write" for tool in tools)
-            and any(tool.name == "agent" for tool in tools),
+            makes_changes=change and can_write,
+            delegates_changes=change and not can_write and any(tool.name == "agent" for tool in tools),
             seen_files=run.seen_files,
         )
         result = await run_agent(spec, env)
