@@ -34,6 +34,8 @@ from aerix.domain.turn_notes import (
     CUT_TURN_NOTE,
     DROPPED_CALLS_NOTE,
     INVALID_TURN_NOTE,
+    NO_CHANGE_NOTE,
+    NO_PIECE_NOTE,
     STOPPED_TURN_NOTE,
 )
 from aerix.domain.turns import Turn, TurnParseError, render_turns_section
@@ -67,6 +69,8 @@ def runtime_texts(note_prompts: Mapping[str, str]) -> tuple[RuntimeText, ...]:
         RuntimeText("the note about dropped calls", DROPPED_CALLS_NOTE),
         RuntimeText("the note on the next step of a change", CHANGE_NEXT_NOTE),
         RuntimeText("the note on the next step after a change", CHANGED_NEXT_NOTE),
+        RuntimeText("the note on a final with no file changed", NO_CHANGE_NOTE),
+        RuntimeText("the note on a final with nothing handed out", NO_PIECE_NOTE),
         RuntimeText("the # Turns section and its examples", render_turns_section()),
         RuntimeText("a compaction marker", TOOL_RESULT_MARKER),
         RuntimeText("a compaction marker", TURN_MARKER),

@@ -15,7 +15,14 @@ from aerix.domain.compaction import marker_text
 from aerix.domain.runtime_words import NOTE_PROMPTS, RuntimeText, copied_text, refuse_copies, runtime_texts
 from aerix.domain.segments import ContextSegment, SegmentKind
 from aerix.domain.templates import fill
-from aerix.domain.turn_notes import cut_turn_note, dropped_calls_note, stopped_turn_note, turn_retry_message
+from aerix.domain.turn_notes import (
+    NO_CHANGE_NOTE,
+    NO_PIECE_NOTE,
+    cut_turn_note,
+    dropped_calls_note,
+    stopped_turn_note,
+    turn_retry_message,
+)
 from aerix.domain.turns import Turn, TurnParseError, Verdict, render_turns_section
 from tests.aerix.request_world import (
     aerix,
@@ -57,6 +64,16 @@ def _segment(kind: SegmentKind) -> ContextSegment:
         ),
         (turn_retry_message("no JSON object found"), "the note after an answer that was not a valid turn"),
         (dropped_calls_note(["read", "write", "read"]), "the note about dropped calls"),
+        (NO_CHANGE_NOTE, "the note on a final with no file changed"),
+        (
+            "You have not changed any file yet. If the request needs a change, make it now",
+            "the note on a final with no file changed",
+        ),
+        (NO_PIECE_NOTE, "the note on a final with nothing handed out"),
+        (
+            "Nothing has been changed yet: no agent has made the change the request asks for.",
+            "the note on a final with nothing handed out",
+        ),
         (marker_text(_segment(SegmentKind.TOOL_RESULT)), "a compaction marker"),
         (marker_text(_segment(SegmentKind.ASSISTANT)), "a compaction marker"),
         (
@@ -91,6 +108,8 @@ def test_a_text_that_is_mostly_a_span_of_a_runtime_text_is_a_copy(text: str, wha
         # A thought that says what happened in its own words, quoting a little of the note.
         "My last answer was cut off, so I'll write a brief thought and fewer calls.",
         "Answer again? No: the tests pass, and the README now documents the --verbose flag.",
+        # The final the no-change notes ask for: again, and why, in the model's own words.
+        "No change is needed: add() already returns a + b, and add(2, 3) prints 5.",
         "x = 1\n" * 500,
         "",
     ],
