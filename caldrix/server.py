@@ -35,7 +35,7 @@ from caldrix.members import MemoryPlan
 from caldrix.models.references import is_remote_reference, local_file, parse_reference
 from caldrix.pool import MAX_CONNECTIONS, Pool
 from caldrix.protocol.framing import FrameMode
-from caldrix.protocol.transport import unwritable_socket_folder
+from caldrix.protocol.transport import overlong_socket_path, unwritable_socket_folder
 
 logger = logging.getLogger("caldrix.pool")
 
@@ -149,6 +149,9 @@ class PoolServer:
     async def run(self) -> int:
         """Serve until stopped; returns the exit status. Refusals raise :class:`CaldrixError`."""
         path = self.settings.socket_path
+        overlong = overlong_socket_path(path)
+        if overlong is not None:
+            raise SocketRefused(f"{overlong} with --socket")
         prepare_socket_folder(path.parent)
         refuse_live_socket(path)
         failure: CaldrixError | None = None

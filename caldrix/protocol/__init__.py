@@ -54,7 +54,11 @@ if TYPE_CHECKING:
     )
     from caldrix.protocol.messages import DoneFrame, Guard, ProgressFrame, TokenFrame
     from caldrix.protocol.roles import DECISION_MEMBER, MAIN_MEMBER
-    from caldrix.protocol.transport import default_socket_path, unwritable_socket_folder
+    from caldrix.protocol.transport import (
+        default_socket_path,
+        overlong_socket_path,
+        unwritable_socket_folder,
+    )
 
 #: Where each name of ``__all__`` is defined.
 _HOMES: dict[str, str] = {
@@ -95,6 +99,7 @@ _HOMES: dict[str, str] = {
     "DECISION_MEMBER": "caldrix.protocol.roles",
     "MAIN_MEMBER": "caldrix.protocol.roles",
     "default_socket_path": "caldrix.protocol.transport",
+    "overlong_socket_path": "caldrix.protocol.transport",
     "unwritable_socket_folder": "caldrix.protocol.transport",
 }
 
@@ -140,5 +145,6 @@ __all__ = [
     "default_socket_path",
     "encode_frame",
     "error_from_reply",
+    "overlong_socket_path",
     "unwritable_socket_folder",
 ]

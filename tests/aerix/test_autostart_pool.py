@@ -26,6 +26,7 @@ from aerix.app.request.routing import ROUTES, route_request
 from aerix.domain.settings import MemberFlags, PoolSettings
 from aerix.errors import ContextOverflow, PoolError, PoolStartFailed, PoolUnavailable
 from caldrix.protocol.messages import PoolStatusResult
+from caldrix.protocol.transport import SOCKET_PATH_MAX_BYTES
 from tests.aerix.request_world import MODEL, aerix, make_project, make_world
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
@@ -264,3 +265,19 @@ def test_an_unwritable_socket_folder_is_refused_as_caldrix_pool_refuses_it(tmp_p
         f"(chmod u+wx {folder}) or choose another socket with the pool.socket setting\n",
     )
     assert oct(folder.stat().st_mode & 0o777) == oct(0o500)
+
+
+def test_a_socket_path_too_long_for_a_unix_socket_is_refused_before_a_pool_starts(tmp_path: Path) -> None:
+    """pool.socket past SOCKET_PATH_MAX_BYTES: aerix starts no pool that could not bind, and says
+    so in caldrix's words (tests/caldrix/test_cli.py has caldrix's side)."""
+    path = tmp_path / ("x" * SOCKET_PATH_MAX_BYTES) / "pool.sock"
+    world = make_world(tmp_path / "world", {"pool": {"socket": str(path)}})
+    project = make_project(tmp_path / "proj", {"a.txt": "one\n"})
+    refused = aerix(world, project, "-p", "hi")
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        f"aerix: the socket path {path} is {len(os.fsencode(path))} bytes, longer than the "
+        f"{SOCKET_PATH_MAX_BYTES} a Unix socket path may have; choose a shorter one with the "
+        "pool.socket setting\n",
+    )
+    assert not path.parent.exists()

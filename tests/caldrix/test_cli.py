@@ -25,6 +25,7 @@ from caldrix import CANCELLED_LINE, CANCELLED_STATUS
 from caldrix.cli.exit_codes import EXIT_CANCELLED
 from caldrix.cli.pool import NO_MODEL_WARNING
 from caldrix.cli.run import CHAT_HELP, CLEARED_LINE
+from caldrix.protocol.transport import SOCKET_PATH_MAX_BYTES
 from tests.caldrix.test_run_cli import CALDRIX, MODEL, caldrix
 from tests.interrupts import interrupt_at
 
@@ -200,3 +201,17 @@ def test_an_unwritable_socket_folder_is_refused_and_left_as_it_is(tmp_path: Path
         f"(chmod u+wx {folder}) or choose another socket with --socket\n",
     )
     assert oct(folder.stat().st_mode & 0o777) == oct(0o500)
+
+
+def test_a_socket_path_too_long_for_a_unix_socket_is_one_line_before_any_load(tmp_path: Path) -> None:
+    """The kernel refuses a socket path past SOCKET_PATH_MAX_BYTES only at the bind, after the
+    members loaded, as a bare OSError; the pool refuses it first, in one line, and makes no folder."""
+    folder = tmp_path / ("x" * SOCKET_PATH_MAX_BYTES)
+    path = folder / "pool.sock"
+    refused = caldrix("pool", "--socket", str(path), "--load", "no-such-model-is-loaded")
+    assert (refused.returncode, refused.stderr) == (
+        1,
+        f"caldrix: the socket path {path} is {len(os.fsencode(path))} bytes, longer than the "
+        f"{SOCKET_PATH_MAX_BYTES} a Unix socket path may have; choose a shorter one with --socket\n",
+    )
+    assert not folder.exists()

@@ -39,6 +39,7 @@ from caldrix.protocol import (
     ClientBounds,
     connect,
     default_socket_path,
+    overlong_socket_path,
     unwritable_socket_folder,
 )
 
@@ -80,6 +81,9 @@ async def find_or_start_pool(settings: PoolSettings) -> PoolFound:
     pid = await answering_pid(socket, bounds)
     if pid is not None:
         return PoolFound(socket, pid, started=False)
+    overlong = overlong_socket_path(socket)
+    if overlong is not None:  # refused before a start, as caldrix pool would refuse it after one
+        raise PoolStartFailed(f"{overlong} with the pool.socket setting")
     socket.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     unwritable = unwritable_socket_folder(socket.parent)
     if unwritable is not None:  # as caldrix pool refuses it: the same line, never a changed mode
