@@ -13,7 +13,9 @@ resend) has no ``done`` frame: it is counted apart, as unfinished, its work not 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -23,6 +25,9 @@ from typing import Any
 
 from caldrix.protocol.framing import FrameDecoder, NeedMore
 from tests.caldrix.pool_harness import start_pool
+
+#: Where a run's sockets go: short on every Unix, as caldrix's own default (/tmp/caldrix-UID).
+SOCKET_ROOT = "/tmp"
 
 
 @dataclass
@@ -145,12 +150,18 @@ def metered_pool(folder: Path, spec: PoolSpec) -> Iterator[PoolMeter]:
     """A pool started fresh in ``folder`` and its meter (clients use ``meter.path``); both are
     stopped when the block ends, so no prefix store outlives one agent's run."""
     folder.mkdir(parents=True, exist_ok=True)
-    pool = start_pool(folder, *spec.args(), socket_path=folder / "pool.sock")
+    # The sockets live in a short folder of their own, not in ``folder``: under a long TMPDIR
+    # (pytest's, a CI runner's) the run's folder is past what a Unix socket path may be.
+    sockets = Path(tempfile.mkdtemp(prefix="bench-pool-", dir=SOCKET_ROOT))
     try:
-        meter = PoolMeter(folder / "meter.sock", pool.socket_path)
+        pool = start_pool(folder, *spec.args(), socket_path=sockets / "pool.sock")
         try:
-            yield meter
+            meter = PoolMeter(sockets / "meter.sock", pool.socket_path)
+            try:
+                yield meter
+            finally:
+                meter.close()
         finally:
-            meter.close()
+            pool.stop()
     finally:
-        pool.stop()
+        shutil.rmtree(sockets, ignore_errors=True)

@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -274,9 +273,10 @@ def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(t
     pool running, its model in memory."""
     tasks = _write_exercises(tmp_path / "tasks")
     (tasks / "script.json").write_text(json.dumps(script()))
-    # Short: the pool's socket goes under it, and under xdist's longer tmp_path its path passed
-    # AF_UNIX's 108 bytes, so the pool never started and the run ended 1, not 130.
-    scratch = Path(tempfile.mkdtemp(prefix="bt-", dir="/tmp"))
+    # A long TMPDIR (xdist's tmp_path, deeper still): the run's folders go under it, and its
+    # sockets once did too, past AF_UNIX's 108 bytes; the pool never started and the run ended 1.
+    scratch = tmp_path / ("deep-" * 12)
+    scratch.mkdir()
     args = [sys.executable, str(ROOT / "benchmarks" / "bench_tasks.py"), "--exercises", str(tasks)]
     args += ["--agents", "aerix", "--model", "smollm2-135m", "--engine", "scripted"]
     args += ["--script", str(tasks / "script.json"), "--results", str(tmp_path / "r.jsonl")]
@@ -290,6 +290,5 @@ def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(t
     rest = run.stderr.read()
     assert run.wait(timeout=60) == 130, rest
     assert rest.splitlines()[-1] == bench.STOPPED and "Traceback" not in rest
-    left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True)
-    shutil.rmtree(scratch, ignore_errors=True)
-    assert left.stdout == ""  # no pool (nor agent) of the run still running
+    left = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
+    assert left.stdout == ""  # no pool (its --script is under tmp_path) nor agent still running
