@@ -23,7 +23,7 @@ from aerix.app.ports.screen import StartupNote
 from aerix.domain import bounds
 from aerix.domain import events as ev
 from aerix.domain.diffs import FileStat, RequestDiff
-from aerix.domain.repeats import unchanged_result
+from aerix.domain.repeats import twin_result, unchanged_result
 from aerix.projections.index import IndexEntry
 from aerix.projections.status import ContextFigure, DiffFigure, StatsFigure, StatusFigures
 
@@ -434,6 +434,27 @@ def test_a_call_that_was_not_run_again_says_so_instead_of_counting_its_lines() -
         "⎿ read a.txt → unchanged since c1 · not run again",
         "⎿ bash wc -l a.txt → unchanged since c0 · not run again",
     ]
+    # The same call twice in one turn ran once: the twin says so, not "not run again".
+    twins = event(
+        ev.Message,
+        agent="a1",
+        role="assistant",
+        turn=3,
+        text="{}",
+        calls=[call("c4", "read", path="b.txt"), call("c5", "read", path="b.txt")],
+    )
+    first = event(ev.Message, agent="a1", role="tool", text="[read c4]\nb", call="c4", tool="read")
+    twin = event(
+        ev.Message,
+        agent="a1",
+        role="tool",
+        text=f"[read c5]\n{twin_result('read', 'c4')}",
+        call="c5",
+        tool="read",
+        unchanged_since="c4",
+    )
+    printed = [render(line) for record in (twins, first, twin) for line in transcript.lines(record)]
+    assert printed[-1] == "⎿ read b.txt → same as c4 in this turn · ran once"
     # A result that only reads like one (a file holding those words) is counted as any other.
     [quoted] = transcript.lines(
         event(

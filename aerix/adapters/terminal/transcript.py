@@ -88,9 +88,12 @@ def short_result(tool: str, text: str) -> str:
     return cut(lines[0], RESULT_MAX_CHARS) if lines else "(empty)"
 
 
-def unchanged_summary(since: str) -> str:
+def unchanged_summary(since: str, *, same_turn: bool) -> str:
     """The result of a repeated call that was not run again (its text is a note to the model,
-    not output whose lines are worth counting)."""
+    not output whose lines are worth counting): a twin of a call of its own turn (``same_turn``)
+    ran once with it, a repeat of an earlier turn's call was not run again."""
+    if same_turn:
+        return f"same as {since} in this turn · ran once"
     return f"unchanged since {since} · not run again"
 
 
@@ -123,6 +126,8 @@ class Transcript:
     """Turns session events into the lines the scrollback keeps; remembers calls awaiting results."""
 
     pending: dict[tuple[str, str], _Call] = field(default_factory=dict)
+    #: Each agent's latest turn's call ids: a repeat of one of them is a twin in its own turn.
+    turn_calls: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def running(self) -> list[Text]:
         """One line per call still running, for the live region."""
@@ -162,7 +167,10 @@ class Transcript:
             tool = record.tool or (call.tool if call else "?")
             argument = call.argument if call else ""
             since = record.unchanged_since
-            result = short_result(tool, record.text) if since is None else unchanged_summary(since)
+            if since is None:
+                result = short_result(tool, record.text)
+            else:
+                result = unchanged_summary(since, same_turn=since in self.turn_calls.get(record.agent, ()))
             line = _call_text(tool, argument, result, record.is_error)
             return [_indented(record.agent, line)]
         if record.parse_error is not None:
@@ -175,6 +183,7 @@ class Transcript:
             out.append(
                 _indented(record.agent, Text.assemble((f"{TURN_MARK} ", DIM), (record.thought, "italic")))
             )
+        self.turn_calls[record.agent] = frozenset(asked.id for asked in record.calls)
         for asked in record.calls:
             argument = main_argument(asked.tool, asked.input)
             self.pending[(record.agent, asked.id)] = _Call(record.agent, asked.tool, argument)
