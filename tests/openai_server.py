@@ -8,6 +8,7 @@ remote-member tests and the side-by-side benchmark talk to.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -86,7 +87,14 @@ def start_server(
         *extra,
     ]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # Unbuffered: tests read the log while the server runs (its prints go to a file).
+        process = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     server = OpenAIServer(process, port, log_path, api_key)
     deadline = time.monotonic() + SERVER_START_SECS
     while time.monotonic() < deadline:

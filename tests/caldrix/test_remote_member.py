@@ -31,6 +31,13 @@ SEGMENTS = [
     {"id": "sys", "role": "system", "text": "You are a brief assistant.", "pinned": True},
     {"id": "u1", "role": "user", "text": "Name three colours.", "pinned": False},
 ]
+#: A request the model answers at length: a generation the client leaves must still be running
+#: on the server when the pool's watcher (once a second) shuts its connection. On "Name three
+#: colours." smollm2-135m stopped by itself after 78 tokens, in 0.6 s, before the watcher looked.
+LONG_ANSWER = [
+    SEGMENTS[0],
+    {"id": "u1", "role": "user", "text": "Count from 1 to 1000, one number per line.", "pinned": False},
+]
 WINDOW = "4096"
 
 
@@ -268,7 +275,7 @@ def test_a_constraint_the_server_lacks_is_refused_in_one_line(pool: PoolProcess)
 def test_closing_the_connection_cancels_the_http_request(pool: PoolProcess, server: OpenAIServer) -> None:
     before = server.log().count("Disconnected from client")
     with raw_connection(pool.socket_path, pool.frames) as raw:
-        remote = _context(raw, "remote")
+        remote = _context(raw, "remote", LONG_ANSWER)
         raw.send({"op": "generate", "rid": 1, "context": remote["context"], "max_new_tokens": 2000})
         while raw.receive()["op"] != "token":
             pass
