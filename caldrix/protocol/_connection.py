@@ -31,6 +31,7 @@ from caldrix.protocol.framing import (
     sniff_mode,
 )
 from caldrix.protocol.messages import DoneFrame, Generate, GenerationFrame, HelloReply
+from caldrix.protocol.transport import overlong_socket_path
 
 _RECEIVE_BYTES: Final = 65536
 
@@ -56,6 +57,9 @@ class ModeMismatch(Exception):
 
 
 async def open_stream(path: Path, bounds: ClientBounds) -> SocketStream:
+    overlong = overlong_socket_path(path)
+    if overlong is not None:  # no pool can answer there: the kernel refuses the path itself
+        raise PoolUnavailable(overlong)
     try:
         with anyio.fail_after(bounds.control_secs):
             return await anyio.connect_unix(os.fspath(path))

@@ -215,3 +215,8 @@ def test_a_socket_path_too_long_for_a_unix_socket_is_one_line_before_any_load(tm
         f"{SOCKET_PATH_MAX_BYTES} a Unix socket path may have; choose a shorter one with --socket\n",
     )
     assert not folder.exists()
+    # A client is told the same, not "no pool answers" with the kernel's errno.
+    status = caldrix("pool", "status", "--socket", str(path))
+    assert status.returncode == 1
+    assert status.stderr.startswith(f"caldrix: the socket path {path} is ")
+    assert status.stderr.endswith("may have; choose a shorter one\n")
