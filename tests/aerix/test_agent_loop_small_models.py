@@ -264,20 +264,17 @@ async def test_a_change_agent_that_rereads_a_file_it_has_not_changed_is_held_to_
     await run.assert_log_rebuilds_the_context()
 
 
-async def test_a_change_agent_that_repeats_its_write_is_asked_again_until_its_final(make: Make) -> None:
-    """The same write again, the file now holding it: not taken, asked again (twice), and the
-    final the script then gives is the second turn."""
+async def test_a_change_agent_that_repeats_its_write_is_asked_for_its_final(make: Make) -> None:
+    """After a change of its own, the same write again is taken (a write that changes nothing is
+    refused only before any change): its error and the hold lead to the final."""
     writing = turn("Write it.", ("write", {"path": "a.txt", "content": "two\n"}))
-    run = await make([writing, writing, writing, final("Done.", "a.txt holds two")])
+    run = await make([writing, writing, writing, final("Never.", "never reached")])
     result = await run.run(makes_changes=True)
-    assert (result.outcome, result.turns) == ("done", 2)
+    assert (result.outcome, result.turns) == ("done", 3)
     assert (run.cwd / "a.txt").read_text() == "two\n"
-    assert [(m.turn, m.attempt, m.parse_error is not None) for m in run.messages()] == [
-        (1, 0, False),
-        (2, 0, True),
-        (2, 1, True),
-        (2, 2, False),
-    ]
+    # The second write, the file already holding it, was taken and run: not refused.
+    assert [(m.turn, m.parse_error) for m in run.messages()[:2]] == [(1, None), (2, None)]
+    assert [m.call for m in run.messages("tool")] == ["c1", "c2"]
     assert set(json.loads(run.messages()[-1].text)) == {"thought", "final"}
 
 

@@ -231,8 +231,12 @@ class _AgentRun:
                 return ended
 
     def _unchanged_writes(self, turn: Turn) -> str | None:
-        """Why a turn of nothing but writes that would each leave its file as it is is asked
-        again, with it out of the context (None for any other turn): taken, it was there to copy."""
+        """Why a turn of nothing but writes that would each leave its file as it is, before this
+        run changed any file, is asked again with it out of the context (None for any other
+        turn): taken, it was there to copy. After a change of its own, such a write is the
+        model going over its work, and its error leads it to a final."""
+        if self.dispatcher.files_touched:
+            return None
         if not turn.calls or any(call.tool != "write" for call in turn.calls):
             return None
         if not all(self.runner.changes_nothing(call.input) for call in turn.calls):
