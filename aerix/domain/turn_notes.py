@@ -63,14 +63,6 @@ NO_PIECE_NOTE = (
     "change, hand it to an agent now: an agent call whose brief says the whole change and which files "
     "it is in. If it needs none, give your final again and say why."
 )
-#: Why a turn whose every call is a write that changes nothing is not taken (INVALID_TURN_NOTE's
-#: ``{problem}``): the answer is removed and asked again. Taken, the write's error stayed in the
-#: context with the copy beside it, and the 1.5B, asked on its second try to fix bob.py, sent the
-#: same write twice more, word for word, until the repeat rule ended it.
-UNCHANGED_WRITES_PROBLEM = (
-    "its write of {paths} holds exactly what the file holds now, so it would change nothing; write "
-    "what should be different, or give your final if the file is already right"
-)
 #: What ``{final}`` shows in INVALID_TURN_NOTE: a text, or a verifier's verdict.
 _FINAL_SHAPES = {False: '"..."', True: '{"verdict": "pass" or "fail", "reason": "..."}'}
 
@@ -103,7 +95,3 @@ def dropped_calls_note(names: list[str]) -> str:
     """The calls past MAX_CALLS_PER_TURN, by tool name, were not run."""
     values = {"dropped": len(names), "kept": bounds.MAX_CALLS_PER_TURN, "names": ", ".join(names)}
     return fill(DROPPED_CALLS_NOTE, values)
-
-
-def unchanged_writes_problem(paths: Sequence[str]) -> str:
-    return fill(UNCHANGED_WRITES_PROBLEM, {"paths": ", ".join(paths)})

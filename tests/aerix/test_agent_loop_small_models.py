@@ -20,7 +20,6 @@ from aerix.domain.turn_notes import (
     NO_CHANGE_NOTE,
     NO_PIECE_NOTE,
     turn_retry_message,
-    unchanged_writes_problem,
 )
 from aerix.domain.turns import ECHOED_PLACEHOLDER, ECHOED_THOUGHT, FINAL_PLACEHOLDER
 from caldrix import limits
@@ -265,64 +264,12 @@ async def test_a_change_agent_that_rereads_a_file_it_has_not_changed_is_held_to_
 
 
 async def test_a_change_agent_that_repeats_its_write_is_asked_for_its_final(make: Make) -> None:
-    """After a change of its own, the same write again is taken (a write that changes nothing is
-    refused only before any change): its error and the hold lead to the final."""
     writing = turn("Write it.", ("write", {"path": "a.txt", "content": "two\n"}))
     run = await make([writing, writing, writing, final("Never.", "never reached")])
     result = await run.run(makes_changes=True)
     assert (result.outcome, result.turns) == ("done", 3)
     assert (run.cwd / "a.txt").read_text() == "two\n"
-    # The second write, the file already holding it, was taken and run: not refused.
-    assert [(m.turn, m.parse_error) for m in run.messages()[:2]] == [(1, None), (2, None)]
-    assert [m.call for m in run.messages("tool")] == ["c1", "c2"]
     assert set(json.loads(run.messages()[-1].text)) == {"thought", "final"}
-
-
-async def test_a_turn_of_writes_that_change_nothing_is_asked_again_without_it(make: Make) -> None:
-    """bob on the 1.5B, its second try: it wrote bob.py as it already was, read that nothing
-    changed, and sent the same write twice more, word for word (the first copy there to copy),
-    until the repeat rule ended it. Such a turn is not taken: it is removed, never run, and the
-    turn asked again with a note that says why."""
-    copy = turn("Fix it.", ("write", {"path": "bob.py", "content": "x = 1\n"}))
-    run = await make(
-        [
-            turn("Look.", ("read", {"path": "bob.py"})),
-            copy,
-            turn("Fix it now.", ("write", {"path": "bob.py", "content": "x = 2\n"})),
-            final("Done.", "bob.py now sets x to 2"),
-        ]
-    )
-    (run.cwd / "bob.py").write_text("x = 1\n")
-    result = await run.run(makes_changes=True)
-    assert (result.outcome, result.turns) == ("done", 3)
-    assert (run.cwd / "bob.py").read_text() == "x = 2\n"
-    refused, taken = run.messages()[1:3]
-    assert refused.parse_error == unchanged_writes_problem(["bob.py"])
-    assert (refused.turn, refused.attempt, refused.segment, refused.calls) == (2, 0, None, [])
-    assert (taken.turn, taken.attempt, taken.segment) == (2, 1, "a1.m2")
-    # Never run: the write that was taken is the second call, and its result the only write's.
-    assert [(m.call, m.tool) for m in run.messages("tool")] == [("c1", "read"), ("c2", "write")]
-    pool = await run.pool_segments()
-    assert not any('"content": "x = 1' in segment["text"] for segment in pool)
-    # After the read's next-step note, the note that says why the turn was asked again.
-    ids = [segment["id"] for segment in pool]
-    assert ids[-6:] == ["a1.n1", "a1.n2", "a1.m2", "a1.c2", "a1.n3", "a1.m3"]
-    assert pool[-5]["text"] == turn_retry_message(unchanged_writes_problem(["bob.py"]))
-    await run.assert_log_rebuilds_the_context()
-
-
-async def test_three_turns_of_writes_that_change_nothing_end_the_agent_saying_so(make: Make) -> None:
-    copy = turn("Fix it.", ("write", {"path": "bob.py", "content": "x = 1\n"}))
-    run = await make([turn("Look.", ("read", {"path": "bob.py"})), copy, copy, copy])
-    (run.cwd / "bob.py").write_text("x = 1\n")
-    result = await run.run(makes_changes=True)
-    assert result.outcome == "failed"
-    assert result.reason == (
-        f"turn 2 was asked {bounds.TURN_RETRIES + 1} times and never parsed: "
-        + unchanged_writes_problem(["bob.py"])
-    )
-    assert [m.tool for m in run.messages("tool")] == ["read"]
-    await run.assert_log_rebuilds_the_context()
 
 
 _PLANNER_TOOLS = tuple(tool for tool in TOOLS if tool.name in DEFAULT_PLANNER_TOOLS)

@@ -162,34 +162,6 @@ def test_a_write_or_edit_that_changes_nothing_is_an_error_not_a_replacement(
     assert (tmp_path / "pig_latin.py").read_text() == source
 
 
-def test_changes_nothing_says_beforehand_what_a_write_would_answer_unchanged(
-    tmp_path: Path, tools: LocalTools
-) -> None:
-    """The loop asks before it takes a turn of writes (aerix.app.agent.loop): true exactly
-    where the write would answer UNCHANGED_WRITE, and nothing is written by asking."""
-    source = "def translate(text):\n    print(text + 'ay')\n"
-    assert not tools.changes_nothing({"path": "pig_latin.py", "content": source})  # no such file yet
-    tools.run("write", {"path": "pig_latin.py", "content": source})
-    tools.end_turn()
-    assert tools.changes_nothing({"path": "pig_latin.py", "content": source})
-    assert not tools.changes_nothing({"path": "pig_latin.py", "content": source + "\n# more\n"})
-    # Mended the same way the write mends it: read's line numbers left in still change nothing.
-    numbered = "1\tdef translate(text):\n2\t    print(text + 'ay')\n"
-    assert tools.changes_nothing({"path": "pig_latin.py", "content": numbered})
-    assert tools.run("write", {"path": "pig_latin.py", "content": numbered}).startswith(
-        "error: pig_latin.py already holds exactly this content"
-    )
-    # A file a check names (its stub left in place): the write's own error says what to change.
-    stub = "def translate(text):\n    pass\n"
-    (tmp_path / "stub.py").write_text(stub)
-    tools.run("read", {"path": "stub.py"})
-    tools.end_turn()
-    assert not tools.changes_nothing({"path": "stub.py", "content": stub})
-    assert "translate() still does nothing" in tools.run("write", {"path": "stub.py", "content": stub})
-    assert not tools.changes_nothing({"path": "pig_latin.py"})  # no content: the write says so
-    assert (tmp_path / "pig_latin.py").read_text() == source
-
-
 def test_web_tools_are_always_refused(tools: LocalTools) -> None:
     assert tools.run("web_fetch", {"url": "https://example.org"}).startswith(
         "error: web_fetch is not available"

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from pathlib import Path
 
 from aerix.adapters.tools.common import ToolFailure, cut_line, display_path, resolve_path, text_or_none
 from aerix.adapters.tools.python_checks import (
-    BrokenPython,
     check_python,
     keep_definitions,
     mend_python,
@@ -106,10 +104,15 @@ def write_tool(
     if existed and target not in seen and target.stat().st_size > 0:
         shown = read_tool(cwd, path)
         raise UnreadWrite("\n".join((UNREAD_WRITE.format(path=path), shown, UNREAD_WRITE_NEXT)))
-    written = _as_written(target, content, judge_python, baseline)
-    content, held, before = written.content, written.held, written.before
+    mended = mend_python(target, content, judge_python, baseline)
+    if mended is not None:
+        content = mended.text
+    held = text_or_none(target) if existed else None
+    # Only a judged .py file is checked against what it held.
+    before = held if judge_python and target.suffix == ".py" else None
+    content, kept = keep_definitions(before, baseline, content)
     verb = "replaced" if existed else "created"
-    note = written.note
+    note = mended_note(mended) + kept
     if content == held:
         # A file still broken, or stubs still in place, are named first: they say what to change.
         check_python(target, path, verb, baseline, content, judge_python, note, before)
@@ -123,51 +126,6 @@ def write_tool(
     size = len(content.encode("utf-8"))
     done = f"{verb} {display_path(cwd, target)} ({size} bytes, {len(content.splitlines())} lines)"
     return done + note
-
-
-@dataclass(frozen=True)
-class _Written:
-    """What a write would put in its file, and what the file holds now."""
-
-    content: str
-    #: The file's text now (None: missing, or not UTF-8 text).
-    held: str | None
-    #: What a judged .py file held, for the checks against it (None otherwise).
-    before: str | None
-    #: What was mended or kept, for the result.
-    note: str
-
-
-def _as_written(target: Path, content: str, judge_python: bool, baseline: str | None) -> _Written:
-    """``content`` as ``write_tool`` would write it: mended, and (a judged .py file) with the
-    definitions it left out kept."""
-    mended = mend_python(target, content, judge_python, baseline)
-    if mended is not None:
-        content = mended.text
-    held = text_or_none(target) if target.is_file() else None
-    # Only a judged .py file is checked against what it held.
-    before = held if judge_python and target.suffix == ".py" else None
-    content, kept = keep_definitions(before, baseline, content)
-    return _Written(content, held, before, mended_note(mended) + kept)
-
-
-def write_changes_nothing(
-    cwd: Path, path: str, content: str, judge_python: bool, baseline: str | None
-) -> bool:
-    """Whether ``write_tool`` would leave the file as it is and answer only UNCHANGED_WRITE: the
-    content it would write is what the file holds, and the file is not one a check names
-    (broken, or its stubs in place: that error says what to change)."""
-    target = resolve_path(cwd, path)
-    if not target.is_file():
-        return False
-    written = _as_written(target, content, judge_python, baseline)
-    if written.content != written.held:
-        return False
-    try:
-        check_python(target, path, "replaced", baseline, written.content, judge_python, "", written.before)
-    except BrokenPython:
-        return False
-    return True
 
 
 def edit_tool(

@@ -11,7 +11,7 @@ from typing import Any, Final
 from aerix.adapters.project.skills import SkillCatalog
 from aerix.adapters.tools.bash import JobTable, bash_tool
 from aerix.adapters.tools.common import ToolFailure, error_result, resolve_path
-from aerix.adapters.tools.fs import UnreadWrite, edit_tool, read_tool, write_changes_nothing, write_tool
+from aerix.adapters.tools.fs import UnreadWrite, edit_tool, read_tool, write_tool
 from aerix.adapters.tools.python_checks import BrokenPython, judged_as_python, python_baseline
 from aerix.adapters.tools.repo_map import RepoMapCache
 from aerix.adapters.tools.search import glob_tool, grep_tool
@@ -84,18 +84,6 @@ class LocalTools:
         self.seen_files |= self._shown_this_turn
         self._shown_this_turn.clear()
         self._written_this_turn.clear()
-
-    def changes_nothing(self, tool_input: Mapping[str, Any]) -> bool:
-        """Whether a ``write`` of ``tool_input`` would leave its file exactly as it is."""
-        path, content = tool_input.get("path"), tool_input.get("content")
-        if not isinstance(path, str) or not isinstance(content, str):
-            return False
-        try:
-            target = resolve_path(self.cwd, path)
-            judged = self._judges(target)
-            return write_changes_nothing(self.cwd, path, content, judged, self._baseline(target, judged))
-        except (ToolFailure, OSError, ValueError):
-            return False  # the write itself says what is wrong
 
     def run(
         self,

@@ -13,8 +13,7 @@ agent ends ``failed``), each time with the answer removed and a note telling the
 - **unparsed**: only a member without the JSON constraint can answer something of the wrong
   shape, but any member can echo a placeholder of the ``# Turns`` examples as its final or
   its thought (``aerix.domain.turns``), or copy the runtime's own words there (a re-ask note,
-  a marker: ``aerix.domain.runtime_words``), and that is no turn either; nor is one the caller
-  refuses (the loop: a turn of writes that would change nothing, ``UNCHANGED_WRITES_PROBLEM``).
+  a marker: ``aerix.domain.runtime_words``), and that is no turn either.
 
 After a cut or a stop the re-ask asks for less (``aerix.domain.compaction.retry_ask``: half the
 last ask, at least MIN_CUT_TURN_TOKENS): the same budget would only be spent again.
@@ -22,7 +21,7 @@ last ask, at least MIN_CUT_TURN_TOKENS): the same budget would only be spent aga
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,11 +79,9 @@ class TurnAsker:
         max_new_tokens: int,
         constraint: Mapping[str, Any] | None,
         tools: Sequence[ToolSpec],
-        refuse: Callable[[Turn], str | None] | None = None,
     ) -> Turn | AskEnded:
         """One turn, parsed against ``tools`` (the callable tools as this run offers them, the
-        ones ``constraint`` was built from); ``refuse`` names what else makes a parsed turn one
-        to ask again (None: take it)."""
+        ones ``constraint`` was built from)."""
         problem = ""
         ask = max_new_tokens
         segment_id = f"{self.agent_id}.m{turn_number}"
@@ -112,9 +109,6 @@ class TurnAsker:
                         first_call_number=self.live.peek("c"),
                     )
                     refuse_copies(turn, self.runtime_texts, verifier=self.spec.verifier)
-                    refused = refuse(turn) if refuse is not None else None
-                    if refused is not None:
-                        raise TurnParseError(refused, verifier=self.spec.verifier)
                 except TurnParseError as exc:
                     problem, note = exc.problem, exc.message
                 else:

@@ -84,7 +84,7 @@ from aerix.domain.repeats import ChangeWatch, FailureWatch, NextTurn, RepeatWatc
 from aerix.domain.segments import SegmentKind
 from aerix.domain.tool_choices import ToolChoices, offered_tools
 from aerix.domain.tools import FILE_CHANGING_TOOLS, ToolSpec
-from aerix.domain.turn_notes import next_step_note, unchanged_writes_problem
+from aerix.domain.turn_notes import next_step_note
 from aerix.domain.turns import ToolCall, Turn, turn_schema
 from aerix.errors import PoolError
 
@@ -215,7 +215,7 @@ class _AgentRun:
             self.turns += 1
             turn_number = self.live.next_number("m")
             asks = self._turn_constraint(constraint, tools)
-            turn = await self.asker.ask(turn_number, asked, asks, tools, refuse=self._unchanged_writes)
+            turn = await self.asker.ask(turn_number, asked, asks, tools)
             if isinstance(turn, AskEnded):
                 return Ended(turn.outcome, turn.reason)
             if turn.is_final:
@@ -229,19 +229,6 @@ class _AgentRun:
             ended = await self._run_calls(turn, turn_number)
             if ended is not None:
                 return ended
-
-    def _unchanged_writes(self, turn: Turn) -> str | None:
-        """Why a turn of nothing but writes that would each leave its file as it is, before this
-        run changed any file, is asked again with it out of the context (None for any other
-        turn): taken, it was there to copy. After a change of its own, such a write is the
-        model going over its work, and its error leads it to a final."""
-        if self.dispatcher.files_touched:
-            return None
-        if not turn.calls or any(call.tool != "write" for call in turn.calls):
-            return None
-        if not all(self.runner.changes_nothing(call.input) for call in turn.calls):
-            return None
-        return unchanged_writes_problem(sorted({str(call.input["path"]) for call in turn.calls}))
 
     async def _run_calls(self, turn: Turn, turn_number: int) -> Ended | None:
         """Run the turn's calls, except those that repeat the previous turn's unchanged (their

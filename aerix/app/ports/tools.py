@@ -74,11 +74,6 @@ class ToolRunner(Protocol):
         """``unsearchable``: files (as a search shows them) grep must not look in."""
         ...
 
-    def changes_nothing(self, tool_input: Mapping[str, Any]) -> bool:
-        """Whether a ``write`` of ``tool_input`` would leave its file exactly as it is (so it
-        would only answer that nothing changed)."""
-        ...
-
     def end_turn(self) -> None:
         """The results of the calls run since the last one are in the agent's context now."""
         ...
