@@ -267,6 +267,10 @@ def test_an_interrupted_try_stops_the_agents_process_group(
         os.killpg(group, 0)
 
 
+def _sigint_as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.e2e
 def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(tmp_path: Path) -> None:
     """Stopped as the first exercise's pool loaded, the run printed a traceback and left that
@@ -281,7 +285,14 @@ def test_ctrl_c_while_a_pool_loads_ends_the_run_with_one_line_and_no_pool_left(t
     args += ["--agents", "aerix", "--model", "smollm2-135m", "--engine", "scripted"]
     args += ["--script", str(tasks / "script.json"), "--results", str(tmp_path / "r.jsonl")]
     run = subprocess.Popen(
-        args, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(scratch)}
+        args,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        # As from a terminal: Ctrl-C is not ignored. A child inherits an ignored SIGINT, and a
+        # suite started in the background by a script (`scripts/test &`) ignores it: the run
+        # went on to its end and exited 0.
+        preexec_fn=_sigint_as_from_a_terminal,
     )
     assert run.stderr is not None
     lines = [run.stderr.readline() for _ in range(2)]
