@@ -12,12 +12,13 @@ both loaded (``--load MAIN --decision DECISION``, the same threads and flags):
   carrying the exercise's real test output on its stub;
 - for each request and member, ``route_request`` as aerix calls it, timed from the context's
   creation to its drop; the members alternate which goes first;
-- per request the two choices and seconds; then how often the members agree, each one's total,
-  and the ratio (main / decision: above 1.0, the decision member routes faster).
+- per request, on each member: the choice, the seconds and the rows the pool computed (read
+  off the meter every benchmark's pool is reached through); then how often the members agree,
+  each one's total seconds and rows a second, and the ratio main / decision (above 1.0, the
+  decision member routes faster).
 
-    .venv/bin/python benchmarks/bench_routing.py --exercises ../shared/tasks/exercism \
-        --list ../shared/tasks/exercism/QUICK.txt [--model qwen2.5-coder-1.5b] \
-        [--decision qwen2.5-coder-0.5b] [--threads 2]
+    .venv/bin/python benchmarks/bench_routing.py --threads 2     # QUICK.txt of ../shared/tasks/exercism
+    .venv/bin/python benchmarks/bench_routing.py --list FILE --model M --decision D
 """
 
 from __future__ import annotations
