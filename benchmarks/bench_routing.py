@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import anyio  # noqa: E402
 from _side_by_side import short_head  # noqa: E402
-from _tasks_exercises import Exercise, exercise_names, run_tests  # noqa: E402
+from _tasks_exercises import Exercise, run_tests  # noqa: E402
 from _tasks_pool import PoolMeter, metered_pool  # noqa: E402
-from bench_tasks import add_run_arguments, check_exercises, model_reference, pool_spec  # noqa: E402
+from bench_tasks import add_run_arguments, listed_exercises, model_reference, pool_spec  # noqa: E402
 
 from aerix.adapters.clock import utc_now  # noqa: E402
 from aerix.adapters.pool.client import CaldrixPool  # noqa: E402
@@ -88,11 +88,12 @@ def requests(exercises: Path, names: list[str], scratch: Path) -> list[tuple[str
     return found
 
 
-async def route_all(meter: PoolMeter, asked: list[tuple[str, str]]) -> list[dict[str, Any]]:
+async def route_all(meter: PoolMeter, asked: list[tuple[str, str]]) -> list[dict[str, Routed]]:
     """Each request routed on both members: its choice, seconds and rows computed on each."""
-    pool, prompts, rows = CaldrixPool(meter.path), EmbeddedPrompts(), []
+    pool, prompts = CaldrixPool(meter.path), EmbeddedPrompts()
+    rows: list[dict[str, Routed]] = []
     for number, (label, text) in enumerate(asked):
-        row: dict[str, Any] = {"request": label}
+        row: dict[str, Routed] = {}
         for member in MEMBERS if number % 2 == 0 else MEMBERS[::-1]:
             computed, start = meter.figures.rows, time.perf_counter()
             choice = await route_request(pool, member, text, prompts, _Unrecorded())
@@ -107,7 +108,7 @@ async def route_all(meter: PoolMeter, asked: list[tuple[str, str]]) -> list[dict
     return rows
 
 
-def report(rows: list[dict[str, Any]]) -> None:
+def report(rows: list[dict[str, Routed]]) -> None:
     agree = sum(row[MAIN_MEMBER].choice == row[DECISION_MEMBER].choice for row in rows)
     seconds = {member: sum(row[member].seconds for row in rows) for member in MEMBERS}
     computed = {member: sum(row[member].rows for row in rows) for member in MEMBERS}
@@ -135,9 +136,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     pool = pool_spec(args, "bench_routing")
     pool = replace(pool, flags=(*pool.flags, "--decision", model_reference(args.decision)))
-    exercises = args.exercises.resolve()
-    names = exercise_names(args.list or exercises / "QUICK.txt")
-    check_exercises(exercises, names, "bench_routing")
+    exercises, _, names = listed_exercises(args, "bench_routing")
     threads = args.threads or "default"
     print(f"main {pool.model}, decision {args.decision}, threads {threads}, commit {short_head()}")
     with tempfile.TemporaryDirectory(prefix="bench-routing-") as folder:

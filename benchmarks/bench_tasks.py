@@ -288,10 +288,7 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, list[str], Path]:
     if not agents or any(a not in AGENTS for a in agents):
         raise SystemExit(f"bench_tasks: --agents takes some of {','.join(AGENTS)}, not {args.agents!r}")
     pool = pool_spec(args, "bench_tasks")
-    exercises = args.exercises.resolve()
-    list_file = args.list or exercises / "QUICK.txt"
-    names = exercise_names(list_file)
-    check_exercises(exercises, names, "bench_tasks")
+    exercises, list_file, names = listed_exercises(args, "bench_tasks")
     model = pool.model
     stem = Path(model).stem if model.endswith(".gguf") else model.replace("/", "_").replace(":", "_")
     results = args.results or bench_cache() / "tasks" / f"{stem}-{list_file.stem}.jsonl"
@@ -367,6 +364,16 @@ def pool_spec(args: argparse.Namespace, program: str) -> PoolSpec:
         raise SystemExit(f"{program}: --engine scripted and --script FILE go together")
     script = args.script.resolve() if args.script else None
     return PoolSpec(model_reference(args.model), args.threads, tuple(shlex.split(args.pool_flags)), script)
+
+
+def listed_exercises(args: argparse.Namespace, program: str) -> tuple[Path, Path, list[str]]:
+    """The tasks folder, the list file (``--list``, else its QUICK.txt) and the names it lists,
+    each checked to be there (``add_run_arguments``' options)."""
+    exercises = args.exercises.resolve()
+    list_file = args.list or exercises / "QUICK.txt"
+    names = exercise_names(list_file)
+    check_exercises(exercises, names, program)
+    return exercises, list_file, names
 
 
 def check_exercises(exercises: Path, names: Sequence[str], program: str) -> None:
